@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* region.c - regions: creation by tag, lookup, destruction, info, allocation lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a)
+{
+	a->prev = NULL;
+	a->next = r->allocs;
+	if (r->allocs)
+		r->allocs->prev = a;
+	r->allocs = a;
+	r->nallocs++;
+	r->logical_bytes += a->size;
+	r->physical_bytes += a->physical;
+	if (a->backed)
+		r->backed_bytes += a->physical;
+	if (a->backup)
+		r->backup_bytes += a->size;
+}
+
+void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
+{
+	if (a->prev)
+		a->prev->next = a->next;
+	else
+		r->allocs = a->next;
+	if (a->next)
+		a->next->prev = a->prev;
+	a->prev = a->next = NULL;
+	r->nallocs--;
+	r->logical_bytes -= a->size;
+	r->physical_bytes -= a->physical;
+	if (a->backed)
+		r->backed_bytes -= a->physical;
+	if (a->backup)
+		r->backup_bytes -= a->size;
+}
+
+void cms_region_unref_locked(struct cms_region *r)
+{
+	if (--r->refs)
+		return;
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+static struct cms_region *find_locked(cms_context *ctx, const char *tag, int32_t device)
+{
+	struct cms_region *r;
+
+	for (r = ctx->regions; r; r = r->next)
+		if (r->device == device && !strcmp(r->tag, tag))
+			return r;
+	return NULL;
+}
+
+CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
+				     const cms_region_options *opts, cms_region **out)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	struct cms_region *r;
+	cms_status st;
+
+	if (!ctx || !out)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
+	*out = NULL;
+	st = cms_check_tag(tag);
+	if (st)
+		return st;
+	if (opts) {
+		st = cms_copy_in(&o, sizeof(o), opts, "cms_region_options");
+		if (st)
+			return st;
+	}
+	if (o.policy > CMS_POLICY_HOST)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u", o.policy);
+	if (o.flags)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
+				     (unsigned long long)o.flags);
+	st = cms_ctx_device(ctx, o.device, NULL);
+	if (st)
+		return st;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");
+	if (pthread_mutex_init(&r->lock, NULL)) {
+		free(r);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
+	}
+	r->ctx = ctx;
+	memcpy(r->tag, tag, strlen(tag) + 1);
+	r->device = o.device;
+	r->policy = o.policy;
+	r->flags = o.flags;
+	r->state = CMS_STATE_ACTIVE;
+	r->refs = 1;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (find_locked(ctx, tag, o.device)) {
+		pthread_mutex_unlock(&ctx->lock);
+		pthread_mutex_destroy(&r->lock);
+		free(r);
+		return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d", tag,
+				     o.device);
+	}
+	r->id = ctx->next_region_id++;
+	r->prev = ctx->regions_tail;
+	if (ctx->regions_tail)
+		ctx->regions_tail->next = r;
+	else
+		ctx->regions = r;
+	ctx->regions_tail = r;
+	pthread_mutex_unlock(&ctx->lock);
+	cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\" created on device %d, policy %u", tag, o.device,
+		o.policy);
+	*out = r;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t device,
+				   cms_region **out)
+{
+	struct cms_region *r;
+	cms_status st;
+
+	if (!ctx || !out)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
+	*out = NULL;
+	st = cms_check_tag(tag);
+	if (st)
+		return st;
+	pthread_mutex_lock(&ctx->lock);
+	r = find_locked(ctx, tag, device);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!r)
+		return cms_set_error(CMS_ERR_NOT_FOUND, "no region tagged \"%s\" on device %d", tag,
+				     device);
+	*out = r;
+	return CMS_OK;
+}
+
+/* Frees everything an allocation holds; the region lock is held. */
+cms_status cms_alloc_release(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	cms_status st;
+
+	if (a->backed) {
+		st = cms_vmm_unback(a);
+		if (st)
+			return st;
+		a->region->backed_bytes -= a->physical;
+	}
+	st = cms_vmm_unreserve(a);
+	if (st) {
+		/* Keep the allocation usable as it was: back it again if its region is active. */
+		if (a->region->state == CMS_STATE_ACTIVE && !cms_vmm_back(a))
+			a->region->backed_bytes += a->physical;
+		return st;
+	}
+	if (a->backup) {
+		cms_host_free(ctx, a->backup, a->size);
+		a->region->backup_bytes -= a->size;
+		a->backup = NULL;
+	}
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_region_destroy(cms_region *region)
+{
+	struct cms_region *r = region;
+	struct cms_alloc *a, *next;
+	cms_context *ctx;
+	cms_status st = CMS_OK, st2;
+
+	if (!r)
+		return CMS_OK;
+	ctx = r->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		ctx->regions = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		ctx->regions_tail = r->prev;
+	r->dead = true;
+	for (a = r->allocs; a; a = a->next)
+		if (!a->claimed)
+			cms_index_remove(ctx, a);
+	pthread_mutex_unlock(&ctx->lock);
+
+	pthread_mutex_lock(&r->lock);
+	for (a = r->allocs; a; a = next) {
+		next = a->next;
+		if (a->claimed)
+			continue; /* a concurrent cms_free() owns it */
+		st2 = cms_alloc_release(a);
+		if (st2) {
+			cms_log(ctx, CMS_LOG_ERROR, "region \"%s\": allocation 0x%llx leaked: %s", r->tag,
+				(unsigned long long)a->base, cms_last_error());
+			if (!st)
+				st = st2;
+			if (a->backup)
+				cms_host_free(ctx, a->backup, a->size);
+			a->backup = NULL;
+		}
+		cms_region_unlink_alloc(r, a);
+		free(a);
+	}
+	pthread_mutex_unlock(&r->lock);
+
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+	return st;
+}
+
+CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info)
+{
+	cms_region_info o;
+	cms_status st;
+	size_t n;
+
+	if (!region || !info)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", region ? "info" : "region");
+	st = cms_out_size(info, sizeof(o), &n, "cms_region_info");
+	if (st)
+		return st;
+	memset(&o, 0, sizeof(o));
+	o.struct_size = sizeof(o);
+	pthread_mutex_lock(&region->lock);
+	memcpy(o.tag, region->tag, sizeof(o.tag));
+	o.device = region->device;
+	o.policy = region->policy;
+	o.state = region->state;
+	o.flags = region->flags;
+	o.allocations = region->nallocs;
+	o.logical_bytes = region->logical_bytes;
+	o.physical_bytes = region->physical_bytes;
+	o.backed_bytes = region->backed_bytes;
+	o.backup_bytes = region->backup_bytes;
+	o.epoch = region->epoch;
+	o.granularity = region->ctx->devices[region->device].granularity;
+	pthread_mutex_unlock(&region->lock);
+	cms_copy_out(info, &o, sizeof(o));
+	return CMS_OK;
+}
