@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cumemsaver_sim.h - control API of libcumemsaver-sim, the host simulation of
+ * the subset of the CUDA driver API that cumemsaver uses.
+ *
+ * The simulation exports the driver entry points (cuInit, cuMemCreate, ...,
+ * cuGetProcAddress_v2) so that a program that loads the driver with
+ * dlopen()/dlsym() can load libcumemsaver-sim.so instead of libcuda.so.1.
+ * The functions below are extra: tests use them to inject faults, change the
+ * device capacity and read live-object counters. All of them are thread-safe,
+ * may be called before cuInit() and never print, abort or exit.
+ *
+ * A program normally resolves them with dlsym() on the handle it got from
+ * dlopen() of the simulation (so the program runs unchanged on a real GPU,
+ * where they do not exist), but it may also link the library directly.
+ *
+ * See docs/simulation.md for the environment variables and what the
+ * simulation does not model.
+ */
+#ifndef CUMEMSAVER_SIM_H
+#define CUMEMSAVER_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CMSSIM_API __attribute__((visibility("default")))
+#else
+#define CMSSIM_API
+#endif
+
+/* Most simulated devices (CMS_SIM_DEVICES is clamped to this). */
+#define CMSSIM_MAX_DEVICES 8
+/* Most faults armed at once (cmssim_fail_call, cmssim_fail_host_alloc). */
+#define CMSSIM_MAX_FAULTS 32
+/* Byte written into fresh physical memory unless CMS_SIM_POISON says otherwise. */
+#define CMSSIM_DEFAULT_POISON 0xA5
+
+/* Version string of the simulation; its presence tells a test that the sim is loaded. */
+#define CMSSIM_VERSION_STRING "cumemsaver-sim 1.0.0"
+
+/*
+ * Live-object counters, a snapshot taken under the simulation's lock.
+ *
+ * Set struct_size to sizeof(cmssim_counters) before the call (or use
+ * CMSSIM_COUNTERS_INIT); fields are only ever appended, and the simulation
+ * fills min(struct_size, its own size) bytes.
+ */
+typedef struct cmssim_counters {
+	uint64_t struct_size;	       /* in: caller's sizeof(cmssim_counters), left unchanged */
+	uint64_t reservations;	       /* cuMemAddressReserve ranges not yet freed */
+	uint64_t handles;	       /* handles created or imported and not released */
+	uint64_t physical_allocations; /* backing objects alive, incl. released but still mapped */
+	uint64_t mappings;	       /* cuMemMap ranges not yet unmapped */
+	uint64_t device_used_bytes[CMSSIM_MAX_DEVICES]; /* physical bytes counted per device */
+	uint64_t streams;				/* live CUstream objects */
+	uint64_t events;				/* live CUevent objects */
+	uint64_t graphs;				/* live CUgraph objects (ended captures) */
+	uint64_t graph_execs;				/* live CUgraphExec objects */
+	uint64_t primary_ctx_refs;  /* sum over devices of primary context retain counts */
+	uint64_t host_buffers;	    /* allowed cmssim_host_alloc_hook calls minus frees */
+	uint64_t host_buffer_bytes; /* bytes of those */
+	uint64_t calls;		    /* counted driver calls so far (cmssim_call_count) */
+} cmssim_counters;
+
+#define CMSSIM_COUNTERS_INIT { .struct_size = sizeof(cmssim_counters) }
+
+/* Returns CMSSIM_VERSION_STRING. Never NULL. */
+CMSSIM_API const char *cmssim_version(void);
+
+/*
+ * Number of simulated devices (CMS_SIM_DEVICES, default 1, at most
+ * CMSSIM_MAX_DEVICES).
+ */
+CMSSIM_API int cmssim_device_count(void);
+
+/*
+ * Sets the physical capacity of @device to @bytes from now on. Memory already
+ * created stays; a lower capacity than what is in use makes every further
+ * cuMemCreate on that device fail with CUDA_ERROR_OUT_OF_MEMORY and
+ * cuMemGetInfo report 0 free bytes. Returns 0, or -1 for an invalid device.
+ */
+CMSSIM_API int cmssim_set_capacity(int device, uint64_t bytes);
+
+/* Capacity of @device in bytes, or 0 for an invalid device. */
+CMSSIM_API uint64_t cmssim_get_capacity(int device);
+
+/*
+ * Number of counted driver calls since the library was loaded: every driver
+ * entry point except cuGetProcAddress, cuGetProcAddress_v2, cuGetErrorName,
+ * cuGetErrorString and cuDriverGetVersion, whether it succeeds or not
+ * (calls made before cuInit and calls failed by a fault count too).
+ */
+CMSSIM_API uint64_t cmssim_call_count(void);
+
+/*
+ * Arms a fault: the @nth counted driver call from now (1-based) whose name is
+ * @fn (a base name such as "cuMemCreate"; NULL or "any" matches every counted
+ * call) returns @result (a CUresult, non-zero) without doing anything. The
+ * fault then disarms itself. Several faults may be armed at once (up to
+ * CMSSIM_MAX_FAULTS); a call decrements every fault it matches, and when
+ * several fire on the same call the one armed first gives the result.
+ * Returns 0, or -1 if @nth is 0, @result is 0, @fn is not a simulated driver
+ * entry point or the table is full.
+ */
+CMSSIM_API int cmssim_fail_call(const char *fn, uint64_t nth, int result);
+
+/*
+ * Arms a host allocation fault: the @nth call of cmssim_host_alloc_hook from
+ * now (1-based) returns non-zero. Returns 0, or -1 if @nth is 0 or the
+ * fault table is full.
+ */
+CMSSIM_API int cmssim_fail_host_alloc(uint64_t nth);
+
+/* Disarms every armed fault (driver calls and host allocations). */
+CMSSIM_API void cmssim_clear_faults(void);
+
+/* Number of faults armed and not yet fired. */
+CMSSIM_API int cmssim_armed_faults(void);
+
+/*
+ * Host allocation hook for the library under test. The library calls it
+ * (when the loaded driver exports it) before each host buffer it allocates:
+ * returns 0 to allow the allocation, which then counts as one live host
+ * buffer of @bytes, or non-zero (an armed host allocation fault fired) to
+ * make the library behave as if its allocation had failed; a refused
+ * allocation is not counted and must not be passed to the free hook.
+ */
+CMSSIM_API int cmssim_host_alloc_hook(size_t bytes);
+
+/* Counterpart of an allowed cmssim_host_alloc_hook(@bytes): one buffer fewer. */
+CMSSIM_API void cmssim_host_free_hook(size_t bytes);
+
+/*
+ * Copies a snapshot of the counters into @out: min(out->struct_size,
+ * sizeof(cmssim_counters)) bytes, struct_size itself left as the caller set
+ * it. Returns 0, or -1 if @out is NULL or out->struct_size < 8.
+ */
+CMSSIM_API int cmssim_get_counters(cmssim_counters *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUMEMSAVER_SIM_H */

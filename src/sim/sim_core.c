@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sim_core.c - global state, configuration, locking, object sets, call
+ * counting, fault injection and the cmssim_* control API.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim_internal.h"
+
+struct sim_state sim = {
+	.lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+};
+
+/* ---- configuration ---------------------------------------------------- */
+
+#define SIM_DEFAULT_CAPACITY (8ULL << 30)
+#define SIM_DEFAULT_GRAN (2ULL << 20)
+#define SIM_FN_MAX 64
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static int config_error; /* a CMS_SIM_* variable was malformed: cuInit fails */
+
+struct sim_fault {
+	int host;		/* host allocation fault */
+	char fn[SIM_FN_MAX];	/* "" = any counted call */
+	uint64_t left;		/* matching calls until it fires */
+	CUresult result;
+};
+
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_fault faults[CMSSIM_MAX_FAULTS]; /* in arming order */
+static int nfaults;				   /* atomic reads outside fault_lock */
+static atomic_uint_fast64_t call_count;
+
+uint64_t sim_parse_size(const char *s, int *ok)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	*ok = 0;
+	if (!s || !*s || *s == '-')
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'B' || end[1] == 'b'))
+		end += 2;
+	else if (shift && (end[0] == 'B' || end[0] == 'b'))
+		end++;
+	if (*end)
+		return 0;
+	if (shift && v > (ULLONG_MAX >> shift))
+		return 0;
+	*ok = 1;
+	return (uint64_t)v << shift;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int arm_fault(int host, const char *fn, uint64_t nth, CUresult result)
+{
+	struct sim_fault *f;
+	int rc = -1;
+
+	if (!nth || (!host && result == CUDA_SUCCESS))
+		return -1;
+	if (!host && fn && strcmp(fn, "any") && !sim_known_function(fn))
+		return -1;
+	pthread_mutex_lock(&fault_lock);
+	if (nfaults >= CMSSIM_MAX_FAULTS)
+		goto out_unlock;
+	f = &faults[nfaults];
+	memset(f, 0, sizeof(*f));
+	f->host = host;
+	if (!host && fn && strcmp(fn, "any"))
+		strcpy(f->fn, fn); /* length checked by sim_known_function */
+	f->left = nth;
+	f->result = result;
+	__atomic_store_n(&nfaults, nfaults + 1, __ATOMIC_RELEASE);
+	rc = 0;
+out_unlock:
+	pthread_mutex_unlock(&fault_lock);
+	return rc;
+}
+
+/* "fn:nth:result" or "host:nth", comma separated. Returns -1 on a malformed entry. */
+static int parse_faults(const char *spec)
+{
+	char *copy, *save = NULL, *tok;
+	int rc = 0;
+
+	copy = strdup(spec);
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *nth_s, *res_s = NULL;
+		long result = CUDA_ERROR_UNKNOWN;
+		uint64_t nth;
+		int ok, host;
+
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		nth_s = strchr(tok, ':');
+		if (!nth_s) {
+			rc = -1;
+			continue;
+		}
+		*nth_s++ = '\0';
+		res_s = strchr(nth_s, ':');
+		if (res_s)
+			*res_s++ = '\0';
+		host = !strcmp(tok, "host") || !strcmp(tok, "host_alloc");
+		nth = sim_parse_size(nth_s, &ok);
+		if (!ok || (!host && (!res_s || parse_int(res_s, 1, INT_MAX, &result)))) {
+			rc = -1;
+			continue;
+		}
+		if (arm_fault(host, strcmp(tok, "any") ? tok : NULL, nth, (CUresult)result))
+			rc = -1;
+	}
+	free(copy);
+	return rc;
+}
+
+static void setup_once_fn(void)
+{
+	const char *s;
+	uint64_t cap = SIM_DEFAULT_CAPACITY;
+	long v;
+	int ok, i;
+
+	sim.ndev = 1;
+	sim.gran = SIM_DEFAULT_GRAN;
+	sim.poison = CMSSIM_DEFAULT_POISON;
+	sim.next_handle = 0x5100000000000001ULL; /* never 0, never a small integer */
+
+	s = getenv("CMS_SIM_DEVICES");
+	if (s && *s) {
+		if (parse_int(s, 0, INT_MAX, &v))
+			config_error = 1;
+		else
+			sim.ndev = v > CMSSIM_MAX_DEVICES ? CMSSIM_MAX_DEVICES : (int)v;
+	}
+	s = getenv("CMS_SIM_CAPACITY");
+	if (s && *s) {
+		cap = sim_parse_size(s, &ok);
+		if (!ok) {
+			config_error = 1;
+			cap = SIM_DEFAULT_CAPACITY;
+		}
+	}
+	s = getenv("CMS_SIM_GRANULARITY");
+	if (s && *s) {
+		uint64_t g = sim_parse_size(s, &ok);
+
+		if (!ok || !g || (g & (g - 1)) || g < (uint64_t)sysconf(_SC_PAGESIZE))
+			config_error = 1;
+		else
+			sim.gran = g;
+	}
+	s = getenv("CMS_SIM_GDR");
+	if (s && *s) {
+		if (parse_int(s, 0, 1, &v))
+			config_error = 1;
+		else
+			sim.gdr = (int)v;
+	}
+	s = getenv("CMS_SIM_POISON");
+	if (s && *s) {
+		if (parse_int(s, 0, 255, &v))
+			config_error = 1;
+		else
+			sim.poison = v ? (int)v : -1;
+	}
+	for (i = 0; i < CMSSIM_MAX_DEVICES; i++) {
+		sim.capacity[i] = cap;
+		sim.ctx[i].device = i;
+	}
+	s = getenv("CMS_SIM_FAIL");
+	if (s && *s && parse_faults(s))
+		config_error = 1;
+}
+
+void sim_setup(void)
+{
+	pthread_once(&setup_once, setup_once_fn);
+}
+
+__attribute__((constructor)) static void sim_constructor(void)
+{
+	sim_setup();
+}
+
+int sim_config_error(void)
+{
+	return config_error;
+}
+
+/* ---- locking ------------------------------------------------------------ */
+
+void sim_rdlock(void)
+{
+	pthread_rwlock_rdlock(&sim.lock);
+}
+
+void sim_wrlock(void)
+{
+	pthread_rwlock_wrlock(&sim.lock);
+}
+
+void sim_unlock(void)
+{
+	pthread_rwlock_unlock(&sim.lock);
+}
+
+/* ---- entry: counting and faults ----------------------------------------- */
+
+CUresult sim_enter(const char *fn, int need_init)
+{
+	CUresult rc = CUDA_SUCCESS;
+	int i, fired = 0;
+
+	sim_setup();
+	atomic_fetch_add(&call_count, 1);
+	if (__atomic_load_n(&nfaults, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&fault_lock);
+		for (i = 0; i < nfaults;) {
+			struct sim_fault *f = &faults[i];
+
+			if (f->host || (f->fn[0] && strcmp(f->fn, fn)) || --f->left) {
+				i++;
+				continue;
+			}
+			if (!fired)
+				rc = f->result;
+			fired = 1;
+			memmove(f, f + 1, (size_t)(nfaults - i - 1) * sizeof(*f));
+			__atomic_store_n(&nfaults, nfaults - 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&fault_lock);
+		if (fired)
+			return rc;
+	}
+	if (need_init && !__atomic_load_n(&sim.initialized, __ATOMIC_ACQUIRE))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return CUDA_SUCCESS;
+}
+
+/* ---- sorted range sets -------------------------------------------------- */
+
+ssize_t sim_set_floor(const struct sim_set *s, uint64_t key)
+{
+	size_t lo = 0, hi = s->n;
+
+	/* first index whose base > key, minus one */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->v[mid]->base <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ssize_t)lo - 1;
+}
+
+struct sim_range *sim_set_find(const struct sim_set *s, uint64_t key)
+{
+	ssize_t i = sim_set_floor(s, key);
+
+	if (i < 0 || s->v[i]->base != key)
+		return NULL;
+	return s->v[i];
+}
+
+struct sim_range *sim_set_containing(const struct sim_set *s, uint64_t addr, ssize_t *idx)
+{
+	ssize_t i = sim_set_floor(s, addr);
+
+	if (i < 0 || addr - s->v[i]->base >= s->v[i]->size)
+		return NULL;
+	if (idx)
+		*idx = i;
+	return s->v[i];
+}
+
+int sim_set_insert(struct sim_set *s, struct sim_range *r)
+{
+	size_t pos;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct sim_range **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		s->v = v;
+		s->cap = cap;
+	}
+	pos = (size_t)(sim_set_floor(s, r->base) + 1);
+	memmove(&s->v[pos + 1], &s->v[pos], (s->n - pos) * sizeof(*s->v));
+	s->v[pos] = r;
+	s->n++;
+	return 0;
+}
+
+void sim_set_remove_at(struct sim_set *s, size_t idx, size_t count)
+{
+	memmove(&s->v[idx], &s->v[idx + count], (s->n - idx - count) * sizeof(*s->v));
+	s->n -= count;
+	if (!s->n) {
+		free(s->v);
+		s->v = NULL;
+		s->cap = 0;
+	}
+}
+
+void sim_set_remove(struct sim_set *s, uint64_t key)
+{
+	ssize_t i = sim_set_floor(s, key);
+
+	if (i >= 0 && s->v[i]->base == key)
+		sim_set_remove_at(s, (size_t)i, 1);
+}
+
+/* ---- control API -------------------------------------------------------- */
+
+SIM_EXPORT const char *cmssim_version(void)
+{
+	return CMSSIM_VERSION_STRING;
+}
+
+SIM_EXPORT int cmssim_device_count(void)
+{
+	sim_setup();
+	return sim.ndev;
+}
+
+SIM_EXPORT int cmssim_set_capacity(int device, uint64_t bytes)
+{
+	sim_setup();
+	if (device < 0 || device >= sim.ndev)
+		return -1;
+	sim_wrlock();
+	sim.capacity[device] = bytes;
+	sim_unlock();
+	return 0;
+}
+
+SIM_EXPORT uint64_t cmssim_get_capacity(int device)
+{
+	uint64_t cap;
+
+	sim_setup();
+	if (device < 0 || device >= sim.ndev)
+		return 0;
+	sim_rdlock();
+	cap = sim.capacity[device];
+	sim_unlock();
+	return cap;
+}
+
+SIM_EXPORT uint64_t cmssim_call_count(void)
+{
+	return atomic_load(&call_count);
+}
+
+SIM_EXPORT int cmssim_fail_call(const char *fn, uint64_t nth, int result)
+{
+	sim_setup();
+	return arm_fault(0, fn, nth, (CUresult)result);
+}
+
+SIM_EXPORT int cmssim_fail_host_alloc(uint64_t nth)
+{
+	sim_setup();
+	return arm_fault(1, NULL, nth, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+SIM_EXPORT void cmssim_clear_faults(void)
+{
+	sim_setup();
+	pthread_mutex_lock(&fault_lock);
+	__atomic_store_n(&nfaults, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fault_lock);
+}
+
+SIM_EXPORT int cmssim_armed_faults(void)
+{
+	sim_setup();
+	return __atomic_load_n(&nfaults, __ATOMIC_ACQUIRE);
+}
+
+SIM_EXPORT int cmssim_host_alloc_hook(size_t bytes)
+{
+	int i, fired = 0;
+
+	sim_setup();
+	pthread_mutex_lock(&fault_lock);
+	for (i = 0; i < nfaults;) {
+		struct sim_fault *f = &faults[i];
+
+		if (!f->host || --f->left) {
+			i++;
+			continue;
+		}
+		fired = 1;
+		memmove(f, f + 1, (size_t)(nfaults - i - 1) * sizeof(*f));
+		__atomic_store_n(&nfaults, nfaults - 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&fault_lock);
+	if (fired)
+		return -1;
+	sim_wrlock();
+	sim.host_buffers++;
+	sim.host_bytes += bytes;
+	sim_unlock();
+	return 0;
+}
+
+SIM_EXPORT void cmssim_host_free_hook(size_t bytes)
+{
+	sim_setup();
+	sim_wrlock();
+	if (sim.host_buffers)
+		sim.host_buffers--;
+	sim.host_bytes = sim.host_bytes >= bytes ? sim.host_bytes - bytes : 0;
+	sim_unlock();
+}
+
+SIM_EXPORT int cmssim_get_counters(cmssim_counters *out)
+{
+	cmssim_counters c;
+	uint64_t want;
+	int i;
+
+	if (!out || out->struct_size < sizeof(uint64_t))
+		return -1;
+	sim_setup();
+	want = out->struct_size;
+	memset(&c, 0, sizeof(c));
+	sim_rdlock();
+	c.reservations = sim.reservations.n;
+	c.handles = sim.handles.n;
+	c.physical_allocations = sim.nphys;
+	c.mappings = sim.mappings.n;
+	for (i = 0; i < CMSSIM_MAX_DEVICES; i++) {
+		c.device_used_bytes[i] = sim.used[i];
+		c.primary_ctx_refs += (uint64_t)sim.ctx_refs[i];
+	}
+	c.streams = sim.streams.n;
+	c.events = sim.events.n;
+	c.graphs = sim.graphs.n;
+	c.graph_execs = sim.execs.n;
+	c.host_buffers = sim.host_buffers;
+	c.host_buffer_bytes = sim.host_bytes;
+	sim_unlock();
+	c.calls = atomic_load(&call_count);
+	if (want > sizeof(c))
+		want = sizeof(c);
+	memcpy((char *)out + sizeof(uint64_t), (char *)&c + sizeof(uint64_t),
+	       (size_t)want - sizeof(uint64_t));
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+#include "common.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct cms_driver drv;
+static int drv_open;
+static struct t_sim sim;
+
+struct cms_driver *t_drv(void)
+{
+	char err[256];
+
+	if (!drv_open) {
+		int st = cms_driver_open(&drv, NULL, err, sizeof(err));
+
+		ck_assert_msg(st == 0, "driver: %s", err);
+		drv_open = 1;
+	}
+	return &drv;
+}
+
+int t_is_sim(void)
+{
+	return t_drv()->is_sim;
+}
+
+const struct t_sim *t_sim(void)
+{
+	void *dl = t_drv()->dl;
+
+	ck_assert_msg(t_is_sim(), "this test needs the host simulation");
+	if (!sim.get_counters) {
+		sim.get_counters = (int (*)(cmssim_counters *))dlsym(dl, "cmssim_get_counters");
+		sim.fail_call = (int (*)(const char *, uint64_t, int))dlsym(dl, "cmssim_fail_call");
+		sim.fail_host_alloc = (int (*)(uint64_t))dlsym(dl, "cmssim_fail_host_alloc");
+		sim.clear_faults = (void (*)(void))dlsym(dl, "cmssim_clear_faults");
+		sim.call_count = (uint64_t(*)(void))dlsym(dl, "cmssim_call_count");
+		sim.set_capacity = (int (*)(int, uint64_t))dlsym(dl, "cmssim_set_capacity");
+		sim.get_capacity = (uint64_t(*)(int))dlsym(dl, "cmssim_get_capacity");
+		sim.armed_faults = (int (*)(void))dlsym(dl, "cmssim_armed_faults");
+		ck_assert(sim.get_counters && sim.fail_call && sim.fail_host_alloc && sim.clear_faults &&
+			  sim.call_count && sim.set_capacity && sim.get_capacity && sim.armed_faults);
+	}
+	return &sim;
+}
+
+cmssim_counters t_counters(void)
+{
+	cmssim_counters c;
+
+	memset(&c, 0, sizeof(c));
+	c.struct_size = sizeof(c);
+	ck_assert_int_eq(t_sim()->get_counters(&c), 0);
+	return c;
+}
+
+int t_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+cms_context *t_ctx(void)
+{
+	cms_context *ctx = NULL;
+
+	ck_ok(cms_context_create(NULL, &ctx));
+	return ctx;
+}
+
+cms_region *t_region(cms_context *ctx, const char *tag, int32_t device, uint32_t policy)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r = NULL;
+
+	o.device = device;
+	o.policy = policy;
+	ck_ok(cms_region_create(ctx, tag, &o, &r));
+	return r;
+}
+
+static int with_ctx(int dev, int write, uint64_t dptr, void *host, size_t n)
+{
+	struct cms_driver *d = t_drv();
+	CUcontext c, popped;
+	CUdevice cu;
+	int res;
+
+	res = d->cuDeviceGet(&cu, dev);
+	if (res)
+		return res;
+	res = d->cuDevicePrimaryCtxRetain(&c, cu);
+	if (res)
+		return res;
+	res = d->cuCtxPushCurrent(c);
+	if (!res) {
+		res = write ? d->cuMemcpyHtoD(dptr, host, n) : d->cuMemcpyDtoH(host, dptr, n);
+		d->cuCtxPopCurrent(&popped);
+	}
+	d->cuDevicePrimaryCtxRelease(cu);
+	return res;
+}
+
+int t_write(int dev, uint64_t dst, const void *src, size_t n)
+{
+	return with_ctx(dev, 1, dst, (void *)src, n);
+}
+
+int t_read(int dev, void *dst, uint64_t src, size_t n)
+{
+	return with_ctx(dev, 0, src, dst, n);
+}
+
+uint32_t t_pattern(uint32_t seed, size_t i)
+{
+	uint32_t x = seed * 2654435761u + (uint32_t)i * 40503u + (uint32_t)(i >> 32);
+
+	x ^= x >> 15;
+	return x * 2246822519u;
+}
+
+int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed)
+{
+	uint32_t *buf = malloc(n);
+	size_t i;
+	int res;
+
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < n / 4; i++)
+		buf[i] = t_pattern(seed, i);
+	res = t_write(dev, ptr, buf, n);
+	free(buf);
+	return res;
+}
+
+long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed)
+{
+	uint32_t *buf = malloc(n);
+	long bad = -1;
+	size_t i;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(t_read(dev, buf, ptr, n), 0);
+	for (i = 0; i < n / 4; i++)
+		if (buf[i] != t_pattern(seed, i)) {
+			bad = (long)i;
+			break;
+		}
+	free(buf);
+	return bad;
+}
+
+int t_is_zero(int dev, uint64_t ptr, size_t n)
+{
+	unsigned char *buf = malloc(n);
+	size_t i;
+	int zero = 1;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(t_read(dev, buf, ptr, n), 0);
+	for (i = 0; i < n && zero; i++)
+		zero = buf[i] == 0;
+	free(buf);
+	return zero;
+}
+
+/*
+ * Probes the driver in a child process (CUDA must not be initialised in the
+ * parent, which forks every test): 0 = none, 1 = simulation, 2 = real GPU.
+ */
+static int probe(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		struct cms_driver d;
+		char err[256];
+		int count = 0;
+
+		if (cms_driver_open(&d, NULL, err, sizeof(err)))
+			_exit(0);
+		if (d.cuDeviceGetCount(&count) || count < 1)
+			_exit(0);
+		_exit(d.is_sim ? 1 : 2);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 0;
+	return WEXITSTATUS(status);
+}
+
+int t_main(Suite *(*make)(void), enum t_needs needs)
+{
+	SRunner *sr;
+	int failed, have = needs == T_NEEDS_NOTHING ? 0 : probe();
+
+	if ((needs == T_NEEDS_DEVICE && !have) || (needs == T_NEEDS_SIM && have != 1) ||
+	    (needs == T_NEEDS_GPU && have != 2)) {
+		printf("SKIP: needs %s; driver probe found %s\n",
+		       needs == T_NEEDS_SIM ? "the host simulation"
+		       : needs == T_NEEDS_GPU ? "a real GPU"
+					      : "a driver",
+		       have == 1 ? "the simulation" : have == 2 ? "a GPU" : "nothing");
+		return 77;
+	}
+	sr = srunner_create(make());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

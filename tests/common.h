@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common.h - helpers shared by the Check suites: the test's own view of the
+ * driver (same library the context loads, so the host simulation's state is
+ * shared), device memory read/write, patterns, simulation control, and the
+ * main() that skips (exit 77) where the needed driver is missing.
+ */
+#ifndef CMS_TEST_COMMON_H
+#define CMS_TEST_COMMON_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "cumemsaver.h"
+#include "cumemsaver_sim.h"
+#include "driver.h"
+
+#define MiB (1024ull * 1024ull)
+
+/* What a suite needs from the environment. */
+enum t_needs {
+	T_NEEDS_NOTHING, /* pure API tests, no driver */
+	T_NEEDS_DEVICE,  /* the simulation or a real GPU, whichever CMS_DRIVER_LIBRARY selects */
+	T_NEEDS_SIM,     /* the simulation (fault injection, counters) */
+	T_NEEDS_GPU,     /* a real GPU */
+};
+
+/* Runs the suite in forked children; exits 77 if needs are not met. */
+int t_main(Suite *(*make)(void), enum t_needs needs);
+
+/* The driver table of the test process (opened once per process). */
+struct cms_driver *t_drv(void);
+int t_is_sim(void);
+
+cms_context *t_ctx(void);
+cms_region *t_region(cms_context *ctx, const char *tag, int32_t device, uint32_t policy);
+
+/* Copies between host and device memory of device dev (primary context pushed). Returns CUresult. */
+int t_write(int dev, uint64_t dst, const void *src, size_t n);
+int t_read(int dev, void *dst, uint64_t src, size_t n);
+/* Fills with / compares against a pattern derived from seed (u32 words; n a multiple of 4). */
+int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed);
+/* Returns the index of the first mismatching word, or -1 when all match. */
+long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed);
+/* Returns 1 when all n bytes are zero. */
+int t_is_zero(int dev, uint64_t ptr, size_t n);
+uint32_t t_pattern(uint32_t seed, size_t i);
+
+/* Simulation control (NULL-safe: only valid when t_is_sim()). */
+struct t_sim {
+	int (*get_counters)(cmssim_counters *out);
+	int (*fail_call)(const char *fn, uint64_t nth, int result);
+	int (*fail_host_alloc)(uint64_t nth);
+	void (*clear_faults)(void);
+	uint64_t (*call_count)(void);
+	int (*set_capacity)(int device, uint64_t bytes);
+	uint64_t (*get_capacity)(int device);
+	int (*armed_faults)(void);
+};
+const struct t_sim *t_sim(void);
+cmssim_counters t_counters(void);
+int t_open_fds(void);
+
+#define ck_ok(expr)                                                                              \
+	do {                                                                                     \
+		cms_status st_ = (expr);                                                          \
+		ck_assert_msg(st_ == CMS_OK, "%s -> %s: %s", #expr, cms_status_name(st_),        \
+			      cms_last_error());                                                  \
+	} while (0)
+
+#define ck_status(expr, want)                                                                   \
+	do {                                                                                     \
+		cms_status st_ = (expr);                                                          \
+		ck_assert_msg(st_ == (want), "%s -> %s (%s), want %s", #expr, cms_status_name(st_), \
+			      cms_last_error(), cms_status_name(want));                           \
+	} while (0)
+
+#endif /* CMS_TEST_COMMON_H */

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Stages `cmake --install`, then builds and runs a tiny consumer with nothing but
+# `pkg-config --cflags --libs cumemsaver`, and another with find_package(cumemsaver).
+set -euo pipefail
+build=$1 stage=$2 sim=$3
+rm -rf "$stage"
+cmake --install "$build" --prefix "$stage/usr" >/dev/null
+pc=$(find "$stage" -name cumemsaver.pc | head -n1)
+[ -n "$pc" ] || { echo "no cumemsaver.pc installed"; exit 1; }
+grep -q '^prefix=\${pcfiledir}' "$pc" || { echo "cumemsaver.pc is not relocatable"; exit 1; }
+# Move the staged tree: a relocatable .pc still works.
+mv "$stage/usr" "$stage/moved"
+export PKG_CONFIG_PATH=$(dirname "${pc/\/usr\//\/moved\/}")
+work=$stage/consumer
+mkdir -p "$work"
+cat >"$work/consumer.c" <<'C'
+#include <cumemsaver.h>
+#include <stdio.h>
+int main(void)
+{
+	cms_context *ctx = NULL;
+	cms_region *r = NULL;
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	uint64_t p = 0;
+	cms_status st;
+
+	if (cms_version() != CMS_VERSION_NUMBER)
+		return 10;
+	if (cms_context_create(NULL, &ctx))
+		return 11;
+	o.policy = CMS_POLICY_HOST;
+	st = cms_region_create(ctx, "weights", &o, &r);
+	if (!st)
+		st = cms_alloc(r, 1 << 20, &p);
+	if (!st)
+		st = cms_pause(ctx, "weights", NULL, NULL);
+	if (!st)
+		st = cms_resume(ctx, "weights", NULL, NULL);
+	printf("consumer: %s %s ptr=0x%llx\n", cms_status_name(st), cms_last_error(), (unsigned long long)p);
+	cms_context_destroy(ctx);
+	return st ? 12 : 0;
+}
+C
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror -o "$work/consumer" "$work/consumer.c" $(pkg-config --cflags --libs cumemsaver)
+libdir=$(pkg-config --variable=libdir cumemsaver)
+CMS_DRIVER_LIBRARY=$sim LD_LIBRARY_PATH=$libdir "$work/consumer"
+# find_package
+mkdir -p "$work/cm"
+cat >"$work/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(cumemsaver 1.0 REQUIRED)
+add_executable(consumer ../consumer.c)
+target_link_libraries(consumer PRIVATE cumemsaver::cumemsaver)
+CM
+cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$stage/moved" >/dev/null
+cmake --build "$work/cm/build" >/dev/null
+CMS_DRIVER_LIBRARY=$sim "$work/cm/build/consumer"
+echo "install_consumer: pkg-config and find_package consumers built and ran"

@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_core.c - the semantics of pause and resume, run against whichever
+ * driver CMS_DRIVER_LIBRARY selects: the host simulation in CI, the real
+ * driver on a GPU machine. Checks that need simulation counters are guarded.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static const uint64_t sizes[] = {1 * MiB + 4, 4 * MiB, 3 * MiB - 12};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static cms_region_info info(cms_region *r)
+{
+	cms_region_info i;
+
+	memset(&i, 0, sizeof(i));
+	i.struct_size = sizeof(i);
+	ck_ok(cms_region_info_get(r, &i));
+	return i;
+}
+
+static void alloc_all(cms_region *r, uint64_t *p, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < NSIZES; i++) {
+		ck_ok(cms_alloc(r, sizes[i], &p[i]));
+		ck_assert_uint_ne(p[i], 0);
+		ck_assert_int_eq(t_fill(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i), 0);
+	}
+}
+
+static void check_all(uint64_t *p, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < NSIZES; i++)
+		ck_assert_int_eq(t_check(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i), -1);
+}
+
+START_TEST(host_policy_keeps_addresses_and_content)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	uint64_t p[NSIZES];
+	int cycle;
+	size_t i;
+
+	alloc_all(r, p, 11);
+	for (cycle = 1; cycle <= 5; cycle++) {
+		ck_ok(cms_pause(ctx, "weights", NULL, NULL));
+		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
+		ck_ok(cms_resume(ctx, "weights", NULL, NULL));
+		ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(info(r).epoch, (uint64_t)cycle);
+		for (i = 0; i < NSIZES; i++) {
+			ck_ok(cms_pointer_info_get(ctx, p[i], &pi));
+			ck_assert_uint_eq(pi.base, p[i]);
+			ck_assert_uint_eq(pi.size, sizes[i]);
+		}
+		check_all(p, 11);
+	}
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(zero_policy_zeroes)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "zeroed", 0, CMS_POLICY_ZERO);
+	uint64_t p[NSIZES];
+	size_t i;
+
+	alloc_all(r, p, 3);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	for (i = 0; i < NSIZES; i++)
+		ck_assert_msg(t_is_zero(0, p[i], sizes[i]), "allocation %zu not zero", i);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(discard_policy_releases_and_remaps)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	uint64_t p[NSIZES];
+
+	alloc_all(r, p, 5);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_uint_eq(info(r).backed_bytes, 0);
+	ck_assert_uint_eq(info(r).backup_bytes, 0);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	/* Usable again at the same address. */
+	ck_assert_int_eq(t_fill(0, p[1], sizes[1], 77), 0);
+	ck_assert_int_eq(t_check(0, p[1], sizes[1], 77), -1);
+	if (t_is_sim()) {
+		/* The simulation poisons fresh memory: discarded content must not survive. */
+		ck_assert_int_ne(t_check(0, p[0], sizes[0] & ~3ull, 5), -1);
+	}
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(paused_memory_is_not_accessible)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	uint32_t word;
+	uint64_t p;
+
+	if (!t_is_sim()) {
+		/* On a GPU an access to unmapped memory may poison the context; covered by the simulation. */
+		ck_ok(cms_context_destroy(ctx));
+		return;
+	}
+	ck_ok(cms_alloc(r, 4096, &p));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_int_ne(t_read(0, &word, p, sizeof(word)), 0);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_read(0, &word, p, sizeof(word)), 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(tags_are_independent)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *a = t_region(ctx, "a", 0, CMS_POLICY_HOST);
+	cms_region *b = t_region(ctx, "b", 0, CMS_POLICY_HOST);
+	uint64_t pa[NSIZES], pb[NSIZES], extra;
+
+	alloc_all(a, pa, 1);
+	alloc_all(b, pb, 2);
+	ck_ok(cms_pause(ctx, "a", NULL, NULL));
+	ck_assert_uint_eq(info(a).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(info(b).state, CMS_STATE_ACTIVE);
+	check_all(pb, 2);
+	ck_ok(cms_alloc(b, 8192, &extra));
+	ck_status(cms_alloc(a, 8192, &extra), CMS_ERR_PAUSED);
+	ck_assert_uint_eq(extra, 0);
+	ck_ok(cms_resume(ctx, "a", NULL, NULL));
+	check_all(pa, 1);
+	check_all(pb, 2);
+	ck_assert_uint_eq(info(b).epoch, 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(repeated_and_mixed_calls)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *a = t_region(ctx, "a", 0, CMS_POLICY_HOST);
+	cms_region *b = t_region(ctx, "b", 0, CMS_POLICY_ZERO);
+	cms_region_info before;
+	uint64_t pa[NSIZES], pb[NSIZES];
+
+	alloc_all(a, pa, 8);
+	alloc_all(b, pb, 9);
+	ck_status(cms_region_resume(a, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_status(cms_resume(ctx, NULL, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_status(cms_pause(ctx, "missing", NULL, NULL), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_region_pause(a, NULL, NULL));
+	before = info(a);
+	ck_status(cms_region_pause(a, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_status(cms_pause(ctx, "a", NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	{
+		cms_region_info after = info(a);
+
+		ck_assert_mem_eq(&before, &after, sizeof(before));
+	}
+	/* NULL pauses what is still active (b) and skips a. */
+	ck_ok(cms_pause(ctx, NULL, NULL, NULL));
+	ck_assert_uint_eq(info(b).state, CMS_STATE_PAUSED);
+	ck_status(cms_pause(ctx, NULL, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_ok(cms_region_resume(b, NULL, NULL));
+	ck_ok(cms_resume(ctx, NULL, NULL, NULL));
+	ck_status(cms_region_resume(a, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	check_all(pa, 8);
+	ck_assert(t_is_zero(0, pb[0], sizes[0]));
+	ck_assert_uint_eq(info(a).epoch, 1);
+	ck_assert_uint_eq(info(b).epoch, 1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static void *free_in_thread(void *arg)
+{
+	void **a = arg;
+
+	return (void *)(intptr_t)cms_free(a[0], (uint64_t)(uintptr_t)a[1]);
+}
+
+START_TEST(free_in_every_state_and_thread)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_region_info i0;
+	uint64_t p[NSIZES];
+	pthread_t t;
+	void *args[2], *ret;
+	cmssim_counters c0 = {0}, c1;
+
+	if (t_is_sim())
+		c0 = t_counters();
+	alloc_all(r, p, 4);
+	ck_status(cms_free(ctx, p[1] + 8), CMS_ERR_NOT_BASE);
+	ck_ok(cms_free(ctx, p[0])); /* active */
+	ck_status(cms_free(ctx, p[0]), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	i0 = info(r);
+	ck_assert_uint_eq(i0.backup_bytes, sizes[1] + sizes[2]);
+	ck_ok(cms_free(ctx, p[1])); /* paused: reservation and backup only */
+	ck_assert_uint_eq(info(r).backup_bytes, sizes[2]);
+	ck_assert_uint_eq(info(r).allocations, 1);
+	args[0] = ctx;
+	args[1] = (void *)(uintptr_t)p[2];
+	ck_assert_int_eq(pthread_create(&t, NULL, free_in_thread, args), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_int_eq((int)(intptr_t)ret, CMS_OK);
+	ck_assert_uint_eq(info(r).allocations, 0);
+	ck_assert_uint_eq(info(r).logical_bytes, 0);
+	ck_assert_uint_eq(info(r).backup_bytes, 0);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.reservations, c0.reservations);
+		ck_assert_uint_eq(c1.handles, c0.handles);
+		ck_assert_uint_eq(c1.mappings, c0.mappings);
+		ck_assert_uint_eq(c1.host_buffers, c0.host_buffers);
+	}
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(pointer_info_answers_is_this_ours)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_DISCARD);
+	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	uint64_t p;
+
+	ck_ok(cms_alloc(r, 5000, &p));
+	ck_ok(cms_pointer_info_get(ctx, p + 4999, &pi));
+	ck_assert_ptr_eq(pi.region, r);
+	ck_assert_uint_eq(pi.base, p);
+	ck_assert_uint_eq(pi.offset, 4999);
+	ck_assert_uint_eq(pi.size, 5000);
+	ck_assert_uint_eq(pi.physical_size, info(r).granularity);
+	ck_assert_int_eq(pi.device, 0);
+	ck_assert_uint_eq(pi.state, CMS_STATE_ACTIVE);
+	ck_status(cms_pointer_info_get(ctx, p + 5000, &pi), CMS_ERR_NOT_FOUND);
+	ck_status(cms_pointer_info_get(ctx, p - 1, &pi), CMS_ERR_NOT_FOUND);
+	ck_status(cms_pointer_info_get(ctx, 0, &pi), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_pointer_info_get(ctx, p, &pi));
+	ck_assert_uint_eq(pi.state, CMS_STATE_PAUSED);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(accounting_and_rounding)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_pause_result pr = {.struct_size = sizeof(pr)};
+	cms_resume_result rr = {.struct_size = sizeof(rr)};
+	uint64_t p[NSIZES], logical = 0, physical = 0, g;
+	cms_region_info ri;
+	size_t i;
+
+	alloc_all(r, p, 6);
+	ri = info(r);
+	g = ri.granularity;
+	ck_assert_uint_gt(g, 0);
+	for (i = 0; i < NSIZES; i++) {
+		logical += sizes[i];
+		physical += (sizes[i] + g - 1) / g * g;
+	}
+	ck_assert_str_eq(ri.tag, "w");
+	ck_assert_uint_eq(ri.allocations, NSIZES);
+	ck_assert_uint_eq(ri.logical_bytes, logical);
+	ck_assert_uint_eq(ri.physical_bytes, physical);
+	ck_assert_uint_eq(ri.backed_bytes, physical);
+	ck_assert_uint_eq(ri.backup_bytes, 0);
+	ck_ok(cms_region_pause(r, NULL, &pr));
+	ck_assert_uint_eq(pr.regions, 1);
+	ck_assert_uint_eq(pr.allocations, NSIZES);
+	ck_assert_uint_eq(pr.bytes_released, physical);
+	ck_assert_uint_eq(pr.bytes_backed_up, logical);
+	ck_assert_uint_ge(pr.driver_free_after, pr.driver_free_before);
+	if (t_is_sim())
+		ck_assert_uint_eq(pr.driver_free_after - pr.driver_free_before, physical);
+	ri = info(r);
+	ck_assert_uint_eq(ri.backed_bytes, 0);
+	ck_assert_uint_eq(ri.backup_bytes, logical);
+	ck_assert_uint_eq(ri.physical_bytes, physical);
+	ck_ok(cms_region_resume(r, NULL, &rr));
+	ck_assert_uint_eq(rr.allocations, NSIZES);
+	ck_assert_uint_eq(rr.bytes_backed, physical);
+	ck_assert_uint_eq(rr.bytes_restored, logical);
+	ck_assert_uint_eq(info(r).backed_bytes, physical);
+	ck_assert_uint_eq(info(r).backup_bytes, 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(pause_waits_for_stream_or_event)
+{
+	struct cms_driver *d = t_drv();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_pause_options po = CMS_PAUSE_OPTIONS_INIT;
+	CUcontext c, popped;
+	CUstream s;
+	CUevent e;
+	CUdevice cu;
+	uint64_t p;
+
+	ck_ok(cms_alloc(r, 2 * MiB, &p));
+	ck_assert_int_eq(t_fill(0, p, 2 * MiB, 21), 0);
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), 0);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), 0);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	ck_assert_int_eq(d->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), 0);
+	ck_assert_int_eq(d->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), 0);
+	/* Work on the caller's stream that the pause must order after. */
+	ck_assert_int_eq(d->cuMemsetD32Async(p, 0x01020304u, 1024, s), 0);
+	ck_assert_int_eq(d->cuEventRecord(e, s), 0);
+	ck_assert_int_eq(d->cuCtxPopCurrent(&popped), 0);
+
+	po.stream = (uint64_t)(uintptr_t)s;
+	ck_ok(cms_region_pause(r, &po, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	po.stream = 0;
+	po.event = (uint64_t)(uintptr_t)e;
+	ck_ok(cms_region_pause(r, &po, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	po.event = 0;
+	po.flags = CMS_PAUSE_NO_SYNC;
+	ck_ok(cms_region_pause(r, &po, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	po.flags = 0x80;
+	ck_status(cms_region_pause(r, &po, NULL), CMS_ERR_INVALID_ARGUMENT);
+	{
+		uint32_t w[1024];
+		int i;
+
+		ck_assert_int_eq(t_read(0, w, p, sizeof(w)), 0);
+		for (i = 0; i < 1024; i++)
+			ck_assert_uint_eq(w[i], 0x01020304u);
+	}
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	d->cuEventDestroy(e);
+	d->cuStreamDestroy(s);
+	d->cuCtxPopCurrent(&popped);
+	d->cuDevicePrimaryCtxRelease(cu);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(regions_find_exists_destroy)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST), *f = NULL, *dup = NULL;
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cmssim_counters c0 = {0}, c1;
+	uint64_t p[NSIZES];
+
+	if (t_is_sim())
+		c0 = t_counters();
+	ck_ok(cms_region_find(ctx, "w", 0, &f));
+	ck_assert_ptr_eq(f, r);
+	ck_status(cms_region_find(ctx, "w", 1, &f), CMS_ERR_NOT_FOUND);
+	ck_assert_ptr_null(f);
+	ck_status(cms_region_find(ctx, "x", 0, &f), CMS_ERR_NOT_FOUND);
+	o.policy = CMS_POLICY_HOST;
+	ck_status(cms_region_create(ctx, "w", &o, &dup), CMS_ERR_EXISTS);
+	o.policy = 3;
+	ck_status(cms_region_create(ctx, "w2", &o, &dup), CMS_ERR_INVALID_ARGUMENT);
+	o.policy = 0;
+	o.device = 4096;
+	ck_status(cms_region_create(ctx, "w2", &o, &dup), CMS_ERR_INVALID_DEVICE);
+	o.device = -1;
+	ck_status(cms_region_create(ctx, "w2", &o, &dup), CMS_ERR_INVALID_DEVICE);
+	ck_assert_ptr_null(dup);
+	alloc_all(r, p, 1);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_destroy(r)); /* frees paused allocations and backups */
+	ck_status(cms_region_find(ctx, "w", 0, &f), CMS_ERR_NOT_FOUND);
+	ck_status(cms_free(ctx, p[0]), CMS_ERR_NOT_FOUND);
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.reservations, c0.reservations);
+		ck_assert_uint_eq(c1.handles, c0.handles);
+		ck_assert_uint_eq(c1.host_buffers, c0.host_buffers);
+	}
+	/* The tag can be used again. */
+	r = t_region(ctx, "w", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_alloc(r, 1, &p[0]));
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.reservations, 0);
+		ck_assert_uint_eq(c1.handles, 0);
+		ck_assert_uint_eq(c1.mappings, 0);
+		ck_assert_uint_eq(c1.streams, 0);
+		ck_assert_uint_eq(c1.primary_ctx_refs, 0);
+	}
+}
+END_TEST
+
+START_TEST(bad_sizes)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_DISCARD);
+	uint64_t p = 1;
+
+	ck_status(cms_alloc(r, 0, &p), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_uint_eq(p, 0);
+	ck_status(cms_alloc(r, UINT64_MAX, &p), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_alloc(r, UINT64_MAX - 4096, &p), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_uint_eq(info(r).allocations, 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(multi_device_tag)
+{
+	cms_context *ctx = t_ctx();
+	int count = 0;
+	cms_region *r0, *r1;
+	uint64_t a, b;
+
+	ck_assert_int_eq(t_drv()->cuDeviceGetCount(&count), 0);
+	if (count < 2) {
+		ck_ok(cms_context_destroy(ctx));
+		return; /* the simulation runs this with CMS_SIM_DEVICES=2 */
+	}
+	r0 = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	r1 = t_region(ctx, "weights", 1, CMS_POLICY_HOST);
+	ck_ok(cms_alloc(r0, 2 * MiB, &a));
+	ck_ok(cms_alloc(r1, 2 * MiB, &b));
+	ck_assert_int_eq(t_fill(0, a, 2 * MiB, 1), 0);
+	ck_assert_int_eq(t_fill(1, b, 2 * MiB, 2), 0);
+	ck_ok(cms_pause(ctx, "weights", NULL, NULL));
+	ck_assert_uint_eq(info(r0).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(info(r1).state, CMS_STATE_PAUSED);
+	ck_ok(cms_resume(ctx, "weights", NULL, NULL));
+	ck_assert_int_eq(t_check(0, a, 2 * MiB, 1), -1);
+	ck_assert_int_eq(t_check(1, b, 2 * MiB, 2), -1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+struct log_capture {
+	int lines;
+	int saw_paused;
+};
+
+static void capture_log(void *user, int32_t level, const char *msg)
+{
+	struct log_capture *c = user;
+
+	(void)level;
+	c->lines++;
+	if (strstr(msg, "paused 1 regions"))
+		c->saw_paused = 1;
+}
+
+START_TEST(log_callback_receives_lines)
+{
+	cms_context_options o = CMS_CONTEXT_OPTIONS_INIT;
+	struct log_capture cap = {0};
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p;
+
+	o.log_fn = capture_log;
+	o.log_user = &cap;
+	o.log_level = CMS_LOG_INFO;
+	ck_ok(cms_context_create(&o, &ctx));
+	r = t_region(ctx, "w", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_alloc(r, 1, &p));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_gt(cap.lines, 0);
+	ck_assert_int_eq(cap.saw_paused, 1);
+}
+END_TEST
+
+START_TEST(driver_free_memory_follows_pause)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "big", 0, CMS_POLICY_DISCARD);
+	uint64_t f0, f1, f2, total, p;
+	uint64_t size = t_is_sim() ? 64 * MiB : 2048 * MiB;
+
+	ck_ok(cms_alloc(r, size, &p));
+	ck_ok(cms_device_memory_info(ctx, 0, &f0, &total));
+	ck_assert_uint_ge(total, f0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_device_memory_info(ctx, 0, &f1, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_ok(cms_device_memory_info(ctx, 0, &f2, NULL));
+	/* Exact on the simulation; within 64 MiB of driver noise on a GPU. */
+	ck_assert_msg(f1 >= f0 + size - (t_is_sim() ? 0 : 64 * MiB), "free %llu -> %llu, size %llu",
+		      (unsigned long long)f0, (unsigned long long)f1, (unsigned long long)size);
+	ck_assert_msg(f2 + size <= f1 + (t_is_sim() ? 0 : 64 * MiB), "free after resume %llu",
+		      (unsigned long long)f2);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, host_policy_keeps_addresses_and_content);
+	tcase_add_test(tc, zero_policy_zeroes);
+	tcase_add_test(tc, discard_policy_releases_and_remaps);
+	tcase_add_test(tc, paused_memory_is_not_accessible);
+	tcase_add_test(tc, tags_are_independent);
+	tcase_add_test(tc, repeated_and_mixed_calls);
+	tcase_add_test(tc, free_in_every_state_and_thread);
+	tcase_add_test(tc, pointer_info_answers_is_this_ours);
+	tcase_add_test(tc, accounting_and_rounding);
+	tcase_add_test(tc, pause_waits_for_stream_or_event);
+	tcase_add_test(tc, regions_find_exists_destroy);
+	tcase_add_test(tc, bad_sizes);
+	tcase_add_test(tc, multi_device_tag);
+	tcase_add_test(tc, log_callback_receives_lines);
+	tcase_add_test(tc, driver_free_memory_follows_pause);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_DEVICE);
+}

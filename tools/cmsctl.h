@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* cmsctl.h - shared declarations of the cmsctl command-line tool. */
+#ifndef CMSCTL_H
+#define CMSCTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * cmsctl_parse_size - parses "4096", "64K", "256M", "1G", "2GiB", "1T" (binary
+ * multiples) into *out. Returns 0, or -1 for a malformed, zero or overflowing
+ * size.
+ */
+int cmsctl_parse_size(const char *s, uint64_t *out);
+
+/* cmsctl_format_bytes - "64.0 MiB", "1.00 GiB", "512 B" into buf; returns buf. */
+char *cmsctl_format_bytes(char *buf, size_t len, uint64_t bytes);
+
+/*
+ * cmsctl_sim_path - path of the host simulation library: the build tree's
+ * copy if that file exists, else the installed one. NULL when this build has
+ * no simulation. *where, if not NULL, receives "build tree" or "installed".
+ */
+const char *cmsctl_sim_path(const char **where);
+
+/* cmsctl_driver_path - the driver library a context would load by default. */
+const char *cmsctl_driver_path(int *from_env);
+
+/* Subcommands: argv[0] is the subcommand's name; return the exit status. */
+int cmsctl_demo(int argc, char **argv);
+
+#endif /* CMSCTL_H */
