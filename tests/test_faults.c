@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_faults.c - transactional pause, resume and alloc under injected
+ * faults (host simulation only). For every driver call index of an
+ * operation, the simulation makes exactly that call fail; afterwards the
+ * operation must have either completed or left every allocation as it was,
+ * with live handle/reservation/mapping/host-buffer/fd counts unchanged, and a
+ * retry without the fault must succeed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define NALLOC 3
+static const uint64_t sizes[NALLOC] = {2 * MiB, 6 * MiB + 8, 1 * MiB};
+
+struct fixture {
+	cms_context *ctx;
+	cms_region *r[2];
+	int nregions;
+	uint64_t p[2][NALLOC];
+};
+
+static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy_b)
+{
+	int i, k;
+
+	memset(f, 0, sizeof(*f));
+	f->ctx = t_ctx();
+	f->nregions = two ? 2 : 1;
+	f->r[0] = t_region(f->ctx, "a", 0, policy_a);
+	if (two)
+		f->r[1] = t_region(f->ctx, "b", 0, policy_b);
+	for (k = 0; k < f->nregions; k++)
+		for (i = 0; i < NALLOC; i++) {
+			ck_ok(cms_alloc(f->r[k], sizes[i], &f->p[k][i]));
+			ck_assert_int_eq(t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
+		}
+}
+
+static uint32_t state(cms_region *r)
+{
+	cms_region_info i = {.struct_size = sizeof(i)};
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i.state;
+}
+
+static uint64_t backup_bytes(cms_region *r)
+{
+	cms_region_info i = {.struct_size = sizeof(i)};
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i.backup_bytes;
+}
+
+static uint32_t policy(cms_region *r)
+{
+	cms_region_info i = {.struct_size = sizeof(i)};
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i.policy;
+}
+
+/* Content of every allocation of region k is the pattern written by setup. */
+static void check_content(struct fixture *f, int k)
+{
+	int i;
+
+	for (i = 0; i < NALLOC; i++)
+		ck_assert_msg(t_check(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)) == -1,
+			      "region %d allocation %d lost its content", k, i);
+}
+
+static void same_counts(const cmssim_counters *a, const cmssim_counters *b, const char *when)
+{
+	ck_assert_msg(a->reservations == b->reservations, "%s: reservations %llu -> %llu", when,
+		      (unsigned long long)a->reservations, (unsigned long long)b->reservations);
+	ck_assert_msg(a->handles == b->handles, "%s: handles %llu -> %llu", when,
+		      (unsigned long long)a->handles, (unsigned long long)b->handles);
+	ck_assert_msg(a->physical_allocations == b->physical_allocations, "%s: physical %llu -> %llu",
+		      when, (unsigned long long)a->physical_allocations,
+		      (unsigned long long)b->physical_allocations);
+	ck_assert_msg(a->mappings == b->mappings, "%s: mappings %llu -> %llu", when,
+		      (unsigned long long)a->mappings, (unsigned long long)b->mappings);
+	ck_assert_msg(a->device_used_bytes[0] == b->device_used_bytes[0], "%s: device bytes", when);
+	ck_assert_msg(a->host_buffers == b->host_buffers, "%s: host buffers %llu -> %llu", when,
+		      (unsigned long long)a->host_buffers, (unsigned long long)b->host_buffers);
+	ck_assert_msg(a->streams == b->streams && a->events == b->events, "%s: streams/events", when);
+	ck_assert_msg(a->primary_ctx_refs == b->primary_ctx_refs, "%s: primary ctx refs", when);
+}
+
+enum op { OP_PAUSE, OP_RESUME };
+
+static cms_status run(struct fixture *f, enum op op, int by_tag)
+{
+	if (by_tag)
+		return op == OP_PAUSE ? cms_pause(f->ctx, NULL, NULL, NULL)
+				      : cms_resume(f->ctx, NULL, NULL, NULL);
+	return op == OP_PAUSE ? cms_region_pause(f->r[0], NULL, NULL)
+			      : cms_region_resume(f->r[0], NULL, NULL);
+}
+
+/*
+ * Sweeps the driver calls of one pause or resume. Returns the number of
+ * fault points exercised.
+ */
+static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
+{
+	const struct t_sim *sim = t_sim();
+	unsigned points = 0;
+	uint64_t calls, i;
+	struct fixture f;
+	cmssim_counters c0, c1;
+	int fds0, k, absorbed = 0;
+
+	/* Dry run: how many driver calls does the operation make? */
+	setup(&f, pa, two, pb);
+	if (op == OP_RESUME)
+		ck_ok(run(&f, OP_PAUSE, two));
+	calls = sim->call_count();
+	ck_ok(run(&f, op, two));
+	calls = sim->call_count() - calls;
+	ck_assert_uint_gt(calls, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+
+	for (i = 1; i <= calls + 1; i++) {
+		uint32_t want = op == OP_PAUSE ? CMS_STATE_ACTIVE : CMS_STATE_PAUSED;
+		cms_status st;
+
+		setup(&f, pa, two, pb);
+		if (op == OP_RESUME)
+			ck_ok(run(&f, OP_PAUSE, two));
+		c0 = t_counters();
+		fds0 = t_open_fds();
+		ck_assert_int_eq(sim->fail_call(NULL, i, result), 0);
+		st = run(&f, op, two);
+		if (i == calls + 1) {
+			/* Past the last call: the fault must not have been reached. */
+			ck_assert_int_eq(sim->armed_faults(), 1);
+			ck_assert_int_eq(st, CMS_OK);
+			sim->clear_faults();
+			ck_ok(cms_context_destroy(f.ctx));
+			break;
+		}
+		ck_assert_msg(sim->armed_faults() == 0, "fault %llu not reached",
+			      (unsigned long long)i);
+		points++;
+		if (st == CMS_OK) {
+			/* The failing call was one the library may absorb (e.g. a pop). */
+			absorbed++;
+			for (k = 0; k < f.nregions; k++)
+				ck_assert_uint_eq(state(f.r[k]), op == OP_PAUSE ? CMS_STATE_PAUSED
+										: CMS_STATE_ACTIVE);
+		} else {
+			ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED && st != CMS_ERR_INTERNAL,
+				      "fault %llu: %s %s", (unsigned long long)i, cms_status_name(st),
+				      cms_last_error());
+			if (result == CUDA_ERROR_OUT_OF_MEMORY)
+				ck_assert_msg(st == CMS_ERR_OUT_OF_DEVICE_MEMORY, "fault %llu: %s",
+					      (unsigned long long)i, cms_status_name(st));
+			ck_assert_str_ne(cms_last_error(), "");
+			c1 = t_counters();
+			same_counts(&c0, &c1, cms_last_error());
+			ck_assert_int_eq(t_open_fds(), fds0);
+			for (k = 0; k < f.nregions; k++) {
+				ck_assert_uint_eq(state(f.r[k]), want);
+				if (op == OP_RESUME && policy(f.r[k]) == CMS_POLICY_HOST)
+					ck_assert_uint_gt(backup_bytes(f.r[k]), 0);
+				/* Content survives a failed pause, except DISCARD/ZERO memory already released. */
+				if (op == OP_PAUSE && (policy(f.r[k]) == CMS_POLICY_HOST ||
+						       !strstr(cms_last_error(), "cuMemRelease")))
+					check_content(&f, k);
+			}
+			/* A retry without the fault succeeds. */
+			ck_ok(run(&f, op, two));
+		}
+		/* Finish the cycle and check the content where the policy keeps it. */
+		if (op == OP_PAUSE)
+			ck_ok(run(&f, OP_RESUME, two));
+		for (k = 0; k < f.nregions; k++)
+			if (policy(f.r[k]) == CMS_POLICY_HOST)
+				check_content(&f, k);
+		ck_ok(cms_context_destroy(f.ctx));
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.handles, 0);
+		ck_assert_uint_eq(c1.reservations, 0);
+		ck_assert_uint_eq(c1.host_buffers, 0);
+	}
+	printf("fault sweep: %s policy %u%s, result %d: %u points (%d absorbed)\n",
+	       op == OP_PAUSE ? "pause" : "resume", pa, two ? " + second region" : "", result, points,
+	       absorbed);
+	return points;
+}
+
+static unsigned total_points;
+
+START_TEST(pause_sweep)
+{
+	static const uint32_t pol[] = {CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST};
+	int p = _i % 3;
+
+	total_points += sweep(pol[p], 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
+	total_points += sweep(pol[p], 0, 0, OP_PAUSE, CUDA_ERROR_OUT_OF_MEMORY);
+	total_points += sweep(pol[p], 1, CMS_POLICY_HOST, OP_PAUSE, CUDA_ERROR_INVALID_VALUE);
+	printf("fault points exercised so far in this test: %u\n", total_points);
+}
+END_TEST
+
+START_TEST(resume_sweep)
+{
+	static const uint32_t pol[] = {CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST};
+	int p = _i % 3;
+
+	total_points += sweep(pol[p], 0, 0, OP_RESUME, CUDA_ERROR_UNKNOWN);
+	total_points += sweep(pol[p], 0, 0, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY);
+	total_points += sweep(pol[p], 1, CMS_POLICY_ZERO, OP_RESUME, CUDA_ERROR_INVALID_VALUE);
+	printf("fault points exercised so far in this test: %u\n", total_points);
+}
+END_TEST
+
+START_TEST(alloc_sweep)
+{
+	const struct t_sim *sim = t_sim();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "a", 0, CMS_POLICY_HOST);
+	cmssim_counters c0, c1;
+	uint64_t calls, i, p;
+	unsigned points = 0;
+	cms_status st;
+
+	calls = sim->call_count();
+	ck_ok(cms_alloc(r, 3 * MiB, &p));
+	calls = sim->call_count() - calls;
+	ck_ok(cms_free(ctx, p));
+	for (i = 1; i <= calls; i++) {
+		c0 = t_counters();
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_OUT_OF_MEMORY), 0);
+		st = cms_alloc(r, 3 * MiB, &p);
+		ck_assert_int_eq(sim->armed_faults(), 0);
+		ck_assert_int_eq(st, CMS_ERR_OUT_OF_DEVICE_MEMORY);
+		ck_assert_uint_eq(p, 0);
+		c1 = t_counters();
+		same_counts(&c0, &c1, "alloc");
+		ck_ok(cms_alloc(r, 3 * MiB, &p));
+		ck_ok(cms_free(ctx, p));
+		points++;
+	}
+	/* A failing free keeps the allocation. */
+	ck_ok(cms_alloc(r, 3 * MiB, &p));
+	c0 = t_counters();
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_status(cms_free(ctx, p), CMS_ERR_DRIVER);
+	c1 = t_counters();
+	same_counts(&c0, &c1, "free");
+	ck_assert_int_eq(t_fill(0, p, 3 * MiB, 1), 0);
+	ck_ok(cms_free(ctx, p));
+	printf("fault sweep: alloc: %u points\n", points + 1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(host_allocation_failure)
+{
+	const struct t_sim *sim = t_sim();
+	struct fixture f;
+	cmssim_counters c0, c1;
+	int nth;
+
+	for (nth = 1; nth <= NALLOC; nth++) {
+		setup(&f, CMS_POLICY_HOST, 1, CMS_POLICY_HOST);
+		c0 = t_counters();
+		ck_assert_int_eq(sim->fail_host_alloc((uint64_t)nth), 0);
+		ck_status(cms_pause(f.ctx, NULL, NULL, NULL), CMS_ERR_OUT_OF_HOST_MEMORY);
+		c1 = t_counters();
+		same_counts(&c0, &c1, "host alloc");
+		ck_assert_uint_eq(state(f.r[0]), CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(state(f.r[1]), CMS_STATE_ACTIVE);
+		ck_ok(cms_pause(f.ctx, NULL, NULL, NULL));
+		ck_ok(cms_resume(f.ctx, NULL, NULL, NULL));
+		check_content(&f, 0);
+		check_content(&f, 1);
+		ck_ok(cms_context_destroy(f.ctx));
+	}
+}
+END_TEST
+
+START_TEST(out_of_memory_on_resume)
+{
+	const struct t_sim *sim = t_sim();
+	struct fixture f;
+	cms_region *filler;
+	uint64_t big, freeb;
+	cmssim_counters c0, c1;
+
+	sim->set_capacity(0, 64 * MiB);
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	/* Someone else takes the memory while we are paused. */
+	filler = t_region(f.ctx, "other", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_device_memory_info(f.ctx, 0, &freeb, NULL));
+	ck_ok(cms_alloc(filler, freeb - 2 * MiB, &big));
+	c0 = t_counters();
+	ck_status(cms_region_resume(f.r[0], NULL, NULL), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	c1 = t_counters();
+	same_counts(&c0, &c1, "resume OOM");
+	ck_assert_uint_eq(state(f.r[0]), CMS_STATE_PAUSED);
+	ck_assert_uint_gt(backup_bytes(f.r[0]), 0);
+	/* Memory comes back: the retry succeeds with content. */
+	ck_ok(cms_free(f.ctx, big));
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+	check_content(&f, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("faults");
+	TCase *tc = tcase_create("faults");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, pause_sweep, 0, 3);
+	tcase_add_loop_test(tc, resume_sweep, 0, 3);
+	tcase_add_test(tc, alloc_sweep);
+	tcase_add_test(tc, host_allocation_failure);
+	tcase_add_test(tc, out_of_memory_on_resume);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_SIM);
+}
