@@ -67,7 +67,10 @@ typedef struct cmssim_counters {
 	uint64_t calls;		    /* counted driver calls so far (cmssim_call_count) */
 } cmssim_counters;
 
-#define CMSSIM_COUNTERS_INIT { .struct_size = sizeof(cmssim_counters) }
+#define CMSSIM_COUNTERS_INIT                           \
+	{                                              \
+		.struct_size = sizeof(cmssim_counters) \
+	}
 
 /* Returns CMSSIM_VERSION_STRING. Never NULL. */
 CMSSIM_API const char *cmssim_version(void);

@@ -62,12 +62,12 @@ static void load(void)
 	d.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	ck_assert_msg(d.lib != NULL, "dlopen: %s", dlerror());
 	d.get_proc = (cms_cuGetProcAddress_v2_fn)sym("cuGetProcAddress_v2");
-#define X(name, ret, params)                                                               \
-	status = -1;                                                                      \
+#define X(name, ret, params)                                                                    \
+	status = -1;                                                                            \
 	ck_assert_int_eq(d.get_proc(#name, (void **)&d.name, CMS_CUDA_API_VERSION, 0, &status), \
-			 CUDA_SUCCESS);                                                   \
-	ck_assert_int_eq(status, CU_GET_PROC_ADDRESS_SUCCESS);                           \
-	ck_assert_ptr_nonnull(d.name);                                                    \
+			 CUDA_SUCCESS);                                                         \
+	ck_assert_int_eq(status, CU_GET_PROC_ADDRESS_SUCCESS);                                  \
+	ck_assert_ptr_nonnull(d.name);                                                          \
 	ck_assert_ptr_eq(sym(#name), (void *)d.name);
 	CMS_CUDA_FUNCTIONS(X)
 #undef X
@@ -193,14 +193,12 @@ START_TEST(test_before_init)
 	ck_assert_str_eq(s, "CUDA_ERROR_OUT_OF_MEMORY");
 	ck_assert_int_eq(d.cuMemCreate(&h, 2 << 20, &p, 0), CUDA_ERROR_NOT_INITIALIZED);
 	ck_assert_int_eq(d.cuDeviceGetCount(&v), CUDA_ERROR_NOT_INITIALIZED);
-	ck_assert_int_eq(d.get_proc("cuNoSuchThing", &fn, 12000, 0, &status),
-			 CUDA_ERROR_NOT_FOUND);
+	ck_assert_int_eq(d.get_proc("cuNoSuchThing", &fn, 12000, 0, &status), CUDA_ERROR_NOT_FOUND);
 	ck_assert_int_eq(status, 1);
 	ck_assert_ptr_null(fn);
 	ck_assert_int_eq(d.get_proc("cuMemGetInfo_v2", &fn, 12000, 0, &status),
 			 CUDA_ERROR_NOT_FOUND);
-	ck_assert_int_eq(d.get_proc("cuMemCreate", &fn, 11000, 0, &status),
-			 CUDA_ERROR_NOT_FOUND);
+	ck_assert_int_eq(d.get_proc("cuMemCreate", &fn, 11000, 0, &status), CUDA_ERROR_NOT_FOUND);
 	ck_assert_int_eq(status, 2);
 	v1 = (cms_cuGetProcAddress_v1_fn)sym("cuGetProcAddress");
 	CK(v1("cuMemCreate", &fn, 12000, 0));
@@ -448,12 +446,13 @@ START_TEST(test_prop_validation)
 	ck_assert_int_eq(d.cuMemCreate(&h, 0, &p, 0), CUDA_ERROR_INVALID_VALUE);
 	p.allocFlags.gpuDirectRDMACapable = 1;
 	ck_assert_int_eq(d.cuMemCreate(&h, gran, &p, 0), CUDA_ERROR_INVALID_VALUE);
-	CK(d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 0));
+	CK(d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+				  0));
 	ck_assert_int_eq(v, 0);
 	CK(d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
 	ck_assert_int_eq(v, 1);
-	CK(d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-				  0));
+	CK(d.cuDeviceGetAttribute(
+		&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0));
 	ck_assert_int_eq(v, 1);
 	CK(d.cuDeviceGetAttribute(&v, 1, 0));
 	ck_assert_int_eq(v, 0);
@@ -470,7 +469,8 @@ START_TEST(test_gdr_env)
 
 	setenv("CMS_SIM_GDR", "1", 1);
 	setup();
-	CK(d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 0));
+	CK(d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+				  0));
 	ck_assert_int_eq(v, 1);
 	p.allocFlags.gpuDirectRDMACapable = 1;
 	CK(d.cuMemCreate(&h, gran, &p, 0));
@@ -687,8 +687,8 @@ START_TEST(test_export_import)
 
 	/* a handle created without the POSIX fd type cannot be exported */
 	CK(d.cuMemCreate(&plain, gran, &p, 0));
-	ck_assert_int_eq(d.cuMemExportToShareableHandle(&fd2, plain,
-							CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+	ck_assert_int_eq(d.cuMemExportToShareableHandle(
+				 &fd2, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
 			 CUDA_ERROR_INVALID_VALUE);
 	ck_assert_int_eq(d.cuMemExportToShareableHandle(&fd2, h, CU_MEM_HANDLE_TYPE_FABRIC, 0),
 			 CUDA_ERROR_INVALID_VALUE);
@@ -952,8 +952,7 @@ START_TEST(test_modules)
 	ck_assert_int_eq(d.cuModuleLoadData(&m, image), CUDA_ERROR_NOT_SUPPORTED);
 	ck_assert_int_ne(d.cuModuleGetFunction(&fn, m, "k"), CUDA_SUCCESS);
 	ck_assert_int_ne(d.cuModuleUnload(m), CUDA_SUCCESS);
-	ck_assert_int_ne(d.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
-			 CUDA_SUCCESS);
+	ck_assert_int_ne(d.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
 }
 END_TEST
 
@@ -979,8 +978,9 @@ static void *worker(void *p)
 		CUmemGenericAllocationHandle h;
 		CUdeviceptr ptr;
 
-		if (d.cuMemAddressReserve(&ptr, gran, 0, 0, 0) || d.cuMemCreate(&h, gran, &prop, 0) ||
-		    d.cuMemMap(ptr, gran, 0, h, 0) || d.cuMemSetAccess(ptr, gran, &a, 1) ||
+		if (d.cuMemAddressReserve(&ptr, gran, 0, 0, 0) ||
+		    d.cuMemCreate(&h, gran, &prop, 0) || d.cuMemMap(ptr, gran, 0, h, 0) ||
+		    d.cuMemSetAccess(ptr, gran, &a, 1) ||
 		    d.cuMemcpyHtoD(ptr + 8 * (uint64_t)i, &v, 8) ||
 		    d.cuMemcpyDtoH(&r, ptr + 8 * (uint64_t)i, 8) || r != v ||
 		    d.cuMemUnmap(ptr, gran) || d.cuMemRelease(h) || d.cuMemAddressFree(ptr, gran))

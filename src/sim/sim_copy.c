@@ -136,7 +136,7 @@ static CUresult submit(const struct sim_op *ops, size_t count, CUstream stream)
 	}
 	if (st && st->capture) {
 		rc = ops_append(&st->capture->ops, ops, count) ? CUDA_ERROR_OUT_OF_MEMORY :
-								  CUDA_SUCCESS;
+								 CUDA_SUCCESS;
 		goto out_unlock;
 	}
 	for (k = 0; k < count && rc == CUDA_SUCCESS; k++)
@@ -213,12 +213,12 @@ SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t
 /* ---- streams and events ------------------------------------------------------ */
 
 /* Common prologue of the object functions: a current context is needed. */
-#define NEED_CONTEXT()                                   \
-	do {                                             \
-		int need_ctx_dev_;                       \
+#define NEED_CONTEXT()                                                      \
+	do {                                                                \
+		int need_ctx_dev_;                                          \
 		CUresult need_ctx_rc_ = sim_current_device(&need_ctx_dev_); \
-		if (need_ctx_rc_ != CUDA_SUCCESS)        \
-			return need_ctx_rc_;             \
+		if (need_ctx_rc_ != CUDA_SUCCESS)                           \
+			return need_ctx_rc_;                                \
 	} while (0)
 
 SIM_EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)

@@ -26,9 +26,9 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static int config_error; /* a CMS_SIM_* variable was malformed: cuInit fails */
 
 struct sim_fault {
-	int host;		/* host allocation fault */
-	char fn[SIM_FN_MAX];	/* "" = any counted call */
-	uint64_t left;		/* matching calls until it fires */
+	int host;	     /* host allocation fault */
+	char fn[SIM_FN_MAX]; /* "" = any counted call */
+	uint64_t left;	     /* matching calls until it fires */
 	CUresult result;
 };
 

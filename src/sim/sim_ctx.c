@@ -252,10 +252,10 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const c
 	return CUDA_ERROR_INVALID_HANDLE;
 }
 
-SIM_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy,
-				   unsigned int gz, unsigned int bx, unsigned int by,
-				   unsigned int bz, unsigned int shared_bytes, CUstream stream,
-				   void **params, void **extra)
+SIM_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+				   unsigned int bx, unsigned int by, unsigned int bz,
+				   unsigned int shared_bytes, CUstream stream, void **params,
+				   void **extra)
 {
 	CUresult rc;
 	int dev;
@@ -277,9 +277,7 @@ struct sim_proc {
 };
 
 #define SIM_PROC_ENTRY(name, ret, params) { #name, (void *)name },
-static const struct sim_proc sim_procs[] = {
-	CMS_CUDA_FUNCTIONS(SIM_PROC_ENTRY)
-};
+static const struct sim_proc sim_procs[] = { CMS_CUDA_FUNCTIONS(SIM_PROC_ENTRY) };
 #undef SIM_PROC_ENTRY
 
 static void *proc_lookup(const char *name)

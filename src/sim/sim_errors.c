@@ -11,7 +11,10 @@ struct sim_error {
 	const char *string;
 };
 
-#define E(code, string) { code, #code, string }
+#define E(code, string)             \
+	{                           \
+		code, #code, string \
+	}
 static const struct sim_error sim_errors[] = {
 	E(CUDA_SUCCESS, "no error"),
 	E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
@@ -33,7 +36,8 @@ static const struct sim_error sim_errors[] = {
 	E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
 	E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
 	E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
-	E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"),
+	E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	  "operation not permitted when stream is capturing"),
 	{ SIM_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
 	  "operation failed due to a previous error during capture" },
 	E(CUDA_ERROR_UNKNOWN, "unknown error"),

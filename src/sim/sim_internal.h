@@ -187,11 +187,11 @@ SIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version
 				     unsigned long long flags);
 
 /* Entry helpers: count the call, apply faults, check cuInit. */
-#define SIM_ENTER(fn)                                    \
-	do {                                             \
+#define SIM_ENTER(fn)                                      \
+	do {                                               \
 		CUresult sim_enter_rc_ = sim_enter(fn, 1); \
-		if (sim_enter_rc_ != CUDA_SUCCESS)       \
-			return sim_enter_rc_;            \
+		if (sim_enter_rc_ != CUDA_SUCCESS)         \
+			return sim_enter_rc_;              \
 	} while (0)
 
 #endif /* CMS_SIM_INTERNAL_H */

@@ -76,8 +76,8 @@ int sim_in_reservation(uint64_t addr, uint64_t bytes)
  */
 CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write)
 {
-	unsigned char need = need_write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE :
-					  CU_MEM_ACCESS_FLAGS_PROT_READ;
+	unsigned char need =
+		need_write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
 	uint64_t end = addr + bytes, cur = addr;
 	struct sim_mapping *m;
 	ssize_t i;
@@ -161,7 +161,8 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
 		if (base > (uintptr_t)p)
 			munmap(p, base - (uintptr_t)p);
 		if ((uintptr_t)p + total > base + size)
-			munmap((void *)(uintptr_t)(base + size), (uintptr_t)p + total - base - size);
+			munmap((void *)(uintptr_t)(base + size),
+			       (uintptr_t)p + total - base - size);
 	}
 	res->r.base = base;
 	res->r.size = size;
@@ -459,8 +460,8 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 		flags |= desc[k].flags; /* one address space: the widest access wins */
 	}
 	prot = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE :
-	       flags == CU_MEM_ACCESS_FLAGS_PROT_READ	    ? PROT_READ :
-							      PROT_NONE;
+	       flags == CU_MEM_ACCESS_FLAGS_PROT_READ	   ? PROT_READ :
+							     PROT_NONE;
 
 	sim_wrlock();
 	/* the whole range must be mapped */

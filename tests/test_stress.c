@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_stress.c - many threads doing random alloc/free/pause/resume/info on
+ * several tags for a fixed number of operations; invariants checked at the
+ * end (bytes accounted, states consistent, nothing leaked). Run under TSan in
+ * CI.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define THREADS 8
+#define OPS 400
+#define MAX_OWN 16
+#define NTAGS 3
+
+static const char *tags[NTAGS] = {"weights", "kv_cache", "graphs"};
+static const uint32_t policies[NTAGS] = {CMS_POLICY_HOST, CMS_POLICY_DISCARD, CMS_POLICY_ZERO};
+
+struct worker {
+	cms_context *ctx;
+	cms_region *regions[NTAGS];
+	unsigned seed;
+	uint64_t own[MAX_OWN];
+	uint64_t own_size[MAX_OWN];
+	int own_tag[MAX_OWN];
+	int nown;
+	unsigned ops[6];
+	unsigned unexpected;
+	char first_unexpected[256];
+};
+
+static void note(struct worker *w, const char *what, cms_status st)
+{
+	if (!w->unexpected++)
+		snprintf(w->first_unexpected, sizeof(w->first_unexpected), "%s: %s: %s", what,
+			 cms_status_name(st), cms_last_error());
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	int i;
+
+	for (i = 0; i < OPS; i++) {
+		int op = rand_r(&w->seed) % 6, t = rand_r(&w->seed) % NTAGS;
+		cms_status st;
+
+		w->ops[op]++;
+		switch (op) {
+		case 0: { /* alloc */
+			uint64_t size = 1 + (uint64_t)(rand_r(&w->seed) % (3 * MiB)), p;
+
+			if (w->nown == MAX_OWN)
+				break;
+			st = cms_alloc(w->regions[t], size, &p);
+			if (st == CMS_OK) {
+				w->own[w->nown] = p;
+				w->own_size[w->nown] = size;
+				w->own_tag[w->nown++] = t;
+			} else if (st != CMS_ERR_PAUSED) {
+				note(w, "alloc", st);
+			}
+			break;
+		}
+		case 1: /* free, in whatever state */
+			if (w->nown) {
+				int k = rand_r(&w->seed) % w->nown;
+
+				st = cms_free(w->ctx, w->own[k]);
+				if (st)
+					note(w, "free", st);
+				w->own[k] = w->own[--w->nown];
+				w->own_size[k] = w->own_size[w->nown];
+				w->own_tag[k] = w->own_tag[w->nown];
+			}
+			break;
+		case 2:
+			st = cms_pause(w->ctx, tags[t], NULL, NULL);
+			if (st && st != CMS_ERR_ALREADY_PAUSED)
+				note(w, "pause", st);
+			break;
+		case 3:
+			st = cms_resume(w->ctx, tags[t], NULL, NULL);
+			if (st && st != CMS_ERR_NOT_PAUSED)
+				note(w, "resume", st);
+			break;
+		case 4: {
+			cms_region_info ri = {.struct_size = sizeof(ri)};
+
+			st = cms_region_info_get(w->regions[t], &ri);
+			if (st || ri.state > CMS_STATE_PAUSED ||
+			    (ri.state == CMS_STATE_ACTIVE && ri.backed_bytes != ri.physical_bytes) ||
+			    (ri.state == CMS_STATE_PAUSED && ri.backed_bytes != 0))
+				note(w, "info", st ? st : CMS_ERR_INTERNAL);
+			break;
+		}
+		case 5:
+			if (w->nown) {
+				cms_pointer_info pi = {.struct_size = sizeof(pi)};
+				int k = rand_r(&w->seed) % w->nown;
+
+				st = cms_pointer_info_get(w->ctx, w->own[k] + w->own_size[k] - 1, &pi);
+				if (st || pi.base != w->own[k] || pi.size != w->own_size[k] ||
+				    pi.region != w->regions[w->own_tag[k]])
+					note(w, "pointer info", st ? st : CMS_ERR_INTERNAL);
+			}
+			break;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(threads_alloc_free_pause_resume)
+{
+	static struct worker w[THREADS];
+	cms_context *ctx = t_ctx();
+	cms_region *regions[NTAGS];
+	pthread_t th[THREADS];
+	uint64_t live[NTAGS] = {0}, bytes[NTAGS] = {0};
+	unsigned total[6] = {0};
+	int i, k, j;
+
+	for (k = 0; k < NTAGS; k++)
+		regions[k] = t_region(ctx, tags[k], 0, policies[k]);
+	for (i = 0; i < THREADS; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].ctx = ctx;
+		memcpy(w[i].regions, regions, sizeof(regions));
+		w[i].seed = 1234u + (unsigned)i;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+	}
+	for (i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+	for (i = 0; i < THREADS; i++) {
+		ck_assert_msg(w[i].unexpected == 0, "thread %d: %u unexpected, first: %s", i,
+			      w[i].unexpected, w[i].first_unexpected);
+		for (j = 0; j < w[i].nown; j++) {
+			live[w[i].own_tag[j]]++;
+			bytes[w[i].own_tag[j]] += w[i].own_size[j];
+		}
+		for (j = 0; j < 6; j++)
+			total[j] += w[i].ops[j];
+	}
+	/* Bytes and counts accounted. */
+	for (k = 0; k < NTAGS; k++) {
+		cms_region_info ri = {.struct_size = sizeof(ri)};
+
+		ck_ok(cms_region_info_get(regions[k], &ri));
+		ck_assert_uint_eq(ri.allocations, live[k]);
+		ck_assert_uint_eq(ri.logical_bytes, bytes[k]);
+		if (ri.state == CMS_STATE_PAUSED)
+			ck_ok(cms_region_resume(regions[k], NULL, NULL));
+		ck_ok(cms_region_info_get(regions[k], &ri));
+		ck_assert_uint_eq(ri.backed_bytes, ri.physical_bytes);
+		ck_assert_uint_eq(ri.backup_bytes, 0);
+	}
+	for (i = 0; i < THREADS; i++)
+		for (j = 0; j < w[i].nown; j++)
+			ck_ok(cms_free(ctx, w[i].own[j]));
+	for (k = 0; k < NTAGS; k++) {
+		cms_region_info ri = {.struct_size = sizeof(ri)};
+
+		ck_ok(cms_region_info_get(regions[k], &ri));
+		ck_assert_uint_eq(ri.allocations, 0);
+		ck_assert_uint_eq(ri.physical_bytes, 0);
+	}
+	if (t_is_sim()) {
+		cmssim_counters c = t_counters();
+
+		ck_assert_uint_eq(c.reservations, 0);
+		ck_assert_uint_eq(c.handles, 0);
+		ck_assert_uint_eq(c.mappings, 0);
+		ck_assert_uint_eq(c.host_buffers, 0);
+	}
+	ck_ok(cms_context_destroy(ctx));
+	printf("stress: %d threads x %d ops: alloc %u free %u pause %u resume %u info %u ptr %u\n",
+	       THREADS, OPS, total[0], total[1], total[2], total[3], total[4], total[5]);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("stress");
+	TCase *tc = tcase_create("stress");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, threads_alloc_free_pause_resume);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_DEVICE);
+}
