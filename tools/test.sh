@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Quick start, command 2: the whole test suite. Builds three ways and runs ctest:
+#   build/       RelWithDebInfo: unit + simulation suites (+ GPU suites where a GPU exists)
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
+#   build-tsan/  ThreadSanitizer over the core and stress suites
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/deps.sh
+jobs=$(nproc)
+run() { # dir, cmake args..., -- ctest args...
+	local dir=$1; shift
+	local cm=() ct=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do cm+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	ct=("$@")
+	echo "== $dir"
+	cmake -S . -B "$dir" -G Ninja "${cm[@]}" >/dev/null
+	ninja -C "$dir" >/dev/null
+	(cd "$dir" && ctest --output-on-failure -j "$jobs" "${ct[@]}")
+}
+run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	run build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMS_SANITIZE=address;undefined" -- -L "unit|sim"
+TSAN_OPTIONS=halt_on_error=1 \
+	run build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMS_SANITIZE=thread -- -L sim -R "core|stress|badinput"
+echo "all suites passed"
