@@ -56,7 +56,8 @@ extern "C" {
 #define CMS_VERSION_MINOR 0
 #define CMS_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch */
-#define CMS_VERSION_NUMBER ((CMS_VERSION_MAJOR << 16) | (CMS_VERSION_MINOR << 8) | CMS_VERSION_PATCH)
+#define CMS_VERSION_NUMBER \
+	((CMS_VERSION_MAJOR << 16) | (CMS_VERSION_MINOR << 8) | CMS_VERSION_PATCH)
 
 /*
  * cms_version - version of the library loaded at run time, encoded as
@@ -111,7 +112,8 @@ typedef int32_t cms_status;
 /* Lowest status number in use (for bindings and tests). */
 #define CMS_STATUS_MIN (-17)
 
-/* cms_status_name - "CMS_OK", "CMS_ERR_NOT_FOUND", ...; "CMS_ERR_UNKNOWN_STATUS" for numbers not listed. Never NULL. */
+/* cms_status_name - "CMS_OK", "CMS_ERR_NOT_FOUND", ...; "CMS_ERR_UNKNOWN_STATUS" for numbers not
+ * listed. Never NULL. */
 CMS_API const char *cms_status_name(cms_status status);
 /* cms_status_string - one-line English description. Never NULL. */
 CMS_API const char *cms_status_string(cms_status status);
@@ -161,12 +163,16 @@ typedef struct cms_context_options {
 	cms_log_fn log_fn;
 	void *log_user;
 	int32_t log_level; /* highest CMS_LOG_* level passed to log_fn */
-	uint32_t flags;    /* reserved, must be 0 */
+	uint32_t flags;	   /* reserved, must be 0 */
 } cms_context_options;
 
-#define CMS_CONTEXT_OPTIONS_INIT {sizeof(cms_context_options), NULL, NULL, NULL, CMS_LOG_WARN, 0}
+#define CMS_CONTEXT_OPTIONS_INIT                                               \
+	{                                                                      \
+		sizeof(cms_context_options), NULL, NULL, NULL, CMS_LOG_WARN, 0 \
+	}
 
-/* cms_context_options_init - fills *opts like CMS_CONTEXT_OPTIONS_INIT. Returns CMS_ERR_INVALID_ARGUMENT on NULL. */
+/* cms_context_options_init - fills *opts like CMS_CONTEXT_OPTIONS_INIT. Returns
+ * CMS_ERR_INVALID_ARGUMENT on NULL. */
 CMS_API cms_status cms_context_options_init(cms_context_options *opts);
 
 /*
@@ -217,14 +223,18 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
 
 typedef struct cms_region_options {
 	size_t struct_size; /* sizeof(cms_region_options) */
-	int32_t device;     /* CUDA device ordinal */
+	int32_t device;	    /* CUDA device ordinal */
 	uint32_t policy;    /* CMS_POLICY_* */
-	uint64_t flags;     /* reserved, must be 0 */
+	uint64_t flags;	    /* reserved, must be 0 */
 } cms_region_options;
 
-#define CMS_REGION_OPTIONS_INIT {sizeof(cms_region_options), 0, CMS_POLICY_DISCARD, 0}
+#define CMS_REGION_OPTIONS_INIT                                      \
+	{                                                            \
+		sizeof(cms_region_options), 0, CMS_POLICY_DISCARD, 0 \
+	}
 
-/* cms_region_options_init - fills *opts like CMS_REGION_OPTIONS_INIT. Returns CMS_ERR_INVALID_ARGUMENT on NULL. */
+/* cms_region_options_init - fills *opts like CMS_REGION_OPTIONS_INIT. Returns
+ * CMS_ERR_INVALID_ARGUMENT on NULL. */
 CMS_API cms_status cms_region_options_init(cms_region_options *opts);
 
 /*
@@ -261,20 +271,21 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
 CMS_API cms_status cms_region_destroy(cms_region *region);
 
 typedef struct cms_region_info {
-	size_t struct_size;        /* sizeof(cms_region_info), set by the caller */
+	size_t struct_size;	   /* sizeof(cms_region_info), set by the caller */
 	char tag[CMS_TAG_MAX + 1]; /* NUL-terminated */
 	int32_t device;
 	uint32_t policy;   /* CMS_POLICY_* */
-	uint32_t state;    /* CMS_STATE_* */
+	uint32_t state;	   /* CMS_STATE_* */
 	uint32_t reserved; /* 0 */
 	uint64_t flags;
-	uint64_t allocations;    /* live allocations */
-	uint64_t logical_bytes;  /* sum of the sizes asked for */
-	uint64_t physical_bytes; /* sum of the sizes rounded to granularity (reserved address space) */
-	uint64_t backed_bytes;   /* physical bytes currently backed by device memory */
-	uint64_t backup_bytes;   /* bytes currently held in host backups */
-	uint64_t epoch;          /* bumped by every successful resume, starts at 0 */
-	uint64_t granularity;    /* allocation granularity of this region's properties */
+	uint64_t allocations;	 /* live allocations */
+	uint64_t logical_bytes;	 /* sum of the sizes asked for */
+	uint64_t physical_bytes; /* sum of the sizes rounded to granularity (reserved address space)
+				  */
+	uint64_t backed_bytes;	 /* physical bytes currently backed by device memory */
+	uint64_t backup_bytes;	 /* bytes currently held in host backups */
+	uint64_t epoch;		 /* bumped by every successful resume, starts at 0 */
+	uint64_t granularity;	 /* allocation granularity of this region's properties */
 } cms_region_info;
 
 /*
@@ -311,14 +322,14 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
 CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr);
 
 typedef struct cms_pointer_info {
-	size_t struct_size;  /* sizeof(cms_pointer_info), set by the caller */
-	cms_region *region;  /* owning region (owned by the context) */
-	uint64_t base;       /* allocation's device pointer */
-	uint64_t size;       /* size asked for */
-	uint64_t offset;     /* ptr - base, < size */
+	size_t struct_size;	/* sizeof(cms_pointer_info), set by the caller */
+	cms_region *region;	/* owning region (owned by the context) */
+	uint64_t base;		/* allocation's device pointer */
+	uint64_t size;		/* size asked for */
+	uint64_t offset;	/* ptr - base, < size */
 	uint64_t physical_size; /* size rounded to granularity */
 	int32_t device;
-	uint32_t state;      /* CMS_STATE_* of the region */
+	uint32_t state; /* CMS_STATE_* of the region */
 } cms_pointer_info;
 
 /*
@@ -344,33 +355,40 @@ typedef struct cms_pause_options {
 	uint64_t flags; /* CMS_PAUSE_* */
 } cms_pause_options;
 
-#define CMS_PAUSE_OPTIONS_INIT {sizeof(cms_pause_options), 0, 0, 0}
+#define CMS_PAUSE_OPTIONS_INIT                     \
+	{                                          \
+		sizeof(cms_pause_options), 0, 0, 0 \
+	}
 CMS_API cms_status cms_pause_options_init(cms_pause_options *opts);
 
 typedef struct cms_pause_result {
-	size_t struct_size;   /* sizeof(cms_pause_result), set by the caller */
-	uint64_t regions;     /* regions paused by this call */
-	uint64_t allocations; /* allocations paused */
-	uint64_t bytes_released;      /* physical bytes released (cuMemRelease) */
-	uint64_t bytes_backed_up;     /* bytes copied to host backups */
-	uint64_t driver_free_before;  /* cuMemGetInfo free bytes before, summed over devices touched */
-	uint64_t driver_free_after;   /* ... and after the release */
-	uint64_t elapsed_ns;          /* wall time of the call */
+	size_t struct_size;	     /* sizeof(cms_pause_result), set by the caller */
+	uint64_t regions;	     /* regions paused by this call */
+	uint64_t allocations;	     /* allocations paused */
+	uint64_t bytes_released;     /* physical bytes released (cuMemRelease) */
+	uint64_t bytes_backed_up;    /* bytes copied to host backups */
+	uint64_t driver_free_before; /* cuMemGetInfo free bytes before, summed over devices touched
+				      */
+	uint64_t driver_free_after;  /* ... and after the release */
+	uint64_t elapsed_ns;	     /* wall time of the call */
 } cms_pause_result;
 
 typedef struct cms_resume_options {
 	size_t struct_size; /* sizeof(cms_resume_options) */
-	uint64_t flags;     /* reserved, must be 0 */
+	uint64_t flags;	    /* reserved, must be 0 */
 } cms_resume_options;
 
-#define CMS_RESUME_OPTIONS_INIT {sizeof(cms_resume_options), 0}
+#define CMS_RESUME_OPTIONS_INIT               \
+	{                                     \
+		sizeof(cms_resume_options), 0 \
+	}
 CMS_API cms_status cms_resume_options_init(cms_resume_options *opts);
 
 typedef struct cms_resume_result {
 	size_t struct_size;
-	uint64_t regions;        /* regions resumed */
-	uint64_t allocations;    /* allocations re-backed */
-	uint64_t bytes_backed;   /* physical bytes created and mapped */
+	uint64_t regions;	 /* regions resumed */
+	uint64_t allocations;	 /* allocations re-backed */
+	uint64_t bytes_backed;	 /* physical bytes created and mapped */
 	uint64_t bytes_restored; /* bytes copied back from host backups */
 	uint64_t elapsed_ns;
 } cms_resume_result;

@@ -33,8 +33,8 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 
 	pthread_mutex_lock(&r->lock);
 	if (r->state != CMS_STATE_ACTIVE) {
-		st = cms_set_error(CMS_ERR_PAUSED, "region \"%s\" is paused: resume it before allocating",
-				   r->tag);
+		st = cms_set_error(CMS_ERR_PAUSED,
+				   "region \"%s\" is paused: resume it before allocating", r->tag);
 		goto err_unlock;
 	}
 	st = cms_vmm_reserve(a);
@@ -103,7 +103,8 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 
 	pthread_mutex_lock(&ctx->lock);
 	if (st) {
-		/* Still held: make it findable again (its region cannot be gone: we hold a reference). */
+		/* Still held: make it findable again (its region cannot be gone: we hold a
+		 * reference). */
 		a->claimed = false;
 		if (!r->dead)
 			cms_index_insert(ctx, a);
@@ -142,7 +143,8 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (!o.base)
-		return cms_set_error(CMS_ERR_NOT_FOUND, "0x%llx is not in any allocation of this context",
+		return cms_set_error(CMS_ERR_NOT_FOUND,
+				     "0x%llx is not in any allocation of this context",
 				     (unsigned long long)ptr);
 	cms_copy_out(info, &o, sizeof(o));
 	return CMS_OK;

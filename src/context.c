@@ -29,8 +29,8 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 			return st;
 	}
 	if (o.flags)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "cms_context_options.flags: unknown bits 0x%x",
-				     o.flags);
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "cms_context_options.flags: unknown bits 0x%x", o.flags);
 	if (o.log_level < CMS_LOG_ERROR || o.log_level > CMS_LOG_DEBUG)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "cms_context_options.log_level %d is not a CMS_LOG_* level",
@@ -119,8 +119,8 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 
 	CU_TRY(ctx, cuDeviceGetCount(&count), st, out);
 	if (ordinal >= count)
-		return cms_set_error(CMS_ERR_INVALID_DEVICE, "device %d does not exist (%d devices)",
-				     ordinal, count);
+		return cms_set_error(CMS_ERR_INVALID_DEVICE,
+				     "device %d does not exist (%d devices)", ordinal, count);
 	CU_TRY(ctx, cuDeviceGet(&d->cu, ordinal), st, out);
 	CU_TRY(ctx,
 	       cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
@@ -128,10 +128,11 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 	       st, out);
 	if (!vmm)
 		return cms_set_error(CMS_ERR_NOT_SUPPORTED,
-				     "device %d does not support virtual memory management", ordinal);
+				     "device %d does not support virtual memory management",
+				     ordinal);
 	CU_TRY(ctx,
-	       cuDeviceGetAttribute(&gdr, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
-				    d->cu),
+	       cuDeviceGetAttribute(
+		       &gdr, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, d->cu),
 	       st, out);
 	d->gdr = gdr != 0;
 	memset(&prop, 0, sizeof(prop));
@@ -139,7 +140,9 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = ordinal;
 	prop.allocFlags.gpuDirectRDMACapable = d->gdr;
-	CU_TRY(ctx, cuMemGetAllocationGranularity(&d->granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+	CU_TRY(ctx,
+	       cuMemGetAllocationGranularity(&d->granularity, &prop,
+					     CU_MEM_ALLOC_GRANULARITY_MINIMUM),
 	       st, out);
 	if (!d->granularity || (d->granularity & (d->granularity - 1)))
 		return cms_set_error(CMS_ERR_DRIVER, "device %d reports granularity %zu", ordinal,

@@ -89,7 +89,7 @@ typedef struct CUmemLocation_st {
 } CUmemLocation;
 
 typedef struct CUmemAllocationProp_st {
-	int type;                 /* CUmemAllocationType */
+	int type;		  /* CUmemAllocationType */
 	int requestedHandleTypes; /* CUmemAllocationHandleType */
 	CUmemLocation location;
 	void *win32HandleMetaData;
@@ -112,74 +112,74 @@ typedef struct CUmemAccessDesc_st {
  * cuGetProcAddress together with CMS_CUDA_API_VERSION; the driver returns the
  * variant (_v2, ...) of that version, whose signature is the one given here.
  */
-#define CMS_CUDA_FUNCTIONS(X)                                                              \
-	X(cuInit, CUresult, (unsigned int flags))                                            \
-	X(cuDriverGetVersion, CUresult, (int *version))                                       \
-	X(cuGetErrorName, CUresult, (CUresult error, const char **str))                      \
-	X(cuGetErrorString, CUresult, (CUresult error, const char **str))                    \
-	X(cuDeviceGetCount, CUresult, (int *count))                                           \
-	X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                           \
-	X(cuDeviceGetAttribute, CUresult, (int *value, int attrib, CUdevice dev))            \
-	X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))               \
-	X(cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev))                               \
-	X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                        \
-	X(cuCtxPopCurrent, CUresult, (CUcontext * ctx))                                       \
-	X(cuCtxSynchronize, CUresult, (void))                                                 \
-	X(cuMemGetInfo, CUresult, (size_t * free_bytes, size_t * total_bytes))               \
-	X(cuMemGetAllocationGranularity, CUresult,                                            \
-	  (size_t * granularity, const CUmemAllocationProp *prop, int option))               \
-	X(cuMemAddressReserve, CUresult,                                                      \
-	  (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,               \
-	   unsigned long long flags))                                                         \
-	X(cuMemAddressFree, CUresult, (CUdeviceptr ptr, size_t size))                        \
-	X(cuMemCreate, CUresult,                                                              \
-	  (CUmemGenericAllocationHandle * handle, size_t size,                               \
-	   const CUmemAllocationProp *prop, unsigned long long flags))                       \
-	X(cuMemRelease, CUresult, (CUmemGenericAllocationHandle handle))                     \
-	X(cuMemMap, CUresult,                                                                 \
-	  (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, \
-	   unsigned long long flags))                                                         \
-	X(cuMemUnmap, CUresult, (CUdeviceptr ptr, size_t size))                              \
-	X(cuMemSetAccess, CUresult,                                                           \
-	  (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))         \
-	X(cuMemExportToShareableHandle, CUresult,                                             \
-	  (void *shareable, CUmemGenericAllocationHandle handle, int handle_type,            \
-	   unsigned long long flags))                                                         \
-	X(cuMemImportFromShareableHandle, CUresult,                                           \
-	  (CUmemGenericAllocationHandle * handle, void *os_handle, int handle_type))         \
-	X(cuMemcpyDtoH, CUresult, (void *dst, CUdeviceptr src, size_t bytes))                \
-	X(cuMemcpyHtoD, CUresult, (CUdeviceptr dst, const void *src, size_t bytes))          \
-	X(cuMemcpyDtoHAsync, CUresult,                                                        \
-	  (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))                       \
-	X(cuMemcpyHtoDAsync, CUresult,                                                        \
-	  (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))                 \
-	X(cuMemcpyDtoDAsync, CUresult,                                                        \
-	  (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                 \
-	X(cuMemsetD8Async, CUresult,                                                          \
-	  (CUdeviceptr dst, unsigned char value, size_t count, CUstream stream))             \
-	X(cuMemsetD32Async, CUresult,                                                         \
-	  (CUdeviceptr dst, unsigned int value, size_t count, CUstream stream))              \
-	X(cuStreamCreate, CUresult, (CUstream * stream, unsigned int flags))                 \
-	X(cuStreamDestroy, CUresult, (CUstream stream))                                       \
-	X(cuStreamSynchronize, CUresult, (CUstream stream))                                   \
-	X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned int flags)) \
-	X(cuEventCreate, CUresult, (CUevent * event, unsigned int flags))                    \
-	X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                         \
-	X(cuEventSynchronize, CUresult, (CUevent event))                                      \
-	X(cuEventDestroy, CUresult, (CUevent event))                                          \
-	X(cuStreamBeginCapture, CUresult, (CUstream stream, int mode))                       \
-	X(cuStreamEndCapture, CUresult, (CUstream stream, CUgraph * graph))                  \
-	X(cuGraphInstantiateWithFlags, CUresult,                                              \
-	  (CUgraphExec * exec, CUgraph graph, unsigned long long flags))                     \
-	X(cuGraphLaunch, CUresult, (CUgraphExec exec, CUstream stream))                      \
-	X(cuGraphExecDestroy, CUresult, (CUgraphExec exec))                                   \
-	X(cuGraphDestroy, CUresult, (CUgraph graph))                                          \
-	X(cuModuleLoadData, CUresult, (CUmodule * module, const void *image))                \
-	X(cuModuleUnload, CUresult, (CUmodule module))                                        \
-	X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char *name)) \
-	X(cuLaunchKernel, CUresult,                                                           \
-	  (CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, \
-	   unsigned int by, unsigned int bz, unsigned int shared_bytes, CUstream stream,     \
+#define CMS_CUDA_FUNCTIONS(X)                                                                   \
+	X(cuInit, CUresult, (unsigned int flags))                                               \
+	X(cuDriverGetVersion, CUresult, (int *version))                                         \
+	X(cuGetErrorName, CUresult, (CUresult error, const char **str))                         \
+	X(cuGetErrorString, CUresult, (CUresult error, const char **str))                       \
+	X(cuDeviceGetCount, CUresult, (int *count))                                             \
+	X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                              \
+	X(cuDeviceGetAttribute, CUresult, (int *value, int attrib, CUdevice dev))               \
+	X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                  \
+	X(cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev))                                  \
+	X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                          \
+	X(cuCtxPopCurrent, CUresult, (CUcontext * ctx))                                         \
+	X(cuCtxSynchronize, CUresult, (void))                                                   \
+	X(cuMemGetInfo, CUresult, (size_t * free_bytes, size_t * total_bytes))                  \
+	X(cuMemGetAllocationGranularity, CUresult,                                              \
+	  (size_t * granularity, const CUmemAllocationProp *prop, int option))                  \
+	X(cuMemAddressReserve, CUresult,                                                        \
+	  (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                  \
+	   unsigned long long flags))                                                           \
+	X(cuMemAddressFree, CUresult, (CUdeviceptr ptr, size_t size))                           \
+	X(cuMemCreate, CUresult,                                                                \
+	  (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop, \
+	   unsigned long long flags))                                                           \
+	X(cuMemRelease, CUresult, (CUmemGenericAllocationHandle handle))                        \
+	X(cuMemMap, CUresult,                                                                   \
+	  (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,    \
+	   unsigned long long flags))                                                           \
+	X(cuMemUnmap, CUresult, (CUdeviceptr ptr, size_t size))                                 \
+	X(cuMemSetAccess, CUresult,                                                             \
+	  (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))            \
+	X(cuMemExportToShareableHandle, CUresult,                                               \
+	  (void *shareable, CUmemGenericAllocationHandle handle, int handle_type,               \
+	   unsigned long long flags))                                                           \
+	X(cuMemImportFromShareableHandle, CUresult,                                             \
+	  (CUmemGenericAllocationHandle * handle, void *os_handle, int handle_type))            \
+	X(cuMemcpyDtoH, CUresult, (void *dst, CUdeviceptr src, size_t bytes))                   \
+	X(cuMemcpyHtoD, CUresult, (CUdeviceptr dst, const void *src, size_t bytes))             \
+	X(cuMemcpyDtoHAsync, CUresult,                                                          \
+	  (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))                          \
+	X(cuMemcpyHtoDAsync, CUresult,                                                          \
+	  (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))                    \
+	X(cuMemcpyDtoDAsync, CUresult,                                                          \
+	  (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                    \
+	X(cuMemsetD8Async, CUresult,                                                            \
+	  (CUdeviceptr dst, unsigned char value, size_t count, CUstream stream))                \
+	X(cuMemsetD32Async, CUresult,                                                           \
+	  (CUdeviceptr dst, unsigned int value, size_t count, CUstream stream))                 \
+	X(cuStreamCreate, CUresult, (CUstream * stream, unsigned int flags))                    \
+	X(cuStreamDestroy, CUresult, (CUstream stream))                                         \
+	X(cuStreamSynchronize, CUresult, (CUstream stream))                                     \
+	X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned int flags))    \
+	X(cuEventCreate, CUresult, (CUevent * event, unsigned int flags))                       \
+	X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                            \
+	X(cuEventSynchronize, CUresult, (CUevent event))                                        \
+	X(cuEventDestroy, CUresult, (CUevent event))                                            \
+	X(cuStreamBeginCapture, CUresult, (CUstream stream, int mode))                          \
+	X(cuStreamEndCapture, CUresult, (CUstream stream, CUgraph * graph))                     \
+	X(cuGraphInstantiateWithFlags, CUresult,                                                \
+	  (CUgraphExec * exec, CUgraph graph, unsigned long long flags))                        \
+	X(cuGraphLaunch, CUresult, (CUgraphExec exec, CUstream stream))                         \
+	X(cuGraphExecDestroy, CUresult, (CUgraphExec exec))                                     \
+	X(cuGraphDestroy, CUresult, (CUgraph graph))                                            \
+	X(cuModuleLoadData, CUresult, (CUmodule * module, const void *image))                   \
+	X(cuModuleUnload, CUresult, (CUmodule module))                                          \
+	X(cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule module, const char *name))  \
+	X(cuLaunchKernel, CUresult,                                                             \
+	  (CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,   \
+	   unsigned int by, unsigned int bz, unsigned int shared_bytes, CUstream stream,        \
 	   void **params, void **extra))
 
 /* cuGetProcAddress as exported by the driver (CUDA 12.0+: cuGetProcAddress_v2). */

@@ -33,14 +33,16 @@ static int resolve(struct cms_driver *d, char *err, size_t errlen)
 	if (!gpa2)
 		gpa1 = (cms_cuGetProcAddress_v1_fn)dlsym(d->dl, "cuGetProcAddress");
 	if (!gpa2 && !gpa1) {
-		snprintf(err, errlen, "driver library has no cuGetProcAddress (driver older than CUDA 11.3?)");
+		snprintf(err, errlen,
+			 "driver library has no cuGetProcAddress (driver older than CUDA 11.3?)");
 		return CMS_ERR_NO_DRIVER;
 	}
 #define CMS_X_RESOLVE(name, ret, args)                                                           \
 	fn = NULL;                                                                               \
 	qstatus = CU_GET_PROC_ADDRESS_SUCCESS;                                                   \
-	res = gpa2 ? gpa2(#name, &fn, CMS_CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &qstatus) \
-		   : gpa1(#name, &fn, CMS_CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT);          \
+	res = gpa2 ? gpa2(#name, &fn, CMS_CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,         \
+			  &qstatus) :                                                            \
+		     gpa1(#name, &fn, CMS_CUDA_API_VERSION, CU_GET_PROC_ADDRESS_DEFAULT);        \
 	if (res != CUDA_SUCCESS || qstatus != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {              \
 		snprintf(err, errlen,                                                            \
 			 "driver has no %s at API version %d (cuGetProcAddress: %d, status %d)", \
@@ -65,7 +67,8 @@ int cms_driver_open(struct cms_driver *d, const char *path, char *err, size_t er
 	if (!d->dl) {
 		const char *why = dlerror();
 
-		snprintf(err, errlen, "cannot load CUDA driver %s: %s", p, why ? why : "unknown error");
+		snprintf(err, errlen, "cannot load CUDA driver %s: %s", p,
+			 why ? why : "unknown error");
 		return CMS_ERR_NO_DRIVER;
 	}
 	st = resolve(d, err, errlen);

@@ -40,7 +40,7 @@ void cms_index_remove(cms_context *ctx, struct cms_alloc *a)
 
 struct cms_alloc *cms_index_find(cms_context *ctx, CUdeviceptr ptr)
 {
-	struct cms_alloc key = {.base = ptr, .physical = 1};
+	struct cms_alloc key = { .base = ptr, .physical = 1 };
 	void *node = tfind(&key, &ctx->index, range_cmp);
 
 	return node ? *(struct cms_alloc **)node : NULL;

@@ -24,13 +24,13 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
  * CU_TRY - runs a driver call through the context's table; on failure maps
  * the result to a status, records the driver's error name and jumps to label.
  */
-#define CU_TRY(ctx, call, st, label)                                   \
-	do {                                                           \
-		CUresult cu_res_ = (ctx)->drv.call;                    \
-		if (cu_res_ != CUDA_SUCCESS) {                         \
+#define CU_TRY(ctx, call, st, label)                                      \
+	do {                                                              \
+		CUresult cu_res_ = (ctx)->drv.call;                       \
+		if (cu_res_ != CUDA_SUCCESS) {                            \
 			(st) = cms_cu_error(&(ctx)->drv, cu_res_, #call); \
-			goto label;                                    \
-		}                                                      \
+			goto label;                                       \
+		}                                                         \
 	} while (0)
 
 /* ---- options (options.c) ---- */
@@ -57,7 +57,7 @@ struct cms_device {
 struct cms_alloc {
 	struct cms_region *region;
 	CUdeviceptr base;
-	size_t size;     /* logical */
+	size_t size;	 /* logical */
 	size_t physical; /* rounded to granularity */
 	CUmemGenericAllocationHandle handle;
 	bool backed;  /* handle created and mapped with access */
@@ -74,8 +74,8 @@ struct cms_region {
 	uint32_t policy;
 	uint64_t flags;
 	pthread_mutex_t lock;
-	unsigned refs; /* protected by ctx->lock */
-	bool dead;     /* destroyed; protected by ctx->lock */
+	unsigned refs;	/* protected by ctx->lock */
+	bool dead;	/* destroyed; protected by ctx->lock */
 	uint32_t state; /* written under lock, read atomically by cms_pointer_info_get */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes;

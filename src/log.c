@@ -23,7 +23,7 @@ static int env_level(void)
 
 void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 {
-	static const char *names[] = {"error", "warn", "info", "debug"};
+	static const char *names[] = { "error", "warn", "info", "debug" };
 	char line[512];
 	va_list ap;
 	int max;
@@ -40,5 +40,5 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	if (ctx && ctx->log_fn)
 		ctx->log_fn(ctx->log_user, level, line);
 	else
-		fprintf(stderr, "cumemsaver %s: %s\n", names[level > 3 ? 3 : level], line); /* allow-print */
+		fprintf(stderr, "cumemsaver %s: %s\n", names[level & 3], line); /* allow-print */
 }

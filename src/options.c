@@ -10,8 +10,8 @@
 static cms_status check_size(size_t theirs, const char *what)
 {
 	if (theirs < sizeof(size_t) || theirs > CMS_STRUCT_SIZE_MAX)
-		return cms_set_error(CMS_ERR_STRUCT_SIZE, "%s: struct_size %zu is out of range", what,
-				     theirs);
+		return cms_set_error(CMS_ERR_STRUCT_SIZE, "%s: struct_size %zu is out of range",
+				     what, theirs);
 	return CMS_OK;
 }
 
@@ -73,7 +73,8 @@ cms_status cms_check_tag(const char *tag)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "tag is empty");
 	if (n > CMS_TAG_MAX)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "tag is longer than %d bytes (or not NUL-terminated)", CMS_TAG_MAX);
+				     "tag is longer than %d bytes (or not NUL-terminated)",
+				     CMS_TAG_MAX);
 	for (i = 0; i < n; i++)
 		if ((unsigned char)tag[i] < 0x20 || tag[i] == 0x7f)
 			return cms_set_error(CMS_ERR_INVALID_ARGUMENT,

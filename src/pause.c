@@ -30,8 +30,8 @@ cms_status cms_collect_allocs(struct cms_region **regions, size_t n, struct cms_
 		return CMS_OK;
 	v = malloc(total * sizeof(*v));
 	if (!v)
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list of %zu",
-				     total);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+				     "cannot allocate a work list of %zu", total);
 	for (i = 0; i < n; i++)
 		for (a = regions[i]->allocs; a; a = a->next)
 			v[k++] = a;
@@ -164,7 +164,8 @@ void cms_drop_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
 	}
 }
 
-/* Restores content of a freshly backed allocation per its region's policy (async on the region's stream). */
+/* Restores content of a freshly backed allocation per its region's policy (async on the region's
+ * stream). */
 cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, uint64_t *bytes)
 {
 	struct cms_device *d = &ctx->devices[a->region->device];
@@ -280,8 +281,8 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 			res->driver_free_after = 0; /* the pause itself succeeded */
 		res->elapsed_ns = cms_now_ns() - t0;
 	}
-	cms_log(ctx, CMS_LOG_INFO, "paused %zu regions, %zu allocations, %llu bytes in %.3f ms", nr, n,
-		(unsigned long long)released, (double)(cms_now_ns() - t0) / 1e6);
+	cms_log(ctx, CMS_LOG_INFO, "paused %zu regions, %zu allocations, %llu bytes in %.3f ms", nr,
+		n, (unsigned long long)released, (double)(cms_now_ns() - t0) / 1e6);
 	goto out;
 
 err_rollback:

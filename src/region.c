@@ -76,7 +76,8 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 			return st;
 	}
 	if (o.policy > CMS_POLICY_HOST)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u", o.policy);
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
+				     o.policy);
 	if (o.flags)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
@@ -103,8 +104,8 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		pthread_mutex_unlock(&ctx->lock);
 		pthread_mutex_destroy(&r->lock);
 		free(r);
-		return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d", tag,
-				     o.device);
+		return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d",
+				     tag, o.device);
 	}
 	r->id = ctx->next_region_id++;
 	r->prev = ctx->regions_tail;
@@ -201,8 +202,8 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 			continue; /* a concurrent cms_free() owns it */
 		st2 = cms_alloc_release(a);
 		if (st2) {
-			cms_log(ctx, CMS_LOG_ERROR, "region \"%s\": allocation 0x%llx leaked: %s", r->tag,
-				(unsigned long long)a->base, cms_last_error());
+			cms_log(ctx, CMS_LOG_ERROR, "region \"%s\": allocation 0x%llx leaked: %s",
+				r->tag, (unsigned long long)a->base, cms_last_error());
 			if (!st)
 				st = st2;
 			if (a->backup)
@@ -227,7 +228,8 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	size_t n;
 
 	if (!region || !info)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", region ? "info" : "region");
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
+				     region ? "info" : "region");
 	st = cms_out_size(info, sizeof(o), &n, "cms_region_info");
 	if (st)
 		return st;

@@ -82,8 +82,8 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 		res->bytes_restored = restored;
 		res->elapsed_ns = cms_now_ns() - t0;
 	}
-	cms_log(ctx, CMS_LOG_INFO, "resumed %zu regions, %zu allocations, %llu bytes in %.3f ms", nr,
-		n, (unsigned long long)backed, (double)(cms_now_ns() - t0) / 1e6);
+	cms_log(ctx, CMS_LOG_INFO, "resumed %zu regions, %zu allocations, %llu bytes in %.3f ms",
+		nr, n, (unsigned long long)backed, (double)(cms_now_ns() - t0) / 1e6);
 	free(v);
 	return CMS_OK;
 

@@ -27,8 +27,8 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 	t->pres.struct_size = sizeof(t->pres);
 	t->rres.struct_size = sizeof(t->rres);
 	if (opts) {
-		st = pause ? cms_copy_in(&t->popts, sizeof(t->popts), opts, "cms_pause_options")
-			   : cms_copy_in(&t->ropts, sizeof(t->ropts), opts, "cms_resume_options");
+		st = pause ? cms_copy_in(&t->popts, sizeof(t->popts), opts, "cms_pause_options") :
+			     cms_copy_in(&t->ropts, sizeof(t->ropts), opts, "cms_resume_options");
 		if (st)
 			return st;
 	}
@@ -48,8 +48,8 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
  * Runs the transition on those of the n locked regions v that are not yet in
  * the target state, collected into w (room for n).
  */
-static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_region **v, size_t n,
-			     struct cms_region **w, void *result)
+static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_region **v,
+			     size_t n, struct cms_region **w, void *result)
 {
 	uint32_t from = t->pause ? CMS_STATE_ACTIVE : CMS_STATE_PAUSED;
 	size_t i, m = 0;
@@ -59,8 +59,8 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 		if (v[i]->state == from)
 			w[m++] = v[i];
 	if (!m)
-		return t->pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED, "already paused")
-				: cms_set_error(CMS_ERR_NOT_PAUSED, "not paused");
+		return t->pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED, "already paused") :
+				  cms_set_error(CMS_ERR_NOT_PAUSED, "not paused");
 	if (t->pause)
 		st = cms_engine_pause(ctx, w, m, &t->popts, result ? &t->pres : NULL);
 	else
@@ -97,7 +97,8 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 		v = malloc(2 * n * sizeof(*v));
 		if (!v) {
 			pthread_mutex_unlock(&ctx->lock);
-			return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region list");
+			return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+					     "cannot allocate a region list");
 		}
 		n = 0;
 		for (r = ctx->regions; r; r = r->next)
@@ -109,8 +110,9 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 	pthread_mutex_unlock(&ctx->lock);
 	if (!n) {
 		if (!tag)
-			return pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED, "no regions to pause")
-				     : cms_set_error(CMS_ERR_NOT_PAUSED, "no regions to resume");
+			return pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED,
+						     "no regions to pause") :
+				       cms_set_error(CMS_ERR_NOT_PAUSED, "no regions to resume");
 		return cms_set_error(CMS_ERR_NOT_FOUND, "no region is tagged \"%s\"", tag);
 	}
 
@@ -142,7 +144,7 @@ CMS_API cms_status cms_resume(cms_context *ctx, const char *tag, const cms_resum
 
 static cms_status one_region(cms_region *region, bool pause, const void *opts, void *result)
 {
-	struct cms_region *v[1] = {region}, *w[1];
+	struct cms_region *v[1] = { region }, *w[1];
 	struct transition t;
 	cms_status st;
 

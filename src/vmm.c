@@ -106,7 +106,8 @@ cms_status cms_vmm_unback(struct cms_alloc *a)
 
 err_remap:
 	if (cms_vmm_map(a, a->handle)) {
-		cms_log(ctx, CMS_LOG_ERROR, "allocation 0x%llx: cannot map again after a failed release",
+		cms_log(ctx, CMS_LOG_ERROR,
+			"allocation 0x%llx: cannot map again after a failed release",
 			(unsigned long long)a->base);
 		a->backed = false;
 		st = CMS_ERR_ROLLBACK_FAILED;

@@ -45,8 +45,9 @@ const struct t_sim *t_sim(void)
 		sim.set_capacity = (int (*)(int, uint64_t))dlsym(dl, "cmssim_set_capacity");
 		sim.get_capacity = (uint64_t(*)(int))dlsym(dl, "cmssim_get_capacity");
 		sim.armed_faults = (int (*)(void))dlsym(dl, "cmssim_armed_faults");
-		ck_assert(sim.get_counters && sim.fail_call && sim.fail_host_alloc && sim.clear_faults &&
-			  sim.call_count && sim.set_capacity && sim.get_capacity && sim.armed_faults);
+		ck_assert(sim.get_counters && sim.fail_call && sim.fail_host_alloc &&
+			  sim.clear_faults && sim.call_count && sim.set_capacity &&
+			  sim.get_capacity && sim.armed_faults);
 	}
 	return &sim;
 }
@@ -211,10 +212,12 @@ int t_main(Suite *(*make)(void), enum t_needs needs)
 	if ((needs == T_NEEDS_DEVICE && !have) || (needs == T_NEEDS_SIM && have != 1) ||
 	    (needs == T_NEEDS_GPU && have != 2)) {
 		printf("SKIP: needs %s; driver probe found %s\n",
-		       needs == T_NEEDS_SIM ? "the host simulation"
-		       : needs == T_NEEDS_GPU ? "a real GPU"
-					      : "a driver",
-		       have == 1 ? "the simulation" : have == 2 ? "a GPU" : "nothing");
+		       needs == T_NEEDS_SIM ? "the host simulation" :
+		       needs == T_NEEDS_GPU ? "a real GPU" :
+					      "a driver",
+		       have == 1 ? "the simulation" :
+		       have == 2 ? "a GPU" :
+				   "nothing");
 		return 77;
 	}
 	sr = srunner_create(make());

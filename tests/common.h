@@ -20,9 +20,9 @@
 /* What a suite needs from the environment. */
 enum t_needs {
 	T_NEEDS_NOTHING, /* pure API tests, no driver */
-	T_NEEDS_DEVICE,  /* the simulation or a real GPU, whichever CMS_DRIVER_LIBRARY selects */
-	T_NEEDS_SIM,     /* the simulation (fault injection, counters) */
-	T_NEEDS_GPU,     /* a real GPU */
+	T_NEEDS_DEVICE,	 /* the simulation or a real GPU, whichever CMS_DRIVER_LIBRARY selects */
+	T_NEEDS_SIM,	 /* the simulation (fault injection, counters) */
+	T_NEEDS_GPU,	 /* a real GPU */
 };
 
 /* Runs the suite in forked children; exits 77 if needs are not met. */
@@ -35,7 +35,8 @@ int t_is_sim(void);
 cms_context *t_ctx(void);
 cms_region *t_region(cms_context *ctx, const char *tag, int32_t device, uint32_t policy);
 
-/* Copies between host and device memory of device dev (primary context pushed). Returns CUresult. */
+/* Copies between host and device memory of device dev (primary context pushed). Returns CUresult.
+ */
 int t_write(int dev, uint64_t dst, const void *src, size_t n);
 int t_read(int dev, void *dst, uint64_t src, size_t n);
 /* Fills with / compares against a pattern derived from seed (u32 words; n a multiple of 4). */
@@ -61,18 +62,18 @@ const struct t_sim *t_sim(void);
 cmssim_counters t_counters(void);
 int t_open_fds(void);
 
-#define ck_ok(expr)                                                                              \
-	do {                                                                                     \
-		cms_status st_ = (expr);                                                          \
-		ck_assert_msg(st_ == CMS_OK, "%s -> %s: %s", #expr, cms_status_name(st_),        \
-			      cms_last_error());                                                  \
+#define ck_ok(expr)                                                                       \
+	do {                                                                              \
+		cms_status st_ = (expr);                                                  \
+		ck_assert_msg(st_ == CMS_OK, "%s -> %s: %s", #expr, cms_status_name(st_), \
+			      cms_last_error());                                          \
 	} while (0)
 
-#define ck_status(expr, want)                                                                   \
-	do {                                                                                     \
-		cms_status st_ = (expr);                                                          \
-		ck_assert_msg(st_ == (want), "%s -> %s (%s), want %s", #expr, cms_status_name(st_), \
-			      cms_last_error(), cms_status_name(want));                           \
+#define ck_status(expr, want)                                                                 \
+	do {                                                                                  \
+		cms_status st_ = (expr);                                                      \
+		ck_assert_msg(st_ == (want), "%s -> %s (%s), want %s", #expr,                 \
+			      cms_status_name(st_), cms_last_error(), cms_status_name(want)); \
 	} while (0)
 
 #endif /* CMS_TEST_COMMON_H */

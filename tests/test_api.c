@@ -160,7 +160,7 @@ END_TEST
 
 START_TEST(tags_are_validated_first)
 {
-	static const char *bad[] = {"", "has\nnewline", "tab\there", "\x7f"};
+	static const char *bad[] = { "", "has\nnewline", "tab\there", "\x7f" };
 	cms_context *ctx = no_driver_ctx();
 	char longtag[CMS_TAG_MAX + 2];
 	cms_region *r = NULL;
@@ -184,8 +184,8 @@ END_TEST
 
 START_TEST(null_handles)
 {
-	cms_region_info ri = {.struct_size = sizeof(ri)};
-	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	uint64_t p;
 	cms_region *r;
 

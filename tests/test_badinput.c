@@ -42,13 +42,16 @@ BAD(ctx_create_flags, CMS_ERR_INVALID_ARGUMENT, {
 	return cms_context_create(&o, &c);
 })
 BAD(meminfo_null, CMS_ERR_INVALID_ARGUMENT, { return cms_device_memory_info(NULL, 0, NULL, NULL); })
-BAD(meminfo_bad_device, CMS_ERR_INVALID_DEVICE, { return cms_device_memory_info(f->ctx, 99, NULL, NULL); })
-BAD(meminfo_negative_device, CMS_ERR_INVALID_DEVICE, { return cms_device_memory_info(f->ctx, -3, NULL, NULL); })
+BAD(meminfo_bad_device, CMS_ERR_INVALID_DEVICE,
+    { return cms_device_memory_info(f->ctx, 99, NULL, NULL); })
+BAD(meminfo_negative_device, CMS_ERR_INVALID_DEVICE,
+    { return cms_device_memory_info(f->ctx, -3, NULL, NULL); })
 BAD(region_create_null_ctx, CMS_ERR_INVALID_ARGUMENT, {
 	cms_region *r;
 	return cms_region_create(NULL, "x", NULL, &r);
 })
-BAD(region_create_null_out, CMS_ERR_INVALID_ARGUMENT, { return cms_region_create(f->ctx, "x", NULL, NULL); })
+BAD(region_create_null_out, CMS_ERR_INVALID_ARGUMENT,
+    { return cms_region_create(f->ctx, "x", NULL, NULL); })
 BAD(region_create_null_tag, CMS_ERR_INVALID_ARGUMENT, {
 	cms_region *r;
 	return cms_region_create(f->ctx, NULL, NULL, &r);
@@ -87,12 +90,13 @@ BAD(region_create_future_struct, CMS_ERR_STRUCT_SIZE, {
 	struct {
 		cms_region_options o;
 		uint32_t future;
-	} big = {CMS_REGION_OPTIONS_INIT, 5};
+	} big = { CMS_REGION_OPTIONS_INIT, 5 };
 	cms_region *r;
 	big.o.struct_size = sizeof(big);
 	return cms_region_create(f->ctx, "x", &big.o, &r);
 })
-BAD(region_find_null, CMS_ERR_INVALID_ARGUMENT, { return cms_region_find(f->ctx, "active", 0, NULL); })
+BAD(region_find_null, CMS_ERR_INVALID_ARGUMENT,
+    { return cms_region_find(f->ctx, "active", 0, NULL); })
 BAD(region_find_unknown, CMS_ERR_NOT_FOUND, {
 	cms_region *r;
 	return cms_region_find(f->ctx, "nope", 0, &r);
@@ -103,7 +107,7 @@ BAD(region_find_wrong_device, CMS_ERR_NOT_FOUND, {
 })
 BAD(region_info_null, CMS_ERR_INVALID_ARGUMENT, { return cms_region_info_get(f->active, NULL); })
 BAD(region_info_size, CMS_ERR_STRUCT_SIZE, {
-	cms_region_info i = {.struct_size = 3};
+	cms_region_info i = { .struct_size = 3 };
 	return cms_region_info_get(f->active, &i);
 })
 BAD(alloc_null_region, CMS_ERR_INVALID_ARGUMENT, {
@@ -134,11 +138,11 @@ BAD(free_inner_paused, CMS_ERR_NOT_BASE, { return cms_free(f->ctx, f->q + 4096);
 BAD(free_padding, CMS_ERR_NOT_FOUND, { return cms_free(f->ctx, f->p + 8192); })
 BAD(ptrinfo_null, CMS_ERR_INVALID_ARGUMENT, { return cms_pointer_info_get(f->ctx, f->p, NULL); })
 BAD(ptrinfo_size, CMS_ERR_STRUCT_SIZE, {
-	cms_pointer_info i = {.struct_size = 0};
+	cms_pointer_info i = { .struct_size = 0 };
 	return cms_pointer_info_get(f->ctx, f->p, &i);
 })
 BAD(ptrinfo_foreign, CMS_ERR_NOT_FOUND, {
-	cms_pointer_info i = {.struct_size = sizeof(i)};
+	cms_pointer_info i = { .struct_size = sizeof(i) };
 	return cms_pointer_info_get(f->ctx, 0x10, &i);
 })
 BAD(pause_null_ctx, CMS_ERR_INVALID_ARGUMENT, { return cms_pause(NULL, "active", NULL, NULL); })
@@ -156,7 +160,7 @@ BAD(pause_opts_size, CMS_ERR_STRUCT_SIZE, {
 	return cms_pause(f->ctx, "active", &o, NULL);
 })
 BAD(pause_result_size, CMS_ERR_STRUCT_SIZE, {
-	cms_pause_result r = {.struct_size = 1};
+	cms_pause_result r = { .struct_size = 1 };
 	return cms_pause(f->ctx, "active", NULL, &r);
 })
 BAD(resume_active, CMS_ERR_NOT_PAUSED, { return cms_resume(f->ctx, "active", NULL, NULL); })
@@ -167,10 +171,11 @@ BAD(resume_flags, CMS_ERR_INVALID_ARGUMENT, {
 })
 BAD(resume_unknown, CMS_ERR_NOT_FOUND, { return cms_resume(f->ctx, "nope", NULL, NULL); })
 BAD(region_pause_null, CMS_ERR_INVALID_ARGUMENT, { return cms_region_pause(NULL, NULL, NULL); })
-BAD(region_pause_paused, CMS_ERR_ALREADY_PAUSED, { return cms_region_pause(f->paused, NULL, NULL); })
+BAD(region_pause_paused, CMS_ERR_ALREADY_PAUSED,
+    { return cms_region_pause(f->paused, NULL, NULL); })
 BAD(region_resume_active, CMS_ERR_NOT_PAUSED, { return cms_region_resume(f->active, NULL, NULL); })
 BAD(region_resume_result_size, CMS_ERR_STRUCT_SIZE, {
-	cms_resume_result r = {.struct_size = 5000};
+	cms_resume_result r = { .struct_size = 5000 };
 	return cms_region_resume(f->paused, NULL, &r);
 })
 BAD(options_init_null, CMS_ERR_INVALID_ARGUMENT, { return cms_region_options_init(NULL); })
@@ -181,7 +186,10 @@ struct bad_case {
 	cms_status want;
 };
 
-#define CASE(fn, want) {#fn, fn, want}
+#define CASE(fn, want)        \
+	{                     \
+#fn, fn, want \
+	}
 static const struct bad_case cases[] = {
 	CASE(ctx_create_null_out, CMS_ERR_INVALID_ARGUMENT),
 	CASE(ctx_create_size0, CMS_ERR_STRUCT_SIZE),

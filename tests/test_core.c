@@ -10,7 +10,7 @@
 
 #include "common.h"
 
-static const uint64_t sizes[] = {1 * MiB + 4, 4 * MiB, 3 * MiB - 12};
+static const uint64_t sizes[] = { 1 * MiB + 4, 4 * MiB, 3 * MiB - 12 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static cms_region_info info(cms_region *r)
@@ -46,7 +46,7 @@ START_TEST(host_policy_keeps_addresses_and_content)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
-	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	uint64_t p[NSIZES];
 	int cycle;
 	size_t i;
@@ -115,7 +115,8 @@ START_TEST(paused_memory_is_not_accessible)
 	uint64_t p;
 
 	if (!t_is_sim()) {
-		/* On a GPU an access to unmapped memory may poison the context; covered by the simulation. */
+		/* On a GPU an access to unmapped memory may poison the context; covered by the
+		 * simulation. */
 		ck_ok(cms_context_destroy(ctx));
 		return;
 	}
@@ -204,7 +205,7 @@ START_TEST(free_in_every_state_and_thread)
 	uint64_t p[NSIZES];
 	pthread_t t;
 	void *args[2], *ret;
-	cmssim_counters c0 = {0}, c1;
+	cmssim_counters c0 = { 0 }, c1;
 
 	if (t_is_sim())
 		c0 = t_counters();
@@ -242,7 +243,7 @@ START_TEST(pointer_info_answers_is_this_ours)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_DISCARD);
-	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	uint64_t p;
 
 	ck_ok(cms_alloc(r, 5000, &p));
@@ -268,8 +269,8 @@ START_TEST(accounting_and_rounding)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
-	cms_pause_result pr = {.struct_size = sizeof(pr)};
-	cms_resume_result rr = {.struct_size = sizeof(rr)};
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
 	uint64_t p[NSIZES], logical = 0, physical = 0, g;
 	cms_region_info ri;
 	size_t i;
@@ -369,7 +370,7 @@ START_TEST(regions_find_exists_destroy)
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST), *f = NULL, *dup = NULL;
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
-	cmssim_counters c0 = {0}, c1;
+	cmssim_counters c0 = { 0 }, c1;
 	uint64_t p[NSIZES];
 
 	if (t_is_sim())
@@ -476,7 +477,7 @@ static void capture_log(void *user, int32_t level, const char *msg)
 START_TEST(log_callback_receives_lines)
 {
 	cms_context_options o = CMS_CONTEXT_OPTIONS_INIT;
-	struct log_capture cap = {0};
+	struct log_capture cap = { 0 };
 	cms_context *ctx;
 	cms_region *r;
 	uint64_t p;

@@ -14,7 +14,7 @@
 #include "common.h"
 
 #define NALLOC 3
-static const uint64_t sizes[NALLOC] = {2 * MiB, 6 * MiB + 8, 1 * MiB};
+static const uint64_t sizes[NALLOC] = { 2 * MiB, 6 * MiB + 8, 1 * MiB };
 
 struct fixture {
 	cms_context *ctx;
@@ -36,13 +36,14 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 	for (k = 0; k < f->nregions; k++)
 		for (i = 0; i < NALLOC; i++) {
 			ck_ok(cms_alloc(f->r[k], sizes[i], &f->p[k][i]));
-			ck_assert_int_eq(t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
+			ck_assert_int_eq(
+				t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
 		}
 }
 
 static uint32_t state(cms_region *r)
 {
-	cms_region_info i = {.struct_size = sizeof(i)};
+	cms_region_info i = { .struct_size = sizeof(i) };
 
 	ck_ok(cms_region_info_get(r, &i));
 	return i.state;
@@ -50,7 +51,7 @@ static uint32_t state(cms_region *r)
 
 static uint64_t backup_bytes(cms_region *r)
 {
-	cms_region_info i = {.struct_size = sizeof(i)};
+	cms_region_info i = { .struct_size = sizeof(i) };
 
 	ck_ok(cms_region_info_get(r, &i));
 	return i.backup_bytes;
@@ -58,7 +59,7 @@ static uint64_t backup_bytes(cms_region *r)
 
 static uint32_t policy(cms_region *r)
 {
-	cms_region_info i = {.struct_size = sizeof(i)};
+	cms_region_info i = { .struct_size = sizeof(i) };
 
 	ck_ok(cms_region_info_get(r, &i));
 	return i.policy;
@@ -70,7 +71,8 @@ static void check_content(struct fixture *f, int k)
 	int i;
 
 	for (i = 0; i < NALLOC; i++)
-		ck_assert_msg(t_check(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)) == -1,
+		ck_assert_msg(t_check(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)) ==
+				      -1,
 			      "region %d allocation %d lost its content", k, i);
 }
 
@@ -80,15 +82,17 @@ static void same_counts(const cmssim_counters *a, const cmssim_counters *b, cons
 		      (unsigned long long)a->reservations, (unsigned long long)b->reservations);
 	ck_assert_msg(a->handles == b->handles, "%s: handles %llu -> %llu", when,
 		      (unsigned long long)a->handles, (unsigned long long)b->handles);
-	ck_assert_msg(a->physical_allocations == b->physical_allocations, "%s: physical %llu -> %llu",
-		      when, (unsigned long long)a->physical_allocations,
+	ck_assert_msg(a->physical_allocations == b->physical_allocations,
+		      "%s: physical %llu -> %llu", when,
+		      (unsigned long long)a->physical_allocations,
 		      (unsigned long long)b->physical_allocations);
 	ck_assert_msg(a->mappings == b->mappings, "%s: mappings %llu -> %llu", when,
 		      (unsigned long long)a->mappings, (unsigned long long)b->mappings);
 	ck_assert_msg(a->device_used_bytes[0] == b->device_used_bytes[0], "%s: device bytes", when);
 	ck_assert_msg(a->host_buffers == b->host_buffers, "%s: host buffers %llu -> %llu", when,
 		      (unsigned long long)a->host_buffers, (unsigned long long)b->host_buffers);
-	ck_assert_msg(a->streams == b->streams && a->events == b->events, "%s: streams/events", when);
+	ck_assert_msg(a->streams == b->streams && a->events == b->events, "%s: streams/events",
+		      when);
 	ck_assert_msg(a->primary_ctx_refs == b->primary_ctx_refs, "%s: primary ctx refs", when);
 }
 
@@ -97,10 +101,10 @@ enum op { OP_PAUSE, OP_RESUME };
 static cms_status run(struct fixture *f, enum op op, int by_tag)
 {
 	if (by_tag)
-		return op == OP_PAUSE ? cms_pause(f->ctx, NULL, NULL, NULL)
-				      : cms_resume(f->ctx, NULL, NULL, NULL);
-	return op == OP_PAUSE ? cms_region_pause(f->r[0], NULL, NULL)
-			      : cms_region_resume(f->r[0], NULL, NULL);
+		return op == OP_PAUSE ? cms_pause(f->ctx, NULL, NULL, NULL) :
+					cms_resume(f->ctx, NULL, NULL, NULL);
+	return op == OP_PAUSE ? cms_region_pause(f->r[0], NULL, NULL) :
+				cms_region_resume(f->r[0], NULL, NULL);
 }
 
 /*
@@ -152,12 +156,12 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 			/* The failing call was one the library may absorb (e.g. a pop). */
 			absorbed++;
 			for (k = 0; k < f.nregions; k++)
-				ck_assert_uint_eq(state(f.r[k]), op == OP_PAUSE ? CMS_STATE_PAUSED
-										: CMS_STATE_ACTIVE);
+				ck_assert_uint_eq(state(f.r[k]), op == OP_PAUSE ? CMS_STATE_PAUSED :
+										  CMS_STATE_ACTIVE);
 		} else {
 			ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED && st != CMS_ERR_INTERNAL,
-				      "fault %llu: %s %s", (unsigned long long)i, cms_status_name(st),
-				      cms_last_error());
+				      "fault %llu: %s %s", (unsigned long long)i,
+				      cms_status_name(st), cms_last_error());
 			if (result == CUDA_ERROR_OUT_OF_MEMORY)
 				ck_assert_msg(st == CMS_ERR_OUT_OF_DEVICE_MEMORY, "fault %llu: %s",
 					      (unsigned long long)i, cms_status_name(st));
@@ -169,7 +173,8 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 				ck_assert_uint_eq(state(f.r[k]), want);
 				if (op == OP_RESUME && policy(f.r[k]) == CMS_POLICY_HOST)
 					ck_assert_uint_gt(backup_bytes(f.r[k]), 0);
-				/* Content survives a failed pause, except DISCARD/ZERO memory already released. */
+				/* Content survives a failed pause, except DISCARD/ZERO memory
+				 * already released. */
 				if (op == OP_PAUSE && (policy(f.r[k]) == CMS_POLICY_HOST ||
 						       !strstr(cms_last_error(), "cuMemRelease")))
 					check_content(&f, k);
@@ -190,8 +195,8 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 		ck_assert_uint_eq(c1.host_buffers, 0);
 	}
 	printf("fault sweep: %s policy %u%s, result %d: %u points (%d absorbed)\n",
-	       op == OP_PAUSE ? "pause" : "resume", pa, two ? " + second region" : "", result, points,
-	       absorbed);
+	       op == OP_PAUSE ? "pause" : "resume", pa, two ? " + second region" : "", result,
+	       points, absorbed);
 	return points;
 }
 
@@ -199,7 +204,7 @@ static unsigned total_points;
 
 START_TEST(pause_sweep)
 {
-	static const uint32_t pol[] = {CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST};
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
 	int p = _i % 3;
 
 	total_points += sweep(pol[p], 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
@@ -211,7 +216,7 @@ END_TEST
 
 START_TEST(resume_sweep)
 {
-	static const uint32_t pol[] = {CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST};
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
 	int p = _i % 3;
 
 	total_points += sweep(pol[p], 0, 0, OP_RESUME, CUDA_ERROR_UNKNOWN);

@@ -44,7 +44,8 @@ static void check_affine(uint64_t out, uint64_t in_seed, size_t words)
 	ck_assert_int_eq(t_read(0, buf, out, words * 4), 0);
 	for (i = 0; i < words; i++)
 		if (buf[i] != t_pattern((uint32_t)in_seed, i) * 2u + 1u)
-			ck_abort_msg("word %zu: %u != f(%u)", i, buf[i], t_pattern((uint32_t)in_seed, i));
+			ck_abort_msg("word %zu: %u != f(%u)", i, buf[i],
+				     t_pattern((uint32_t)in_seed, i));
 	free(buf);
 }
 
@@ -55,7 +56,7 @@ START_TEST(graph_replays_after_resume)
 	cms_region *w = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
 	cms_region *kv = t_region(ctx, "kv_cache", 0, CMS_POLICY_DISCARD);
 	uint64_t in, out, n = words;
-	void *params[3] = {&in, &out, &n};
+	void *params[3] = { &in, &out, &n };
 	unsigned blocks = (unsigned)((words + CMS_KERNEL_BLOCK - 1) / CMS_KERNEL_BLOCK);
 	CUmodule mod;
 	CUfunction fn;
@@ -73,7 +74,9 @@ START_TEST(graph_replays_after_resume)
 	ck_assert_int_eq(g.d->cuModuleGetFunction(&fn, mod, CMS_KERNEL_AFFINE_NAME), 0);
 	ck_assert_int_eq(g.d->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), 0);
 	ck_assert_int_eq(g.d->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), 0);
-	ck_assert_int_eq(g.d->cuLaunchKernel(fn, blocks, 1, 1, CMS_KERNEL_BLOCK, 1, 1, 0, s, params, NULL), 0);
+	ck_assert_int_eq(
+		g.d->cuLaunchKernel(fn, blocks, 1, 1, CMS_KERNEL_BLOCK, 1, 1, 0, s, params, NULL),
+		0);
 	ck_assert_int_eq(g.d->cuStreamEndCapture(s, &graph), 0);
 	ck_assert_int_eq(g.d->cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
 	ck_assert_int_eq(g.d->cuGraphLaunch(exec, s), 0);
@@ -82,7 +85,7 @@ START_TEST(graph_replays_after_resume)
 	check_affine(out, 42, words);
 
 	for (cycle = 0; cycle < 3; cycle++) {
-		cms_pause_result pr = {.struct_size = sizeof(pr)};
+		cms_pause_result pr = { .struct_size = sizeof(pr) };
 
 		ck_ok(cms_pause(ctx, NULL, NULL, &pr));
 		ck_assert_uint_eq(pr.bytes_released, 2 * bytes);
@@ -109,7 +112,7 @@ START_TEST(free_memory_drops_by_paused_bytes)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "kv_cache", 0, CMS_POLICY_DISCARD);
-	cms_pause_result pr = {.struct_size = sizeof(pr)};
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
 	uint64_t p[8], f_resumed;
 	int i;
 
@@ -120,9 +123,12 @@ START_TEST(free_memory_drops_by_paused_bytes)
 	printf("gpu: pause of 8 GiB: driver free %llu -> %llu MiB (delta %lld MiB), %.2f ms\n",
 	       (unsigned long long)(pr.driver_free_before / MiB),
 	       (unsigned long long)(pr.driver_free_after / MiB),
-	       (long long)((pr.driver_free_after - pr.driver_free_before) / MiB), pr.elapsed_ns / 1e6);
-	ck_assert_uint_ge(pr.driver_free_after - pr.driver_free_before, pr.bytes_released - 64 * MiB);
-	ck_assert_uint_le(pr.driver_free_after - pr.driver_free_before, pr.bytes_released + 64 * MiB);
+	       (long long)((pr.driver_free_after - pr.driver_free_before) / MiB),
+	       pr.elapsed_ns / 1e6);
+	ck_assert_uint_ge(pr.driver_free_after - pr.driver_free_before,
+			  pr.bytes_released - 64 * MiB);
+	ck_assert_uint_le(pr.driver_free_after - pr.driver_free_before,
+			  pr.bytes_released + 64 * MiB);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_ok(cms_device_memory_info(ctx, 0, &f_resumed, NULL));
 	ck_assert_uint_le(f_resumed, pr.driver_free_before + 64 * MiB);
@@ -134,8 +140,8 @@ START_TEST(large_host_region_keeps_content)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
-	cms_pause_result pr = {.struct_size = sizeof(pr)};
-	cms_resume_result rr = {.struct_size = sizeof(rr)};
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
 	uint64_t p[4];
 	int i;
 
@@ -145,8 +151,8 @@ START_TEST(large_host_region_keeps_content)
 	}
 	ck_ok(cms_region_pause(r, NULL, &pr));
 	ck_ok(cms_region_resume(r, NULL, &rr));
-	printf("gpu: HOST 2 GiB (pageable v1 path): pause %.1f ms, resume %.1f ms\n", pr.elapsed_ns / 1e6,
-	       rr.elapsed_ns / 1e6);
+	printf("gpu: HOST 2 GiB (pageable v1 path): pause %.1f ms, resume %.1f ms\n",
+	       pr.elapsed_ns / 1e6, rr.elapsed_ns / 1e6);
 	for (i = 0; i < 4; i++)
 		ck_assert_int_eq(t_check(0, p[i], 512 * MiB, (uint32_t)i), -1);
 	ck_ok(cms_context_destroy(ctx));

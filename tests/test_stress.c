@@ -17,8 +17,8 @@
 #define MAX_OWN 16
 #define NTAGS 3
 
-static const char *tags[NTAGS] = {"weights", "kv_cache", "graphs"};
-static const uint32_t policies[NTAGS] = {CMS_POLICY_HOST, CMS_POLICY_DISCARD, CMS_POLICY_ZERO};
+static const char *tags[NTAGS] = { "weights", "kv_cache", "graphs" };
+static const uint32_t policies[NTAGS] = { CMS_POLICY_HOST, CMS_POLICY_DISCARD, CMS_POLICY_ZERO };
 
 struct worker {
 	cms_context *ctx;
@@ -89,21 +89,23 @@ static void *work(void *arg)
 				note(w, "resume", st);
 			break;
 		case 4: {
-			cms_region_info ri = {.struct_size = sizeof(ri)};
+			cms_region_info ri = { .struct_size = sizeof(ri) };
 
 			st = cms_region_info_get(w->regions[t], &ri);
 			if (st || ri.state > CMS_STATE_PAUSED ||
-			    (ri.state == CMS_STATE_ACTIVE && ri.backed_bytes != ri.physical_bytes) ||
+			    (ri.state == CMS_STATE_ACTIVE &&
+			     ri.backed_bytes != ri.physical_bytes) ||
 			    (ri.state == CMS_STATE_PAUSED && ri.backed_bytes != 0))
 				note(w, "info", st ? st : CMS_ERR_INTERNAL);
 			break;
 		}
 		case 5:
 			if (w->nown) {
-				cms_pointer_info pi = {.struct_size = sizeof(pi)};
+				cms_pointer_info pi = { .struct_size = sizeof(pi) };
 				int k = rand_r(&w->seed) % w->nown;
 
-				st = cms_pointer_info_get(w->ctx, w->own[k] + w->own_size[k] - 1, &pi);
+				st = cms_pointer_info_get(w->ctx, w->own[k] + w->own_size[k] - 1,
+							  &pi);
 				if (st || pi.base != w->own[k] || pi.size != w->own_size[k] ||
 				    pi.region != w->regions[w->own_tag[k]])
 					note(w, "pointer info", st ? st : CMS_ERR_INTERNAL);
@@ -120,8 +122,8 @@ START_TEST(threads_alloc_free_pause_resume)
 	cms_context *ctx = t_ctx();
 	cms_region *regions[NTAGS];
 	pthread_t th[THREADS];
-	uint64_t live[NTAGS] = {0}, bytes[NTAGS] = {0};
-	unsigned total[6] = {0};
+	uint64_t live[NTAGS] = { 0 }, bytes[NTAGS] = { 0 };
+	unsigned total[6] = { 0 };
 	int i, k, j;
 
 	for (k = 0; k < NTAGS; k++)
@@ -147,7 +149,7 @@ START_TEST(threads_alloc_free_pause_resume)
 	}
 	/* Bytes and counts accounted. */
 	for (k = 0; k < NTAGS; k++) {
-		cms_region_info ri = {.struct_size = sizeof(ri)};
+		cms_region_info ri = { .struct_size = sizeof(ri) };
 
 		ck_ok(cms_region_info_get(regions[k], &ri));
 		ck_assert_uint_eq(ri.allocations, live[k]);
@@ -162,7 +164,7 @@ START_TEST(threads_alloc_free_pause_resume)
 		for (j = 0; j < w[i].nown; j++)
 			ck_ok(cms_free(ctx, w[i].own[j]));
 	for (k = 0; k < NTAGS; k++) {
-		cms_region_info ri = {.struct_size = sizeof(ri)};
+		cms_region_info ri = { .struct_size = sizeof(ri) };
 
 		ck_ok(cms_region_info_get(regions[k], &ri));
 		ck_assert_uint_eq(ri.allocations, 0);

@@ -60,7 +60,7 @@ int cmsctl_parse_size(const char *s, uint64_t *out)
 
 char *cmsctl_format_bytes(char *buf, size_t len, uint64_t bytes)
 {
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)bytes;
 	int u = -1;
 
@@ -113,32 +113,31 @@ const char *cmsctl_driver_path(int *from_env)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: cmsctl [--help] [--version] <command> [options]\n"
-		"\n"
-		"commands:\n"
-		"  demo [--size BYTES] [--sim|--gpu] [--cycles N]\n"
-		"           pause and resume a weights region (HOST policy) and a kv_cache\n"
-		"           region (DISCARD policy) N times, replaying a CUDA graph captured\n"
-		"           before the first pause after every resume, and verify that the\n"
-		"           memory really goes back to the driver and that every address\n"
-		"           and the weights' content survive. BYTES takes K/M/G suffixes\n"
-		"           (default 1G on a GPU, 64M on the host simulation); N defaults\n"
-		"           to 3. Without --sim/--gpu the real driver is tried first and the\n"
-		"           host simulation used when there is no GPU.\n"
-		"  version  print the library version and the driver library it would load\n"
-		"  help     print this text\n"
-		"\n"
-		"environment:\n"
-		"  CMS_DRIVER_LIBRARY  driver library to load instead of libcuda.so.1\n"
-		"  CMS_LOG             library log level on stderr (0-3)\n");
+	fprintf(f, "usage: cmsctl [--help] [--version] <command> [options]\n"
+		   "\n"
+		   "commands:\n"
+		   "  demo [--size BYTES] [--sim|--gpu] [--cycles N]\n"
+		   "           pause and resume a weights region (HOST policy) and a kv_cache\n"
+		   "           region (DISCARD policy) N times, replaying a CUDA graph captured\n"
+		   "           before the first pause after every resume, and verify that the\n"
+		   "           memory really goes back to the driver and that every address\n"
+		   "           and the weights' content survive. BYTES takes K/M/G suffixes\n"
+		   "           (default 1G on a GPU, 64M on the host simulation); N defaults\n"
+		   "           to 3. Without --sim/--gpu the real driver is tried first and the\n"
+		   "           host simulation used when there is no GPU.\n"
+		   "  version  print the library version and the driver library it would load\n"
+		   "  help     print this text\n"
+		   "\n"
+		   "environment:\n"
+		   "  CMS_DRIVER_LIBRARY  driver library to load instead of libcuda.so.1\n"
+		   "  CMS_LOG             library log level on stderr (0-3)\n");
 }
 
 static int cmd_version(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct cms_driver drv;
 	const char *path, *sim, *where;
@@ -188,9 +187,9 @@ static int cmd_version(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
 	int c;

@@ -36,13 +36,13 @@
 #include "driver.h"
 #include "kernels.h"
 
-#define DEMO_WEIGHTS 4		/* weights allocations */
-#define DEMO_KV 2		/* kv_cache allocations; each holds DEMO_WEIGHTS / DEMO_KV outputs */
+#define DEMO_WEIGHTS 4 /* weights allocations */
+#define DEMO_KV 2      /* kv_cache allocations; each holds DEMO_WEIGHTS / DEMO_KV outputs */
 #define DEMO_PER_KV (DEMO_WEIGHTS / DEMO_KV)
 #define DEMO_ALLOCS (DEMO_WEIGHTS + DEMO_KV)
 #define DEMO_DEVICE 0
 #define DEMO_GARBAGE 0xDEADBEEFu
-#define DEMO_STAGE_BYTES (64ull << 20) /* host staging buffer for fills and checks */
+#define DEMO_STAGE_BYTES (64ull << 20)	/* host staging buffer for fills and checks */
 #define DEMO_GPU_TOLERANCE (8ull << 20) /* driver free delta vs bytes released, on a GPU */
 #define DEMO_DEFAULT_GPU_SIZE (1ull << 30)
 #define DEMO_DEFAULT_SIM_SIZE (64ull << 20)
@@ -79,7 +79,7 @@ struct demo {
 	cms_context *ctx;
 	cms_region *weights;
 	cms_region *kv;
-	uint64_t chunk;		  /* bytes of each weights allocation (multiple of 4) */
+	uint64_t chunk; /* bytes of each weights allocation (multiple of 4) */
 	uint64_t w_ptr[DEMO_WEIGHTS];
 	uint64_t kv_ptr[DEMO_KV]; /* each DEMO_PER_KV * chunk bytes */
 	uint64_t physical;	  /* physical bytes of all allocations */
@@ -159,23 +159,23 @@ static int demo_cu_fail(struct demo *d, CUresult res, const char *what)
 }
 
 /* Calls d->drv.fn(...); on failure records it and jumps to label. */
-#define DEMO_CU(d, label, fn, ...)                                   \
-	do {                                                         \
-		CUresult res_ = (d)->drv.fn(__VA_ARGS__);            \
-		if (res_ != CUDA_SUCCESS) {                          \
-			demo_cu_fail((d), res_, #fn);                \
-			goto label;                                  \
-		}                                                    \
+#define DEMO_CU(d, label, fn, ...)                        \
+	do {                                              \
+		CUresult res_ = (d)->drv.fn(__VA_ARGS__); \
+		if (res_ != CUDA_SUCCESS) {               \
+			demo_cu_fail((d), res_, #fn);     \
+			goto label;                       \
+		}                                         \
 	} while (0)
 
 /* Calls fn(...) of the library; on failure records it and jumps to label. */
-#define DEMO_CMS(d, label, fn, ...)                                  \
-	do {                                                         \
-		cms_status st_ = fn(__VA_ARGS__);                    \
-		if (st_ != CMS_OK) {                                 \
-			demo_cms_fail((d), st_, #fn);                \
-			goto label;                                  \
-		}                                                    \
+#define DEMO_CMS(d, label, fn, ...)                   \
+	do {                                          \
+		cms_status st_ = fn(__VA_ARGS__);     \
+		if (st_ != CMS_OK) {                  \
+			demo_cms_fail((d), st_, #fn); \
+			goto label;                   \
+		}                                     \
 	} while (0)
 
 static const char *fmtb(char *buf, size_t len, uint64_t bytes)
@@ -186,9 +186,10 @@ static const char *fmtb(char *buf, size_t len, uint64_t bytes)
 static const char *fmt_delta(char *buf, size_t len, int64_t delta)
 {
 	char tmp[32];
-	uint64_t mag = delta < 0 ? (uint64_t)-(delta + 1) + 1 : (uint64_t)delta;
+	uint64_t mag = delta < 0 ? (uint64_t) - (delta + 1) + 1 : (uint64_t)delta;
 
-	snprintf(buf, len, "%c%s", delta < 0 ? '-' : '+', cmsctl_format_bytes(tmp, sizeof(tmp), mag));
+	snprintf(buf, len, "%c%s", delta < 0 ? '-' : '+',
+		 cmsctl_format_bytes(tmp, sizeof(tmp), mag));
 	return buf;
 }
 
@@ -258,7 +259,8 @@ static int demo_verify_chunk(struct demo *d, uint64_t src, unsigned int i, bool 
 				want = demo_f(d, want);
 			if (d->buf[k] != want) {
 				demo_fail(d,
-					  "%s: word %" PRIu64 " at 0x%" PRIx64 " reads 0x%08x, expected 0x%08x",
+					  "%s: word %" PRIu64 " at 0x%" PRIx64
+					  " reads 0x%08x, expected 0x%08x",
 					  what, off + k, src + (off + k) * 4, d->buf[k], want);
 				return -1;
 			}
@@ -302,8 +304,8 @@ static int demo_replay(struct demo *d, const char *when)
 	DEMO_CU(d, err, cuGraphLaunch, d->exec, d->stream);
 	DEMO_CU(d, err, cuStreamSynchronize, d->stream);
 	for (i = 0; i < DEMO_WEIGHTS; i++) {
-		snprintf(what, sizeof(what), "%s: kv_cache != f(weights[%u]) after the graph replay",
-			 when, i);
+		snprintf(what, sizeof(what),
+			 "%s: kv_cache != f(weights[%u]) after the graph replay", when, i);
 		if (demo_verify_chunk(d, demo_kv_dst(d, i), i, true, what))
 			return -1;
 	}
@@ -371,7 +373,8 @@ static int demo_choose_driver(struct demo *d)
 				return -1;
 			}
 			if (d->sim)
-				printf("cumemsaver %s demo on the HOST SIMULATION (selected by %s=%s)\n",
+				printf("cumemsaver %s demo on the HOST SIMULATION (selected by "
+				       "%s=%s)\n",
 				       cms_version_string(), CMS_DRIVER_ENV, d->drv_path);
 			else
 				printf("cumemsaver %s demo on NVIDIA GPU %d (driver %d)\n",
@@ -404,8 +407,8 @@ static int demo_setup(struct demo *d)
 	cms_context_options copts = CMS_CONTEXT_OPTIONS_INIT;
 	cms_region_options wopts = CMS_REGION_OPTIONS_INIT;
 	cms_region_options kopts = CMS_REGION_OPTIONS_INIT;
-	cms_region_info info = {.struct_size = sizeof(info)};
-	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	cms_region_info info = { .struct_size = sizeof(info) };
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	uint64_t free_b = 0, total_b = 0, need;
 	char b1[32], b2[32], b3[32], b4[32];
 	unsigned int i;
@@ -437,7 +440,9 @@ static int demo_setup(struct demo *d)
 	DEMO_CMS(d, err, cms_device_memory_info, d->ctx, DEMO_DEVICE, &free_b, &total_b);
 	need = 2 * DEMO_WEIGHTS * d->chunk;
 	if (need > free_b) {
-		demo_fail(d, "the demo needs %s of device memory (--size %s twice), the device has %s free",
+		demo_fail(d,
+			  "the demo needs %s of device memory (--size %s twice), the device has %s "
+			  "free",
 			  fmtb(b1, sizeof(b1), need), fmtb(b2, sizeof(b2), d->size),
 			  fmtb(b3, sizeof(b3), free_b));
 		return -1;
@@ -460,7 +465,8 @@ static int demo_setup(struct demo *d)
 	d->physical = info.physical_bytes;
 	d->epoch_w = info.epoch;
 	printf("region weights:  HOST policy,    %u allocations x %s (granularity %s)\n",
-	       DEMO_WEIGHTS, fmtb(b1, sizeof(b1), d->chunk), fmtb(b2, sizeof(b2), info.granularity));
+	       DEMO_WEIGHTS, fmtb(b1, sizeof(b1), d->chunk),
+	       fmtb(b2, sizeof(b2), info.granularity));
 	DEMO_CMS(d, err, cms_region_info_get, d->kv, &info);
 	d->physical += info.physical_bytes;
 	d->epoch_kv = info.epoch;
@@ -471,9 +477,9 @@ static int demo_setup(struct demo *d)
 		uint64_t p = w ? d->w_ptr[i] : d->kv_ptr[i - DEMO_WEIGHTS];
 
 		DEMO_CMS(d, err, cms_pointer_info_get, d->ctx, p, &pi);
-		printf("  %-8s [%u] 0x%012" PRIx64 "  %s (%s reserved)\n", w ? "weights" : "kv_cache",
-		       w ? i : i - DEMO_WEIGHTS, p, fmtb(b3, sizeof(b3), pi.size),
-		       fmtb(b4, sizeof(b4), pi.physical_size));
+		printf("  %-8s [%u] 0x%012" PRIx64 "  %s (%s reserved)\n",
+		       w ? "weights" : "kv_cache", w ? i : i - DEMO_WEIGHTS, p,
+		       fmtb(b3, sizeof(b3), pi.size), fmtb(b4, sizeof(b4), pi.physical_size));
 	}
 	if (demo_fill_weights(d))
 		return -1;
@@ -515,11 +521,12 @@ static int demo_capture(struct demo *d)
 		CUdeviceptr in = d->w_ptr[i], out = demo_kv_dst(d, i);
 
 		if (d->kernel) {
-			void *params[] = {&in, &out, &n};
-			unsigned int grid = (unsigned int)((n + CMS_KERNEL_BLOCK - 1) / CMS_KERNEL_BLOCK);
+			void *params[] = { &in, &out, &n };
+			unsigned int grid =
+				(unsigned int)((n + CMS_KERNEL_BLOCK - 1) / CMS_KERNEL_BLOCK);
 
-			DEMO_CU(d, err, cuLaunchKernel, d->fn, grid, 1, 1, CMS_KERNEL_BLOCK, 1, 1, 0,
-				d->stream, params, NULL);
+			DEMO_CU(d, err, cuLaunchKernel, d->fn, grid, 1, 1, CMS_KERNEL_BLOCK, 1, 1,
+				0, d->stream, params, NULL);
 		} else {
 			DEMO_CU(d, err, cuMemcpyDtoDAsync, out, in, (size_t)d->chunk, d->stream);
 		}
@@ -528,10 +535,12 @@ static int demo_capture(struct demo *d)
 	DEMO_CU(d, err, cuStreamEndCapture, d->stream, &d->graph);
 	DEMO_CU(d, err, cuGraphInstantiateWithFlags, &d->exec, d->graph, 0);
 	if (d->kernel)
-		printf("graph: captured %u launches of %s (kv_cache = weights * 2 + 1) on a stream of its own\n",
+		printf("graph: captured %u launches of %s (kv_cache = weights * 2 + 1) on a stream "
+		       "of its own\n",
 		       DEMO_WEIGHTS, CMS_KERNEL_AFFINE_NAME);
 	else
-		printf("graph: captured %u device-to-device copies (kv_cache = weights) on a stream of its own;\n"
+		printf("graph: captured %u device-to-device copies (kv_cache = weights) on a "
+		       "stream of its own;\n"
 		       "       the host simulation cannot run kernels, so copies stand in for %s\n",
 		       DEMO_WEIGHTS, CMS_KERNEL_AFFINE_NAME);
 	return 0;
@@ -545,9 +554,9 @@ err:
 
 static int demo_check_regions(struct demo *d, uint32_t state, const char *when)
 {
-	static const char *const names[] = {"ACTIVE", "PAUSED"};
-	cms_region_info info = {.struct_size = sizeof(info)};
-	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	static const char *const names[] = { "ACTIVE", "PAUSED" };
+	cms_region_info info = { .struct_size = sizeof(info) };
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	unsigned int i;
 
 	for (i = 0; i < DEMO_ALLOCS; i++) {
@@ -563,8 +572,8 @@ static int demo_check_regions(struct demo *d, uint32_t state, const char *when)
 					pi.region == (w ? d->weights : d->kv) && pi.state == state,
 				"%s: %s[%u] at 0x%" PRIx64 " is now base 0x%" PRIx64 ", %" PRIu64
 				" bytes, state %u (expected the same base, %" PRIu64 " bytes, %s)",
-				when, w ? "weights" : "kv_cache", w ? i : i - DEMO_WEIGHTS, p, pi.base,
-				pi.size, pi.state, size, names[state]))
+				when, w ? "weights" : "kv_cache", w ? i : i - DEMO_WEIGHTS, p,
+				pi.base, pi.size, pi.state, size, names[state]))
 			return -1;
 	}
 	for (i = 0; i < 2; i++) {
@@ -581,9 +590,10 @@ static int demo_check_regions(struct demo *d, uint32_t state, const char *when)
 				when, info.tag, info.state, info.epoch, names[state], want))
 			return -1;
 		if (!demo_check(d,
-				state == CMS_STATE_ACTIVE ? info.backed_bytes == info.physical_bytes &&
-								    info.backup_bytes == 0
-							  : info.backed_bytes == 0,
+				state == CMS_STATE_ACTIVE ?
+					info.backed_bytes == info.physical_bytes &&
+						info.backup_bytes == 0 :
+					info.backed_bytes == 0,
 				"%s: region %s accounts %" PRIu64 " backed bytes, %" PRIu64
 				" backup bytes of %" PRIu64 " physical",
 				when, info.tag, info.backed_bytes, info.backup_bytes,
@@ -596,8 +606,8 @@ static int demo_check_regions(struct demo *d, uint32_t state, const char *when)
 
 static int demo_cycle(struct demo *d, unsigned int c)
 {
-	cms_pause_result pr = {.struct_size = sizeof(pr)};
-	cms_resume_result rr = {.struct_size = sizeof(rr)};
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
 	struct demo_cycle *s = &d->stats[c];
 	uint64_t before = 0, after = 0, weights_bytes = DEMO_WEIGHTS * d->chunk, diff;
 	char when[32], b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -613,9 +623,9 @@ static int demo_cycle(struct demo *d, unsigned int c)
 	s->pause_ns = pr.elapsed_ns;
 	s->released = pr.bytes_released;
 	s->free_delta = (int64_t)(after - before);
-	diff = s->free_delta > (int64_t)pr.bytes_released
-		       ? (uint64_t)s->free_delta - pr.bytes_released
-		       : pr.bytes_released - (uint64_t)s->free_delta;
+	diff = s->free_delta > (int64_t)pr.bytes_released ?
+		       (uint64_t)s->free_delta - pr.bytes_released :
+		       pr.bytes_released - (uint64_t)s->free_delta;
 	s->delta_ok = d->sim ? diff == 0 : diff <= DEMO_GPU_TOLERANCE;
 	printf("%s: pause   %8.2f ms  %u regions, %u allocations, released %s, backed up %s;\n"
 	       "         driver free %s -> %s (%s)\n",
@@ -634,8 +644,8 @@ static int demo_cycle(struct demo *d, unsigned int c)
 			"%s: cms_pause backed up %" PRIu64 " bytes, the weights are %" PRIu64, when,
 			pr.bytes_backed_up, weights_bytes) ||
 	    !demo_check(d, s->delta_ok,
-			"%s: the driver's free memory changed by %" PRId64
-			" bytes, but %" PRIu64 " were released (tolerance %llu)",
+			"%s: the driver's free memory changed by %" PRId64 " bytes, but %" PRIu64
+			" were released (tolerance %llu)",
 			when, s->free_delta, pr.bytes_released,
 			d->sim ? 0ull : (unsigned long long)DEMO_GPU_TOLERANCE))
 		goto err;
@@ -653,8 +663,8 @@ static int demo_cycle(struct demo *d, unsigned int c)
 			" allocations (expected 2, %d)",
 			when, rr.regions, rr.allocations, DEMO_ALLOCS) ||
 	    !demo_check(d, rr.bytes_backed == d->physical,
-			"%s: cms_resume backed %" PRIu64 " bytes, the allocations hold %" PRIu64, when,
-			rr.bytes_backed, d->physical) ||
+			"%s: cms_resume backed %" PRIu64 " bytes, the allocations hold %" PRIu64,
+			when, rr.bytes_backed, d->physical) ||
 	    !demo_check(d, rr.bytes_restored == weights_bytes,
 			"%s: cms_resume restored %" PRIu64 " bytes, the weights are %" PRIu64, when,
 			rr.bytes_restored, weights_bytes))
@@ -698,8 +708,8 @@ static void demo_report(const struct demo *d)
 /* Sim only: after cleanup nothing may be left alive in the simulated driver. */
 static void demo_check_sim_leaks(struct demo *d)
 {
-	int (*get)(cmssim_counters *) = (int (*)(cmssim_counters *))dlsym(d->drv.dl,
-									   "cmssim_get_counters");
+	int (*get)(cmssim_counters *) =
+		(int (*)(cmssim_counters *))dlsym(d->drv.dl, "cmssim_get_counters");
 	cmssim_counters k = CMSSIM_COUNTERS_INIT;
 
 	if (!get || get(&k))
@@ -711,18 +721,17 @@ static void demo_check_sim_leaks(struct demo *d)
 		   "simulation objects left after cleanup: %" PRIu64 " reservations, %" PRIu64
 		   " handles, %" PRIu64 " physical, %" PRIu64 " mappings, %" PRIu64
 		   " bytes used, %" PRIu64 " streams, %" PRIu64 " events, %" PRIu64
-		   " graphs, %" PRIu64 " execs, %" PRIu64 " primary refs, %" PRIu64
-		   " host buffers",
+		   " graphs, %" PRIu64 " execs, %" PRIu64 " primary refs, %" PRIu64 " host buffers",
 		   k.reservations, k.handles, k.physical_allocations, k.mappings,
 		   k.device_used_bytes[DEMO_DEVICE], k.streams, k.events, k.graphs, k.graph_execs,
 		   k.primary_ctx_refs, k.host_buffers);
 }
 
-#define DEMO_CU_CLEAN(d, fn, ...)                                    \
-	do {                                                         \
-		CUresult res_ = (d)->drv.fn(__VA_ARGS__);            \
-		if (res_ != CUDA_SUCCESS)                            \
-			demo_cu_fail((d), res_, #fn);    \
+#define DEMO_CU_CLEAN(d, fn, ...)                         \
+	do {                                              \
+		CUresult res_ = (d)->drv.fn(__VA_ARGS__); \
+		if (res_ != CUDA_SUCCESS)                 \
+			demo_cu_fail((d), res_, #fn);     \
 	} while (0)
 
 static void demo_cleanup(struct demo *d)
@@ -776,12 +785,12 @@ static void demo_usage(FILE *f)
 static int demo_parse(struct demo *d, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"size", required_argument, NULL, 's'},
-		{"cycles", required_argument, NULL, 'n'},
-		{"sim", no_argument, NULL, 'S'},
-		{"gpu", no_argument, NULL, 'G'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "size", required_argument, NULL, 's' },
+		{ "cycles", required_argument, NULL, 'n' },
+		{ "sim", no_argument, NULL, 'S' },
+		{ "gpu", no_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long v;
 	char *end;
@@ -792,7 +801,8 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 		switch (c) {
 		case 's':
 			if (cmsctl_parse_size(optarg, &d->size)) {
-				fprintf(stderr, "cmsctl demo: bad --size '%s' (e.g. 4096, 64M, 1G)\n",
+				fprintf(stderr,
+					"cmsctl demo: bad --size '%s' (e.g. 4096, 64M, 1G)\n",
 					optarg);
 				return 2;
 			}
@@ -800,7 +810,8 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 			break;
 		case 'n':
 			v = strtoul(optarg, &end, 10);
-			if (!optarg[0] || *end || optarg[0] == '-' || v < 1 || v > DEMO_MAX_CYCLES) {
+			if (!optarg[0] || *end || optarg[0] == '-' || v < 1 ||
+			    v > DEMO_MAX_CYCLES) {
 				fprintf(stderr, "cmsctl demo: bad --cycles '%s' (1..%u)\n", optarg,
 					DEMO_MAX_CYCLES);
 				return 2;
@@ -810,7 +821,8 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 		case 'S':
 		case 'G':
 			if (d->mode != DEMO_AUTO && d->mode != (c == 'S' ? DEMO_SIM : DEMO_GPU)) {
-				fprintf(stderr, "cmsctl demo: --sim and --gpu exclude each other\n");
+				fprintf(stderr,
+					"cmsctl demo: --sim and --gpu exclude each other\n");
 				return 2;
 			}
 			d->mode = c == 'S' ? DEMO_SIM : DEMO_GPU;
