@@ -29,6 +29,10 @@
  *    structs are filled up to min(caller's struct_size, ours); the caller's
  *    extra bytes are zeroed.
  *  - Destroy functions accept NULL.
+ *  - In a child process created by fork() after a context was created, every
+ *    call on that context, its regions or pointers returns CMS_ERR_FORKED
+ *    without touching anything (not even a lock); the statuses listed per
+ *    function below leave this one out.
  *
  * The CUDA driver (libcuda.so.1) is loaded at run time by the first call that
  * needs it; the library has no link-time dependency on CUDA. A machine
@@ -109,8 +113,11 @@ typedef int32_t cms_status;
 #define CMS_ERR_NO_DEVICE (-16)
 /* Internal invariant broken; please report. */
 #define CMS_ERR_INTERNAL (-17)
+/* Called in a child process created by fork() after the context was created: the GPU
+ * state belongs to the parent. The child can only create new contexts. */
+#define CMS_ERR_FORKED (-18)
 /* Lowest status number in use (for bindings and tests). */
-#define CMS_STATUS_MIN (-17)
+#define CMS_STATUS_MIN (-18)
 
 /* cms_status_name - "CMS_OK", "CMS_ERR_NOT_FOUND", ...; "CMS_ERR_UNKNOWN_STATUS" for numbers not
  * listed. Never NULL. */
@@ -189,10 +196,14 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 
 /*
  * cms_context_destroy - destroys every region (freeing every allocation: all
- * their device pointers become invalid), releases the primary contexts and
- * unloads the driver. Not thread-safe against other calls on the same
- * context. NULL is accepted. Returns CMS_OK, or the first failure of a
- * driver call while freeing (the context is destroyed anyway).
+ * their device pointers become invalid), releases the primary contexts
+ * (cuDevicePrimaryCtxRelease) and unloads the driver. Not thread-safe against
+ * other calls on the same context. NULL is accepted. Returns CMS_OK;
+ * CMS_ERR_DRIVER (or another driver status) if freeing an allocation failed:
+ * then the context stays valid, holding the regions and allocations not yet
+ * freed (each as it was), and the call may be retried; CMS_ERR_FORKED in a
+ * child process after fork() (nothing is touched; the child's copy of the
+ * context is leaked, by design).
  */
 CMS_API cms_status cms_context_destroy(cms_context *ctx);
 
@@ -262,11 +273,14 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
 				   cms_region **out);
 
 /*
- * cms_region_destroy - frees every allocation of the region (their pointers
- * become invalid; host backups are dropped) and the region itself. NULL is
- * accepted. Must not run concurrently with other calls that name this region
- * handle (calls by tag or pointer are safe). Returns CMS_OK or the first
- * driver failure while freeing (the region is destroyed anyway).
+ * cms_region_destroy - frees every allocation of the region (as cms_free:
+ * their pointers become invalid; host backups are dropped) and the region
+ * itself. NULL is accepted. Must not run concurrently with other calls that
+ * name this region handle (calls by tag or pointer are safe). Returns CMS_OK;
+ * a driver status (CMS_ERR_DRIVER, ...) if freeing an allocation failed: the
+ * allocations freed so far stay freed, the failing one and the rest stay as
+ * they were, the region stays valid and the call may be retried;
+ * CMS_ERR_FORKED.
  */
 CMS_API cms_status cms_region_destroy(cms_region *region);
 

@@ -19,6 +19,9 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	if (!size)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	ctx = r->ctx;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	gran = ctx->devices[r->device].granularity;
 	if (size > SIZE_MAX - (gran - 1) || size > UINT64_MAX - (gran - 1))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
@@ -73,6 +76,9 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ctx is NULL");
 	if (!ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is 0");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	pthread_mutex_lock(&ctx->lock);
 	a = cms_index_find(ctx, ptr);
 	if (!a || ptr - a->base >= a->size) {
@@ -125,6 +131,9 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
 
 	if (!ctx || !info)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "info" : "ctx");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	st = cms_out_size(info, sizeof(o), &n, "cms_pointer_info");
 	if (st)
 		return st;

@@ -14,6 +14,20 @@ uint64_t cms_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+volatile unsigned cms_fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_status;
+
+static void after_fork_in_child(void)
+{
+	cms_fork_generation++;
+}
+
+static void register_atfork(void)
+{
+	atfork_status = pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
 CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_context **out)
 {
 	cms_context_options o = CMS_CONTEXT_OPTIONS_INIT;
@@ -35,6 +49,9 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "cms_context_options.log_level %d is not a CMS_LOG_* level",
 				     o.log_level);
+	pthread_once(&atfork_once, register_atfork);
+	if (atfork_status)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "pthread_atfork failed");
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a context");
@@ -53,6 +70,7 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 	ctx->log_user = o.log_user;
 	ctx->log_level = o.log_level;
 	ctx->next_region_id = 1;
+	ctx->fork_generation = cms_fork_generation;
 	*out = ctx;
 	return CMS_OK;
 
@@ -65,15 +83,18 @@ err_free:
 
 CMS_API cms_status cms_context_destroy(cms_context *ctx)
 {
-	cms_status st = CMS_OK, st2;
+	cms_status st;
 	int i;
 
 	if (!ctx)
 		return CMS_OK;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	while (ctx->regions) {
-		st2 = cms_region_destroy(ctx->regions);
-		if (st2 && !st)
-			st = st2;
+		st = cms_region_destroy(ctx->regions);
+		if (st)
+			return st; /* the context stays usable; a retry continues */
 	}
 	for (i = 0; i < CMS_MAX_DEVICES; i++) {
 		struct cms_device *d = &ctx->devices[i];
@@ -91,7 +112,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->driver_path);
 	free(ctx);
-	return st;
+	return CMS_OK;
 }
 
 cms_status cms_ctx_driver_locked(cms_context *ctx)
@@ -168,6 +189,9 @@ cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **
 {
 	cms_status st;
 
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	if (device < 0 || device >= CMS_MAX_DEVICES)
 		return cms_set_error(CMS_ERR_INVALID_DEVICE, "device %d is out of range", device);
 	pthread_mutex_lock(&ctx->lock);

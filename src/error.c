@@ -34,6 +34,8 @@ static const struct status_desc statuses[] = {
 	{ CMS_ERR_ROLLBACK_FAILED, "CMS_ERR_ROLLBACK_FAILED", "rollback after a failure failed" },
 	{ CMS_ERR_NO_DEVICE, "CMS_ERR_NO_DEVICE", "no CUDA device" },
 	{ CMS_ERR_INTERNAL, "CMS_ERR_INTERNAL", "internal error" },
+	{ CMS_ERR_FORKED, "CMS_ERR_FORKED",
+	  "context belongs to the parent of this forked process" },
 };
 
 static const struct status_desc *find_status(cms_status st)

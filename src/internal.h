@@ -96,10 +96,23 @@ struct cms_context {
 	struct cms_device devices[CMS_MAX_DEVICES];
 	struct cms_region *regions, *regions_tail;
 	uint64_t next_region_id;
-	void *index; /* tsearch tree of struct cms_alloc by address range */
+	void *index;		  /* tsearch tree of struct cms_alloc by address range */
+	unsigned fork_generation; /* cms_fork_generation when created */
 };
 
 /* ---- context.c ---- */
+/* Bumped in the child by a pthread_atfork handler. */
+extern volatile unsigned cms_fork_generation;
+/* CMS_ERR_FORKED (with a message) when called in a child forked after ctx was created. */
+static inline cms_status cms_check_fork(const cms_context *ctx)
+{
+	if (__builtin_expect(ctx->fork_generation != cms_fork_generation, 0))
+		return cms_set_error(CMS_ERR_FORKED,
+				     "this process was forked after the context was "
+				     "created: its GPU state belongs to the parent");
+	return CMS_OK;
+}
+
 /* Loads the driver on first use; ctx->lock must be held. */
 cms_status cms_ctx_driver_locked(cms_context *ctx);
 /* Loads the driver and prepares a device (primary context, granularity). */

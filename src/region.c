@@ -67,6 +67,9 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	if (!ctx || !out)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
 	*out = NULL;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	st = cms_check_tag(tag);
 	if (st)
 		return st;
@@ -130,6 +133,9 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
 	if (!ctx || !out)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
 	*out = NULL;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	st = cms_check_tag(tag);
 	if (st)
 		return st;
@@ -175,11 +181,40 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 	struct cms_region *r = region;
 	struct cms_alloc *a, *next;
 	cms_context *ctx;
-	cms_status st = CMS_OK, st2;
+	cms_status st;
 
 	if (!r)
 		return CMS_OK;
 	ctx = r->ctx;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	pthread_mutex_lock(&r->lock);
+	for (a = r->allocs; a; a = next) {
+		next = a->next;
+		pthread_mutex_lock(&ctx->lock);
+		if (a->claimed) {
+			/* A concurrent cms_free() owns it and will unlink it. */
+			pthread_mutex_unlock(&ctx->lock);
+			continue;
+		}
+		cms_index_remove(ctx, a);
+		pthread_mutex_unlock(&ctx->lock);
+		st = cms_alloc_release(a);
+		if (st) {
+			/* Keep the region, this allocation and the rest as they are: a retry
+			 * continues. */
+			pthread_mutex_lock(&ctx->lock);
+			cms_index_insert(ctx, a);
+			pthread_mutex_unlock(&ctx->lock);
+			pthread_mutex_unlock(&r->lock);
+			return st;
+		}
+		cms_region_unlink_alloc(r, a);
+		free(a);
+	}
+	pthread_mutex_unlock(&r->lock);
+
 	pthread_mutex_lock(&ctx->lock);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -190,35 +225,9 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 	else
 		ctx->regions_tail = r->prev;
 	r->dead = true;
-	for (a = r->allocs; a; a = a->next)
-		if (!a->claimed)
-			cms_index_remove(ctx, a);
-	pthread_mutex_unlock(&ctx->lock);
-
-	pthread_mutex_lock(&r->lock);
-	for (a = r->allocs; a; a = next) {
-		next = a->next;
-		if (a->claimed)
-			continue; /* a concurrent cms_free() owns it */
-		st2 = cms_alloc_release(a);
-		if (st2) {
-			cms_log(ctx, CMS_LOG_ERROR, "region \"%s\": allocation 0x%llx leaked: %s",
-				r->tag, (unsigned long long)a->base, cms_last_error());
-			if (!st)
-				st = st2;
-			if (a->backup)
-				cms_host_free(ctx, a->backup, a->size);
-			a->backup = NULL;
-		}
-		cms_region_unlink_alloc(r, a);
-		free(a);
-	}
-	pthread_mutex_unlock(&r->lock);
-
-	pthread_mutex_lock(&ctx->lock);
 	cms_region_unref_locked(r);
 	pthread_mutex_unlock(&ctx->lock);
-	return st;
+	return CMS_OK;
 }
 
 CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info)
@@ -230,6 +239,9 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	if (!region || !info)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
 				     region ? "info" : "region");
+	st = cms_check_fork(region->ctx);
+	if (st)
+		return st;
 	st = cms_out_size(info, sizeof(o), &n, "cms_region_info");
 	if (st)
 		return st;

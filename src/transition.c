@@ -81,6 +81,9 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 
 	if (!ctx)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ctx is NULL");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
 	if (tag) {
 		st = cms_check_tag(tag);
 		if (st)
@@ -150,6 +153,9 @@ static cms_status one_region(cms_region *region, bool pause, const void *opts, v
 
 	if (!region)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
+	st = cms_check_fork(region->ctx);
+	if (st)
+		return st;
 	st = prepare(&t, pause, opts, result);
 	if (st)
 		return st;

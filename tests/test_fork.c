@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_fork.c - a child created by fork() after the library was used gets
+ * CMS_ERR_FORKED from every call on the parent's context, even while another
+ * parent thread held a lock at the moment of the fork (no hang), and the
+ * parent goes on unharmed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+struct parent {
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p;
+};
+
+static int ck_forked(int line, cms_status st)
+{
+	if (st == CMS_ERR_FORKED)
+		return 0;
+	fprintf(stderr, "child: line %d: %s\n", line, cms_status_name(st));
+	return 1;
+}
+
+/* Every call on the parent's objects; returns how many did not answer CMS_ERR_FORKED. */
+static int child_calls(struct parent *s)
+{
+	cms_region_info ri = {.struct_size = sizeof(ri)};
+	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	cms_region *r;
+	uint64_t p, f;
+	int bad = 0;
+
+	bad += ck_forked(__LINE__, cms_alloc(s->r, 4096, &p));
+	bad += ck_forked(__LINE__, cms_free(s->ctx, s->p));
+	bad += ck_forked(__LINE__, cms_pause(s->ctx, NULL, NULL, NULL));
+	bad += ck_forked(__LINE__, cms_resume(s->ctx, NULL, NULL, NULL));
+	bad += ck_forked(__LINE__, cms_region_pause(s->r, NULL, NULL));
+	bad += ck_forked(__LINE__, cms_region_resume(s->r, NULL, NULL));
+	bad += ck_forked(__LINE__, cms_region_info_get(s->r, &ri));
+	bad += ck_forked(__LINE__, cms_pointer_info_get(s->ctx, s->p, &pi));
+	bad += ck_forked(__LINE__, cms_region_find(s->ctx, "w", 0, &r));
+	bad += ck_forked(__LINE__, cms_region_create(s->ctx, "new", NULL, &r));
+	bad += ck_forked(__LINE__, cms_device_memory_info(s->ctx, 0, &f, NULL));
+	bad += ck_forked(__LINE__, cms_region_destroy(s->r));
+	bad += ck_forked(__LINE__, cms_context_destroy(s->ctx));
+	bad += strstr(cms_last_error(), "forked") == NULL;
+	return bad;
+}
+
+static int fork_and_check(struct parent *s)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		alarm(10); /* a hang fails the test with SIGALRM */
+		_exit(child_calls(s));
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status), "child died with signal %d",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return WEXITSTATUS(status);
+}
+
+START_TEST(child_gets_forked_status)
+{
+	struct parent s;
+
+	s.ctx = t_ctx();
+	s.r = t_region(s.ctx, "w", 0, CMS_POLICY_HOST);
+	ck_ok(cms_alloc(s.r, 2 * MiB, &s.p));
+	ck_assert_int_eq(t_fill(0, s.p, 2 * MiB, 3), 0);
+	ck_assert_int_eq(fork_and_check(&s), 0);
+	/* The parent is unaffected. */
+	ck_ok(cms_region_pause(s.r, NULL, NULL));
+	ck_ok(cms_region_resume(s.r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, s.p, 2 * MiB, 3), -1);
+	ck_ok(cms_context_destroy(s.ctx));
+}
+END_TEST
+
+static atomic_int stop;
+
+static void *cycle(void *arg)
+{
+	struct parent *s = arg;
+
+	while (!atomic_load(&stop)) {
+		cms_region_pause(s->r, NULL, NULL);
+		cms_region_resume(s->r, NULL, NULL);
+	}
+	return NULL;
+}
+
+START_TEST(fork_while_locks_are_held)
+{
+	struct parent s;
+	pthread_t t;
+	int i;
+
+	s.ctx = t_ctx();
+	s.r = t_region(s.ctx, "w", 0, CMS_POLICY_HOST);
+	ck_ok(cms_alloc(s.r, 2 * MiB, &s.p));
+	atomic_store(&stop, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, cycle, &s), 0);
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(fork_and_check(&s), 0);
+	atomic_store(&stop, 1);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_ok(cms_context_destroy(s.ctx));
+}
+END_TEST
+
+START_TEST(child_may_create_its_own_context)
+{
+	cms_context *ctx = t_ctx();
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		cms_context *c = NULL;
+
+		/* No driver is touched by creating a context: it works in the child. */
+		_exit(cms_context_create(NULL, &c) != CMS_OK || cms_context_destroy(c) != CMS_OK);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("fork");
+	TCase *tc = tcase_create("fork");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, child_gets_forked_status);
+	tcase_add_test(tc, fork_while_locks_are_held);
+	tcase_add_test(tc, child_may_create_its_own_context);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_DEVICE);
+}
