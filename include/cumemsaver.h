@@ -331,7 +331,9 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  * must have finished GPU work using it. Returns CMS_OK,
  * CMS_ERR_INVALID_ARGUMENT (ptr 0), CMS_ERR_NOT_FOUND (not an allocation of
  * this context, or already freed), CMS_ERR_NOT_BASE (inside an allocation,
- * not at its base), CMS_ERR_DRIVER (the allocation is kept).
+ * not at its base), CMS_ERR_DRIVER or another driver status (the allocation
+ * is kept, valid and in its region's state; a paused allocation keeps its
+ * host backup, an active one may have lost its content).
  */
 CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr);
 

@@ -121,9 +121,12 @@ cms_status cms_ctx_driver_locked(cms_context *ctx)
 		ctx->drv_tried = true;
 		ctx->drv_status = cms_driver_open(&ctx->drv, ctx->driver_path, ctx->drv_error,
 						  sizeof(ctx->drv_error));
-		if (ctx->drv_status)
+		if (ctx->drv_status) {
+			/* Not sticky: a later call tries again (a driver may appear, a fault pass).
+			 */
+			ctx->drv_tried = false;
 			cms_log(ctx, CMS_LOG_WARN, "%s", ctx->drv_error);
-		else
+		} else
 			cms_log(ctx, CMS_LOG_INFO, "driver loaded (version %d%s)", ctx->drv.version,
 				ctx->drv.is_sim ? ", host simulation" : "");
 	}

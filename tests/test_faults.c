@@ -321,6 +321,147 @@ START_TEST(out_of_memory_on_resume)
 }
 END_TEST
 
+START_TEST(region_create_sweep)
+{
+	const struct t_sim *sim = t_sim();
+	cmssim_counters c0, c1;
+	uint64_t calls, i;
+	cms_context *ctx;
+	cms_region *r;
+	unsigned points = 0, absorbed = 0;
+	cms_status st;
+
+	ctx = t_ctx();
+	calls = sim->call_count();
+	r = t_region(ctx, "a", 0, CMS_POLICY_HOST);
+	calls = sim->call_count() - calls;
+	ck_ok(cms_context_destroy(ctx));
+	for (i = 1; i <= calls; i++) {
+		ctx = t_ctx();
+		c0 = t_counters();
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		r = NULL;
+		st = cms_region_create(ctx, "a", NULL, &r);
+		ck_assert_int_eq(sim->armed_faults(), 0);
+		points++;
+		if (st == CMS_OK) { /* absorbed (a failed context pop is only logged) */
+			absorbed++;
+			ck_ok(cms_context_destroy(ctx));
+			continue;
+		}
+		ck_assert_ptr_null(r);
+		ck_assert_str_ne(cms_last_error(), "");
+		c1 = t_counters();
+		same_counts(&c0, &c1, "region create");
+		ck_status(cms_region_find(ctx, "a", 0, &r), CMS_ERR_NOT_FOUND);
+		r = t_region(ctx, "a", 0, CMS_POLICY_HOST);
+		ck_ok(cms_context_destroy(ctx));
+	}
+	printf("fault sweep: region create: %u points (%u absorbed)\n", points, absorbed);
+}
+END_TEST
+
+/* Frees one allocation (_i: policy x state) with each of its driver calls failed in turn. */
+START_TEST(free_sweep)
+{
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+	const struct t_sim *sim = t_sim();
+	int paused = _i / 3;
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+	uint64_t calls, i;
+	unsigned points = 0;
+	struct fixture f;
+	cmssim_counters c0, c1;
+
+	setup(&f, pol[_i % 3], 0, 0);
+	if (paused)
+		ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	calls = sim->call_count();
+	ck_ok(cms_free(f.ctx, f.p[0][0]));
+	calls = sim->call_count() - calls;
+	ck_ok(cms_context_destroy(f.ctx));
+	for (i = 1; i <= calls; i++) {
+		setup(&f, pol[_i % 3], 0, 0);
+		if (paused)
+			ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+		c0 = t_counters();
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		ck_assert_int_ne(cms_free(f.ctx, f.p[0][1]), CMS_OK);
+		ck_assert_int_eq(sim->armed_faults(), 0);
+		c1 = t_counters();
+		same_counts(&c0, &c1, "free");
+		ck_ok(cms_pointer_info_get(f.ctx, f.p[0][1], &pi));
+		ck_assert_uint_eq(pi.base, f.p[0][1]);
+		if (paused)
+			ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+		/* A failed free keeps the allocation valid and backed; only a HOST backup's content
+		 * is kept (the content of an active allocation being freed is not). */
+		if (paused && pol[_i % 3] == CMS_POLICY_HOST)
+			check_content(&f, 0);
+		else
+			ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 1), 0);
+		ck_ok(cms_free(f.ctx, f.p[0][1]));
+		ck_ok(cms_context_destroy(f.ctx));
+		points++;
+	}
+	printf("fault sweep: free, policy %u, %s: %u points\n", pol[_i % 3],
+	       paused ? "paused" : "active", points);
+}
+END_TEST
+
+/* Destroys a region (policy x state) with each driver call failed in turn; a retry finishes. */
+START_TEST(destroy_sweep)
+{
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+	const struct t_sim *sim = t_sim();
+	int paused = _i / 3;
+	uint64_t calls, i;
+	unsigned points = 0;
+	struct fixture f;
+	cms_region *found;
+	cmssim_counters c;
+
+	setup(&f, pol[_i % 3], 0, 0);
+	if (paused)
+		ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	calls = sim->call_count();
+	ck_ok(cms_region_destroy(f.r[0]));
+	calls = sim->call_count() - calls;
+	ck_ok(cms_context_destroy(f.ctx));
+	for (i = 1; i <= calls; i++) {
+		cms_region_info ri = { .struct_size = sizeof(ri) };
+
+		setup(&f, pol[_i % 3], 0, 0);
+		if (paused)
+			ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		ck_assert_int_ne(cms_region_destroy(f.r[0]), CMS_OK);
+		ck_assert_int_eq(sim->armed_faults(), 0);
+		/* The region stays, with the allocations not yet freed, each as it was. */
+		ck_ok(cms_region_find(f.ctx, "a", 0, &found));
+		ck_assert_ptr_eq(found, f.r[0]);
+		ck_ok(cms_region_info_get(f.r[0], &ri));
+		ck_assert_uint_ge(ri.allocations, 1);
+		ck_assert_uint_eq(ri.backed_bytes, paused ? 0 : ri.physical_bytes);
+		c = t_counters();
+		ck_assert_uint_eq(c.reservations, ri.allocations);
+		ck_assert_uint_eq(c.handles, paused ? 0 : ri.allocations);
+		ck_assert_uint_eq(c.host_buffers,
+				  paused && pol[_i % 3] == CMS_POLICY_HOST ? ri.allocations : 0);
+		/* Context destroy retries the region destroy. */
+		ck_ok(cms_context_destroy(f.ctx));
+		c = t_counters();
+		ck_assert_uint_eq(c.reservations, 0);
+		ck_assert_uint_eq(c.handles, 0);
+		ck_assert_uint_eq(c.host_buffers, 0);
+		ck_assert_uint_eq(c.primary_ctx_refs, 0);
+		points++;
+	}
+	printf("fault sweep: region destroy, policy %u, %s: %u points\n", pol[_i % 3],
+	       paused ? "paused" : "active", points);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -330,6 +471,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, pause_sweep, 0, 3);
 	tcase_add_loop_test(tc, resume_sweep, 0, 3);
 	tcase_add_test(tc, alloc_sweep);
+	tcase_add_test(tc, region_create_sweep);
+	tcase_add_loop_test(tc, free_sweep, 0, 6);
+	tcase_add_loop_test(tc, destroy_sweep, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
 	suite_add_tcase(s, tc);

@@ -32,8 +32,8 @@ static int ck_forked(int line, cms_status st)
 /* Every call on the parent's objects; returns how many did not answer CMS_ERR_FORKED. */
 static int child_calls(struct parent *s)
 {
-	cms_region_info ri = {.struct_size = sizeof(ri)};
-	cms_pointer_info pi = {.struct_size = sizeof(pi)};
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	cms_region *r;
 	uint64_t p, f;
 	int bad = 0;

@@ -16,9 +16,12 @@ run() { # dir, cmake args..., -- ctest args...
 	echo "== $dir"
 	cmake -S . -B "$dir" -G Ninja "${cm[@]}" >/dev/null
 	ninja -C "$dir" >/dev/null
-	(cd "$dir" && ctest --output-on-failure -j "$jobs" "${ct[@]}")
+	(cd "$dir" && ctest --output-on-failure -j "$jobs" --output-log ctest-full.log "${ct[@]}")
 }
 run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+awk '/fault sweep: .*: [0-9]+ points/ { for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^points/) n += $i }
+     END { print "fault points exercised in build/: " n }' build/ctest-full.log
+grep -hE "^(bad input|stress):" build/ctest-full.log | sort -u || true
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	run build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMS_SANITIZE=address;undefined" -- -L "unit|sim"
 TSAN_OPTIONS=halt_on_error=1 \
