@@ -16,14 +16,22 @@ run() { # dir, cmake args..., -- ctest args...
 	echo "== $dir"
 	cmake -S . -B "$dir" -G Ninja "${cm[@]}" >/dev/null
 	ninja -C "$dir" >/dev/null
-	(cd "$dir" && ctest --output-on-failure -j "$jobs" --output-log ctest-full.log "${ct[@]}")
+	local rc=0
+	(cd "$dir" && ctest -V -j "$jobs" "${ct[@]}") >"$dir/ctest-full.log" 2>&1 || rc=$?
+	grep -E "^[0-9]+/[0-9]+ Test|tests passed|tests failed|\*\*\*" "$dir/ctest-full.log" || true
+	if [ $rc -ne 0 ]; then
+		echo "== $dir: FAILED; the failing tests' output:"
+		grep -E "^[0-9]+: .*(F:|E:|Assertion|FAIL|error|ERROR)" "$dir/ctest-full.log" | head -n 80
+		echo "(full log: $dir/ctest-full.log)"
+		exit $rc
+	fi
 }
 run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 awk '/fault sweep: .*: [0-9]+ points/ { for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^points/) n += $i }
-     END { print "fault points exercised in build/: " n }' build/ctest-full.log
-grep -hE "^(bad input|stress):" build/ctest-full.log | sort -u || true
+     END { print "fault points exercised: " n }' build/ctest-full.log
+grep -hoE "(bad input|stress): .*" build/ctest-full.log | sort -u || true
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	run build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMS_SANITIZE=address;undefined" -- -L "unit|sim"
 TSAN_OPTIONS=halt_on_error=1 \
-	run build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMS_SANITIZE=thread -- -L sim -R "core|stress|badinput"
+	run build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMS_SANITIZE=thread -- -L sim -R "core|stress|badinput|fork"
 echo "all suites passed"
