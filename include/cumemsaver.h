@@ -24,10 +24,23 @@
  *    applies: a handle may not be destroyed while another thread uses it.
  *  - Option structs start with `size_t struct_size`. Initialise them with the
  *    CMS_*_INIT macro or the *_init() function. A struct from an older
- *    header (smaller) is accepted; a larger one is accepted only if the bytes
- *    this library does not know are zero (else CMS_ERR_STRUCT_SIZE). Output
- *    structs are filled up to min(caller's struct_size, ours); the caller's
- *    extra bytes are zeroed.
+ *    header (smaller, but at least the struct's size in release 1.0, where
+ *    it first appeared) is accepted; a larger one is accepted only if the
+ *    bytes this library does not know are zero; anything else (or more than
+ *    4096 bytes) is CMS_ERR_STRUCT_SIZE. Output structs follow the same size
+ *    rules, are filled up to min(caller's struct_size, ours), and the
+ *    caller's extra bytes are zeroed.
+ *  - Statuses: each function lists the ones it returns for its own reasons.
+ *    A function documented to call the driver may also return the status a
+ *    failed driver call maps to: CMS_ERR_OUT_OF_DEVICE_MEMORY
+ *    (CUDA_ERROR_OUT_OF_MEMORY), CMS_ERR_INVALID_DEVICE, CMS_ERR_NOT_SUPPORTED,
+ *    CMS_ERR_NO_DEVICE, CMS_ERR_NO_DRIVER, else CMS_ERR_DRIVER; the message
+ *    names the driver call and its CUresult. Any call may return
+ *    CMS_ERR_OUT_OF_HOST_MEMORY when a small bookkeeping allocation fails.
+ *  - Handles (cms_region *) are owned by the context and valid until
+ *    destroyed; one obtained from cms_region_find or cms_pointer_info_get is
+ *    the same handle, not a new reference: the caller keeps its use and its
+ *    destruction apart.
  *  - Destroy functions accept NULL.
  *  - In a child process created by fork() after a context was created, every
  *    call on that context, its regions or pointers returns CMS_ERR_FORKED
@@ -211,8 +224,10 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx);
  * cms_device_memory_info - the driver's view of device memory: cuMemGetInfo
  * in the device's primary context. free_bytes / total_bytes may each be NULL.
  * Use it to check that a pause really returned memory to the driver.
+ * Loads the driver and prepares the device on first use (as cms_region_create).
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_INVALID_DEVICE,
- * CMS_ERR_NO_DRIVER, CMS_ERR_NO_DEVICE, CMS_ERR_DRIVER.
+ * CMS_ERR_NOT_SUPPORTED (no VMM), CMS_ERR_NO_DRIVER, CMS_ERR_NO_DEVICE,
+ * or a driver status.
  */
 CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint64_t *free_bytes,
 					  uint64_t *total_bytes);
@@ -260,7 +275,8 @@ CMS_API cms_status cms_region_options_init(cms_region_options *opts);
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, bad tag, unknown policy,
  * flags), CMS_ERR_STRUCT_SIZE, CMS_ERR_EXISTS, CMS_ERR_INVALID_DEVICE,
  * CMS_ERR_NOT_SUPPORTED (no VMM), CMS_ERR_NO_DRIVER, CMS_ERR_NO_DEVICE,
- * CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_DRIVER.
+ * CMS_ERR_OUT_OF_HOST_MEMORY, or a driver status. A driver that failed to
+ * load is tried again by the next call.
  */
 CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 				     const cms_region_options *opts, cms_region **out);
@@ -320,7 +336,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
  * until cms_free(), whatever pauses and resumes happen in between.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, size 0, size overflowing
  * when rounded), CMS_ERR_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY,
- * CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_DRIVER. On failure nothing is held.
+ * CMS_ERR_OUT_OF_HOST_MEMORY, or a driver status. On failure nothing is held.
  */
 CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
 
@@ -331,9 +347,9 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  * must have finished GPU work using it. Returns CMS_OK,
  * CMS_ERR_INVALID_ARGUMENT (ptr 0), CMS_ERR_NOT_FOUND (not an allocation of
  * this context, or already freed), CMS_ERR_NOT_BASE (inside an allocation,
- * not at its base), CMS_ERR_DRIVER or another driver status (the allocation
- * is kept, valid and in its region's state; a paused allocation keeps its
- * host backup, an active one may have lost its content).
+ * not at its base), a driver status (the allocation is kept, valid and in
+ * its region's state; a paused allocation keeps its host backup, an active
+ * one may have lost its content; a retry continues).
  */
 CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr);
 
@@ -423,8 +439,13 @@ typedef struct cms_resume_result {
  * long; alloc/free in other regions proceed.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,
  * CMS_ERR_NOT_FOUND (no region has tag), CMS_ERR_ALREADY_PAUSED (all its
- * regions are paused; also for tag NULL), CMS_ERR_OUT_OF_HOST_MEMORY,
- * CMS_ERR_DRIVER, CMS_ERR_ROLLBACK_FAILED.
+ * regions are paused; also for tag NULL), CMS_ERR_OUT_OF_HOST_MEMORY (a host
+ * backup), a driver status (CMS_ERR_OUT_OF_DEVICE_MEMORY when the rollback
+ * of a failed release needs memory), or CMS_ERR_ROLLBACK_FAILED: a rollback
+ * step failed too; every allocation is then left in an exact state (mapped,
+ * or released with its HOST backup kept) that the next pause, resume or free
+ * completes. The driver's free-memory readings in the result are only
+ * measurements: a failure to read them gives 0, not an error.
  */
 CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_options *opts,
 			     cms_pause_result *result);
@@ -439,8 +460,11 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * allocation stays paused with its backup. Regions already active are
  * skipped. opts and result may be NULL.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,
- * CMS_ERR_NOT_FOUND, CMS_ERR_NOT_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY,
- * CMS_ERR_DRIVER, CMS_ERR_ROLLBACK_FAILED.
+ * CMS_ERR_NOT_FOUND, CMS_ERR_NOT_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY (from
+ * cuMemCreate: distinguishable, retry when memory is available),
+ * CMS_ERR_OUT_OF_HOST_MEMORY (bookkeeping), a driver status, or
+ * CMS_ERR_ROLLBACK_FAILED (undoing the partial resume failed too: the
+ * allocations keep exact state and backups; the next resume completes).
  */
 CMS_API cms_status cms_resume(cms_context *ctx, const char *tag, const cms_resume_options *opts,
 			      cms_resume_result *result);

@@ -43,22 +43,30 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	st = cms_vmm_reserve(a);
 	if (st)
 		goto err_unlock;
+	cms_region_link_alloc(r, a); /* accounting follows the state from here on */
 	st = cms_vmm_back(a);
 	if (st)
-		goto err_unreserve;
+		goto err_unlink;
 	pthread_mutex_lock(&ctx->lock);
 	st = cms_index_insert(ctx, a);
 	pthread_mutex_unlock(&ctx->lock);
 	if (st)
 		goto err_unback;
-	cms_region_link_alloc(r, a);
 	pthread_mutex_unlock(&r->lock);
 	*ptr = a->base;
 	return CMS_OK;
 
 err_unback:
 	cms_vmm_unback(a);
-err_unreserve:
+err_unlink:
+	if (a->mapped || a->handle) {
+		/* Rollback failed: keep it (unindexed) rather than lose track of driver objects. */
+		cms_log(ctx, CMS_LOG_ERROR, "0x%llx: allocation rollback incomplete",
+			(unsigned long long)a->base);
+		pthread_mutex_unlock(&r->lock);
+		return st;
+	}
+	cms_region_unlink_alloc(r, a);
 	cms_vmm_unreserve(a);
 err_unlock:
 	pthread_mutex_unlock(&r->lock);
@@ -127,14 +135,13 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
 	cms_pointer_info o;
 	struct cms_alloc *a;
 	cms_status st;
-	size_t n;
 
 	if (!ctx || !info)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "info" : "ctx");
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	st = cms_out_size(info, sizeof(o), &n, "cms_pointer_info");
+	st = cms_check_out(info, CMS_POINTER_INFO_SIZE_VER0, "cms_pointer_info");
 	if (st)
 		return st;
 	memset(&o, 0, sizeof(o));

@@ -90,11 +90,6 @@ cms_status cms_set_error(cms_status st, const char *fmt, ...)
 	return st;
 }
 
-void cms_error_save(char *buf, size_t len)
-{
-	cms_last_error_message(buf, len);
-}
-
 cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call)
 {
 	const char *desc = NULL;

@@ -35,10 +35,25 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 
 /* ---- options (options.c) ---- */
 
+/*
+ * Sizes of the public structs in the release that introduced them (the
+ * smallest struct_size accepted, the kernel's VER0). All of 1.0 for now; a
+ * field added later leaves these as they are.
+ */
+#define CMS_CONTEXT_OPTIONS_SIZE_VER0 sizeof(cms_context_options)
+#define CMS_REGION_OPTIONS_SIZE_VER0 sizeof(cms_region_options)
+#define CMS_PAUSE_OPTIONS_SIZE_VER0 sizeof(cms_pause_options)
+#define CMS_RESUME_OPTIONS_SIZE_VER0 sizeof(cms_resume_options)
+#define CMS_REGION_INFO_SIZE_VER0 sizeof(cms_region_info)
+#define CMS_POINTER_INFO_SIZE_VER0 sizeof(cms_pointer_info)
+#define CMS_PAUSE_RESULT_SIZE_VER0 sizeof(cms_pause_result)
+#define CMS_RESUME_RESULT_SIZE_VER0 sizeof(cms_resume_result)
+
 /* Copies a caller's option struct (struct_size first) into ours, see the header. */
-cms_status cms_copy_in(void *ours, size_t ours_size, const void *theirs, const char *what);
-/* Validates an output struct's struct_size; returns the bytes we may write. */
-cms_status cms_out_size(const void *theirs, size_t ours_size, size_t *n, const char *what);
+cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
+		       const char *what);
+/* Validates an output struct's struct_size. */
+cms_status cms_check_out(const void *theirs, size_t ver0, const char *what);
 /* Writes ours into theirs (min of sizes), keeping their struct_size, zeroing their extra bytes. */
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
@@ -59,10 +74,16 @@ struct cms_alloc {
 	CUdeviceptr base;
 	size_t size;	 /* logical */
 	size_t physical; /* rounded to granularity */
+	/* State, each field the truth about one driver object (kept exact on every
+	 * failure path, so a later call can always work from it):
+	 *   handle != 0  a physical handle is held
+	 *   mapped       it is mapped at base with read-write access (counted in backed_bytes)
+	 *   backup       host copy of the content (counted in backup_bytes) */
 	CUmemGenericAllocationHandle handle;
-	bool backed;  /* handle created and mapped with access */
-	bool claimed; /* a cms_free() removed it from the index and will free it */
-	void *backup; /* host copy while paused (HOST policy) */
+	bool mapped;
+	void *backup;
+	bool claimed;	   /* a cms_free() removed it from the index and will free it */
+	bool fresh_backup; /* scratch of the pause engine: backup made by the running call */
 	struct cms_alloc *prev, *next;
 };
 
@@ -74,9 +95,11 @@ struct cms_region {
 	uint32_t policy;
 	uint64_t flags;
 	pthread_mutex_t lock;
-	unsigned refs;	/* protected by ctx->lock */
-	bool dead;	/* destroyed; protected by ctx->lock */
-	uint32_t state; /* written under lock, read atomically by cms_pointer_info_get */
+	unsigned refs;		  /* protected by ctx->lock */
+	bool dead;		  /* destroyed; protected by ctx->lock */
+	unsigned nclaimed;	  /* allocations claimed by a cms_free() in flight; ctx->lock */
+	pthread_cond_t unclaimed; /* signalled (with lock held) when such a free finishes */
+	uint32_t state;		  /* written under lock, read atomically by cms_pointer_info_get */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes;
 	struct cms_alloc *allocs;
@@ -119,6 +142,10 @@ cms_status cms_ctx_driver_locked(cms_context *ctx);
 cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out);
 cms_status cms_push(cms_context *ctx, int32_t device);
 void cms_pop(cms_context *ctx);
+/* Makes device dev's primary context current (popping the one of *cur if any). */
+cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev);
+/* Pops what cms_switch_device pushed. */
+void cms_switch_done(cms_context *ctx, int32_t *cur);
 
 /* ---- index.c (ctx->lock held) ---- */
 cms_status cms_index_insert(cms_context *ctx, struct cms_alloc *a);
@@ -136,34 +163,38 @@ cms_status cms_alloc_release(struct cms_alloc *a);
 void *cms_host_alloc(cms_context *ctx, size_t bytes);
 void cms_host_free(cms_context *ctx, void *p, size_t bytes);
 
-/* ---- vmm.c ---- */
-/* Creates a physical allocation with the region's properties. */
-cms_status cms_vmm_create(struct cms_region *r, size_t bytes, CUmemGenericAllocationHandle *h);
-/* Maps handle h at a->base and grants read-write access to the region's device. */
-cms_status cms_vmm_map(struct cms_alloc *a, CUmemGenericAllocationHandle h);
-/* create + map into a->handle; rolled back on failure. */
-cms_status cms_vmm_back(struct cms_alloc *a);
-/* unmap + release of a->handle; rolled back (mapped again) on failure. */
-cms_status cms_vmm_unback(struct cms_alloc *a);
+/* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
+/* Accounting follows the state: change mapped and backup only through these. */
+void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
+void cms_alloc_set_backup(struct cms_alloc *a, void *backup);
 cms_status cms_vmm_reserve(struct cms_alloc *a);
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
-
-/* Makes device dev's primary context current (popping the one of *cur if any). */
-cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev);
-/* Pops what cms_switch_device pushed. */
-void cms_switch_done(cms_context *ctx, int32_t *cur);
-/* Saves/restores the thread's error message around a rollback. */
-void cms_error_save(char *buf, size_t len);
+/* cuMemCreate into a->handle (which must be 0) with the region's properties. */
+cms_status cms_vmm_create(struct cms_alloc *a);
+/* cuMemRelease of a->handle if held; a->handle = 0 on success. */
+cms_status cms_vmm_release(struct cms_alloc *a);
+/* cuMemMap of a->handle at a->base + cuMemSetAccess read-write; sets mapped. */
+cms_status cms_vmm_map(struct cms_alloc *a);
+/* cuMemUnmap if mapped; clears mapped on success. */
+cms_status cms_vmm_unmap(struct cms_alloc *a);
+/* Whatever is missing of handle + mapping; on failure as before. */
+cms_status cms_vmm_back(struct cms_alloc *a);
+/* Unmap and release; a failed release is rolled back by mapping again. */
+cms_status cms_vmm_unback(struct cms_alloc *a);
 
 /* ---- pause.c / resume.c: transactional engine over regions (their locks held) ---- */
 cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t n,
 			    const cms_pause_options *opts, cms_pause_result *res);
-cms_status cms_collect_allocs(struct cms_region **regions, size_t n, struct cms_alloc ***out,
+/* The allocations of the regions for which want() is true (NULL when none). */
+cms_status cms_collect_allocs(struct cms_region **regions, size_t n,
+			      bool (*want)(struct cms_alloc *), struct cms_alloc ***out,
 			      size_t *count);
-cms_status cms_free_bytes(cms_context *ctx, struct cms_region **regions, size_t n, uint64_t *sum);
-cms_status cms_sync_streams(cms_context *ctx, struct cms_region **regions, size_t n);
+/* The distinct devices of the regions, into devs (room for CMS_MAX_DEVICES). */
+size_t cms_region_devices(struct cms_region **regions, size_t n, int32_t *devs);
+/* Synchronizes the library stream of each device. */
+cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
+/* Enqueues the content restore of a freshly backed allocation per its policy. */
 cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, uint64_t *bytes);
-void cms_drop_backups(cms_context *ctx, struct cms_alloc **v, size_t n);
 cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t n,
 			     const cms_resume_options *opts, cms_resume_result *res);
 

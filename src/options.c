@@ -7,22 +7,24 @@
 /* No option or info struct of ours will ever be this large: a guard against garbage sizes. */
 #define CMS_STRUCT_SIZE_MAX 4096u
 
-static cms_status check_size(size_t theirs, const char *what)
+static cms_status check_size(size_t theirs, size_t ver0, const char *what)
 {
-	if (theirs < sizeof(size_t) || theirs > CMS_STRUCT_SIZE_MAX)
-		return cms_set_error(CMS_ERR_STRUCT_SIZE, "%s: struct_size %zu is out of range",
-				     what, theirs);
+	if (theirs < ver0 || theirs > CMS_STRUCT_SIZE_MAX)
+		return cms_set_error(CMS_ERR_STRUCT_SIZE,
+				     "%s: struct_size %zu is out of range (%zu..%u)", what, theirs,
+				     ver0, CMS_STRUCT_SIZE_MAX);
 	return CMS_OK;
 }
 
-cms_status cms_copy_in(void *ours, size_t ours_size, const void *theirs, const char *what)
+cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
+		       const char *what)
 {
 	const unsigned char *t = theirs;
 	size_t tsize, i;
 	cms_status st;
 
 	memcpy(&tsize, theirs, sizeof(tsize));
-	st = check_size(tsize, what);
+	st = check_size(tsize, ver0, what);
 	if (st)
 		return st;
 	for (i = ours_size; i < tsize; i++)
@@ -37,17 +39,12 @@ cms_status cms_copy_in(void *ours, size_t ours_size, const void *theirs, const c
 	return CMS_OK;
 }
 
-cms_status cms_out_size(const void *theirs, size_t ours_size, size_t *n, const char *what)
+cms_status cms_check_out(const void *theirs, size_t ver0, const char *what)
 {
 	size_t tsize;
-	cms_status st;
 
 	memcpy(&tsize, theirs, sizeof(tsize));
-	st = check_size(tsize, what);
-	if (st)
-		return st;
-	*n = tsize < ours_size ? tsize : ours_size;
-	return CMS_OK;
+	return check_size(tsize, ver0, what);
 }
 
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size)

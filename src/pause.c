@@ -7,16 +7,18 @@
  *   2. unmap every allocation          (failure: map the earlier ones again)
  *   3. release every physical handle   (failure: map the unreleased ones again,
  *                                       re-back the released ones per policy)
- *   4. commit: states, accounting
- * Nothing but step 3's rollback can lose content, and only for DISCARD/ZERO.
+ *   4. commit: region states
+ * Only step 3's rollback can lose content, and only for DISCARD/ZERO. A
+ * rollback tries every allocation; one it cannot restore keeps its exact
+ * state (and its backup), so that the next pause, resume or free completes it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* Collects the allocations of the regions into one array (NULL when there are none). */
-cms_status cms_collect_allocs(struct cms_region **regions, size_t n, struct cms_alloc ***out,
+cms_status cms_collect_allocs(struct cms_region **regions, size_t n,
+			      bool (*want)(struct cms_alloc *), struct cms_alloc ***out,
 			      size_t *count)
 {
 	struct cms_alloc **v, *a;
@@ -25,7 +27,7 @@ cms_status cms_collect_allocs(struct cms_region **regions, size_t n, struct cms_
 	for (i = 0; i < n; i++)
 		total += regions[i]->nallocs;
 	*out = NULL;
-	*count = total;
+	*count = 0;
 	if (!total)
 		return CMS_OK;
 	v = malloc(total * sizeof(*v));
@@ -34,27 +36,38 @@ cms_status cms_collect_allocs(struct cms_region **regions, size_t n, struct cms_
 				     "cannot allocate a work list of %zu", total);
 	for (i = 0; i < n; i++)
 		for (a = regions[i]->allocs; a; a = a->next)
-			v[k++] = a;
+			if (want(a))
+				v[k++] = a;
 	*out = v;
+	*count = k;
 	return CMS_OK;
 }
 
-/* Sum of cuMemGetInfo free bytes over the devices of the regions. */
-cms_status cms_free_bytes(cms_context *ctx, struct cms_region **regions, size_t n, uint64_t *sum)
+size_t cms_region_devices(struct cms_region **regions, size_t n, int32_t *devs)
 {
 	uint64_t seen = 0;
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t bit = 1ull << regions[i]->device; /* device < CMS_MAX_DEVICES = 64 */
+
+		if (!(seen & bit))
+			devs[k++] = regions[i]->device;
+		seen |= bit;
+	}
+	return k;
+}
+
+/* Sum of cuMemGetInfo free bytes over devs. */
+static cms_status free_bytes(cms_context *ctx, const int32_t *devs, size_t nd, uint64_t *sum)
+{
 	int32_t cur = -1;
 	cms_status st = CMS_OK;
 	size_t i, f, t;
 
 	*sum = 0;
-	for (i = 0; i < n; i++) {
-		int32_t dev = regions[i]->device;
-
-		if (dev < 64 && (seen & (1ull << dev)))
-			continue;
-		seen |= dev < 64 ? 1ull << dev : 0;
-		st = cms_switch_device(ctx, &cur, dev);
+	for (i = 0; i < nd && !st; i++) {
+		st = cms_switch_device(ctx, &cur, devs[i]);
 		if (st)
 			break;
 		CU_TRY(ctx, cuMemGetInfo(&f, &t), st, out);
@@ -65,29 +78,24 @@ out:
 	return st;
 }
 
-/* Synchronizes the library stream of every device of the regions. */
-cms_status cms_sync_streams(cms_context *ctx, struct cms_region **regions, size_t n)
+cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd)
 {
 	int32_t cur = -1;
 	cms_status st = CMS_OK;
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		struct cms_device *d = &ctx->devices[regions[i]->device];
-
-		if (i && regions[i - 1]->device == regions[i]->device)
-			continue;
-		st = cms_switch_device(ctx, &cur, regions[i]->device);
+	for (i = 0; i < nd && !st; i++) {
+		st = cms_switch_device(ctx, &cur, devs[i]);
 		if (st)
 			break;
-		CU_TRY(ctx, cuStreamSynchronize(d->stream), st, out);
+		CU_TRY(ctx, cuStreamSynchronize(ctx->devices[devs[i]].stream), st, out);
 	}
 out:
 	cms_switch_done(ctx, &cur);
 	return st;
 }
 
-static cms_status wait_for_work(cms_context *ctx, struct cms_region **regions, size_t n,
+static cms_status wait_for_work(cms_context *ctx, const int32_t *devs, size_t nd,
 				const cms_pause_options *o)
 {
 	int32_t cur = -1;
@@ -97,7 +105,7 @@ static cms_status wait_for_work(cms_context *ctx, struct cms_region **regions, s
 	if (o->flags & CMS_PAUSE_NO_SYNC)
 		return CMS_OK;
 	if (o->stream || o->event) {
-		st = cms_switch_device(ctx, &cur, regions[0]->device);
+		st = cms_switch_device(ctx, &cur, devs[0]);
 		if (st)
 			return st;
 		if (o->stream)
@@ -106,10 +114,8 @@ static cms_status wait_for_work(cms_context *ctx, struct cms_region **regions, s
 			CU_TRY(ctx, cuEventSynchronize((CUevent)(uintptr_t)o->event), st, out);
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
-		if (i && regions[i - 1]->device == regions[i]->device)
-			continue;
-		st = cms_switch_device(ctx, &cur, regions[i]->device);
+	for (i = 0; i < nd && !st; i++) {
+		st = cms_switch_device(ctx, &cur, devs[i]);
 		if (st)
 			break;
 		CU_TRY(ctx, cuCtxSynchronize(), st, out);
@@ -119,7 +125,7 @@ out:
 	return st;
 }
 
-/* Step 1: copies HOST-policy allocations out. On failure frees what it made. */
+/* Step 1: copies mapped HOST-policy allocations that have no backup yet to new host buffers. */
 static cms_status backup_all(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	int32_t cur = -1;
@@ -127,57 +133,66 @@ static cms_status backup_all(cms_context *ctx, struct cms_alloc **v, size_t n, u
 	size_t i;
 
 	*bytes = 0;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !st; i++) {
 		struct cms_alloc *a = v[i];
-		struct cms_device *d = &ctx->devices[a->region->device];
+		void *buf;
 
-		if (a->region->policy != CMS_POLICY_HOST)
+		if (a->region->policy != CMS_POLICY_HOST || a->backup || !a->mapped)
 			continue;
-		a->backup = cms_host_alloc(ctx, a->size);
-		if (!a->backup) {
+		buf = cms_host_alloc(ctx, a->size);
+		if (!buf) {
 			st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 					   "cannot allocate a host backup of %zu bytes for 0x%llx",
 					   a->size, (unsigned long long)a->base);
-			goto err;
+			break;
 		}
+		cms_alloc_set_backup(a, buf);
+		a->fresh_backup = true;
 		st = cms_switch_device(ctx, &cur, a->region->device);
 		if (st)
-			goto err;
-		CU_TRY(ctx, cuMemcpyDtoHAsync(a->backup, a->base, a->size, d->stream), st, err);
+			break;
+		CU_TRY(ctx,
+		       cuMemcpyDtoHAsync(a->backup, a->base, a->size,
+					 ctx->devices[a->region->device].stream),
+		       st, out);
 		*bytes += a->size;
 	}
-	cms_switch_done(ctx, &cur);
-	return CMS_OK;
-
-err:
+out:
 	cms_switch_done(ctx, &cur);
 	return st;
 }
 
-void cms_drop_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
+/* Drops the backups this call made for allocations that are mapped (their content is on the
+ * device). */
+static void drop_fresh_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		cms_host_free(ctx, v[i]->backup, v[i]->size);
-		v[i]->backup = NULL;
+		struct cms_alloc *a = v[i];
+
+		if (a->fresh_backup && a->mapped) {
+			cms_host_free(ctx, a->backup, a->size);
+			cms_alloc_set_backup(a, NULL);
+		}
+		a->fresh_backup = false;
 	}
 }
 
-/* Restores content of a freshly backed allocation per its region's policy (async on the region's
- * stream). */
 cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, uint64_t *bytes)
 {
-	struct cms_device *d = &ctx->devices[a->region->device];
+	CUstream s = ctx->devices[a->region->device].stream;
 	cms_status st = CMS_OK;
 
 	switch (a->region->policy) {
 	case CMS_POLICY_HOST:
-		CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, a->size, d->stream), st, out);
+		if (!a->backup)
+			break; /* content was never saved (see cms_alloc_release); undefined */
+		CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, a->size, s), st, out);
 		*bytes += a->size;
 		break;
 	case CMS_POLICY_ZERO:
-		CU_TRY(ctx, cuMemsetD8Async(a->base, 0, a->physical, d->stream), st, out);
+		CU_TRY(ctx, cuMemsetD8Async(a->base, 0, a->physical, s), st, out);
 		break;
 	default:
 		break;
@@ -186,90 +201,85 @@ out:
 	return st;
 }
 
-/* Rollback of step 3 for the allocations whose memory is gone: back and restore them. */
-static cms_status reback(cms_context *ctx, struct cms_region **regions, size_t nr,
-			 struct cms_alloc **v, size_t n)
+/*
+ * Rollback of steps 2-3: makes every allocation of v mapped again, with its
+ * content per policy where its memory was released. Tries all; returns the
+ * first failure.
+ */
+static cms_status rollback(cms_context *ctx, struct cms_alloc **v, size_t n, const int32_t *devs,
+			   size_t nd)
 {
-	cms_status st = CMS_OK;
+	cms_status first = CMS_OK, st;
 	int32_t cur = -1;
 	uint64_t unused = 0;
 	size_t i;
 
-	for (i = 0; i < n && !st; i++) {
-		st = cms_vmm_back(v[i]);
-		if (!st)
-			st = cms_switch_device(ctx, &cur, v[i]->region->device);
-		if (!st)
-			st = cms_restore_content(ctx, v[i], &unused);
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+		bool released = !a->handle;
+
+		st = cms_vmm_back(a);
+		if (!st && released) {
+			st = cms_switch_device(ctx, &cur, a->region->device);
+			if (!st)
+				st = cms_restore_content(ctx, a, &unused);
+		}
+		if (st && !first)
+			first = st;
 	}
 	cms_switch_done(ctx, &cur);
-	if (!st)
-		st = cms_sync_streams(ctx, regions, nr);
-	return st;
+	st = cms_sync_streams(ctx, devs, nd);
+	return first ? first : st;
+}
+
+static bool has_memory(struct cms_alloc *a)
+{
+	return a->mapped || a->handle;
 }
 
 cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t nr,
 			    const cms_pause_options *o, cms_pause_result *res)
 {
 	uint64_t t0 = cms_now_ns(), backed_up = 0, released = 0;
-	char saved[512];
+	int32_t devs[CMS_MAX_DEVICES];
+	char saved[512], why[512];
 	struct cms_alloc **v;
-	cms_status st, rb = CMS_OK;
-	size_t n, i, k;
+	size_t n, i, nd;
+	cms_status st, rb;
 
-	st = cms_collect_allocs(regions, nr, &v, &n);
+	nd = cms_region_devices(regions, nr, devs);
+	st = cms_collect_allocs(regions, nr, has_memory, &v, &n);
 	if (st)
 		return st;
-	if (res) {
-		st = cms_free_bytes(ctx, regions, nr, &res->driver_free_before);
-		if (st)
-			goto out;
-	}
-	st = wait_for_work(ctx, regions, nr, o);
+	if (res && free_bytes(ctx, devs, nd, &res->driver_free_before))
+		res->driver_free_before = 0; /* only a measurement: not a reason to fail */
+	st = wait_for_work(ctx, devs, nd, o);
 	if (st)
 		goto out;
 	st = backup_all(ctx, v, n, &backed_up);
+	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
-		st = cms_sync_streams(ctx, regions, nr);
+		st = rb;
 	if (st)
-		goto err_backups;
+		goto err;
 
-	for (k = 0; k < n; k++) {
-		CUresult r = ctx->drv.cuMemUnmap(v[k]->base, v[k]->physical);
-
-		if (r != CUDA_SUCCESS) {
-			st = cms_cu_error(&ctx->drv, r, "cuMemUnmap");
-			cms_error_save(saved, sizeof(saved));
-			for (i = 0; i < k && !rb; i++)
-				rb = cms_vmm_map(v[i], v[i]->handle);
-			goto err_rollback;
-		}
+	for (i = 0; i < n; i++) {
+		st = cms_vmm_unmap(v[i]);
+		if (st)
+			goto err;
 	}
-	for (k = 0; k < n; k++) {
-		CUresult r = ctx->drv.cuMemRelease(v[k]->handle);
+	for (i = 0; i < n; i++) {
+		uint64_t bytes = v[i]->handle ? v[i]->physical : 0;
 
-		if (r != CUDA_SUCCESS) {
-			st = cms_cu_error(&ctx->drv, r, "cuMemRelease");
-			cms_error_save(saved, sizeof(saved));
-			for (i = k; i < n && !rb; i++)
-				rb = cms_vmm_map(v[i], v[i]->handle);
-			if (!rb)
-				rb = reback(ctx, regions, nr, v, k);
-			goto err_rollback;
-		}
-		released += v[k]->physical;
+		st = cms_vmm_release(v[i]);
+		if (st)
+			goto err;
+		released += bytes;
 	}
 
 	/* Commit. */
-	for (i = 0; i < n; i++) {
-		struct cms_alloc *a = v[i];
-
-		a->handle = 0;
-		a->backed = false;
-		a->region->backed_bytes -= a->physical;
-		if (a->backup)
-			a->region->backup_bytes += a->size;
-	}
+	for (i = 0; i < n; i++)
+		v[i]->fresh_backup = false;
 	for (i = 0; i < nr; i++)
 		__atomic_store_n(&regions[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 	if (res) {
@@ -277,24 +287,26 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 		res->allocations = n;
 		res->bytes_released = released;
 		res->bytes_backed_up = backed_up;
-		if (cms_free_bytes(ctx, regions, nr, &res->driver_free_after))
-			res->driver_free_after = 0; /* the pause itself succeeded */
+		if (free_bytes(ctx, devs, nd, &res->driver_free_after))
+			res->driver_free_after = 0;
 		res->elapsed_ns = cms_now_ns() - t0;
 	}
 	cms_log(ctx, CMS_LOG_INFO, "paused %zu regions, %zu allocations, %llu bytes in %.3f ms", nr,
 		n, (unsigned long long)released, (double)(cms_now_ns() - t0) / 1e6);
 	goto out;
 
-err_rollback:
+err:
+	cms_last_error_message(saved, sizeof(saved));
+	rb = rollback(ctx, v, n, devs, nd);
 	if (rb) {
-		cms_log(ctx, CMS_LOG_ERROR, "pause rollback failed: %s", cms_last_error());
+		cms_last_error_message(why, sizeof(why));
+		cms_log(ctx, CMS_LOG_ERROR, "pause rollback incomplete: %s", why);
 		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED, "%s; rollback failed too: %s", saved,
-				   cms_last_error());
+				   why);
 	} else {
 		cms_set_error(st, "%s", saved);
 	}
-err_backups:
-	cms_drop_backups(ctx, v, n);
+	drop_fresh_backups(ctx, v, n);
 out:
 	free(v);
 	return st;

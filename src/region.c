@@ -15,7 +15,7 @@ void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a)
 	r->nallocs++;
 	r->logical_bytes += a->size;
 	r->physical_bytes += a->physical;
-	if (a->backed)
+	if (a->mapped)
 		r->backed_bytes += a->physical;
 	if (a->backup)
 		r->backup_bytes += a->size;
@@ -33,7 +33,7 @@ void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
 	r->nallocs--;
 	r->logical_bytes -= a->size;
 	r->physical_bytes -= a->physical;
-	if (a->backed)
+	if (a->mapped)
 		r->backed_bytes -= a->physical;
 	if (a->backup)
 		r->backup_bytes -= a->size;
@@ -43,6 +43,7 @@ void cms_region_unref_locked(struct cms_region *r)
 {
 	if (--r->refs)
 		return;
+	pthread_cond_destroy(&r->unclaimed);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -74,7 +75,8 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	if (st)
 		return st;
 	if (opts) {
-		st = cms_copy_in(&o, sizeof(o), opts, "cms_region_options");
+		st = cms_copy_in(&o, sizeof(o), CMS_REGION_OPTIONS_SIZE_VER0, opts,
+				 "cms_region_options");
 		if (st)
 			return st;
 	}
@@ -94,6 +96,11 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		free(r);
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
 	}
+	if (pthread_cond_init(&r->unclaimed, NULL)) {
+		pthread_mutex_destroy(&r->lock);
+		free(r);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a condition");
+	}
 	r->ctx = ctx;
 	memcpy(r->tag, tag, strlen(tag) + 1);
 	r->device = o.device;
@@ -105,6 +112,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	pthread_mutex_lock(&ctx->lock);
 	if (find_locked(ctx, tag, o.device)) {
 		pthread_mutex_unlock(&ctx->lock);
+		pthread_cond_destroy(&r->unclaimed);
 		pthread_mutex_destroy(&r->lock);
 		free(r);
 		return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d",
@@ -152,34 +160,71 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
 /* Frees everything an allocation holds; the region lock is held. */
 cms_status cms_alloc_release(struct cms_alloc *a)
 {
-	cms_context *ctx = a->region->ctx;
 	cms_status st;
 
-	if (a->backed) {
-		st = cms_vmm_unback(a);
-		if (st)
-			return st;
-		a->region->backed_bytes -= a->physical;
-	}
+	st = cms_vmm_unback(a);
+	if (st)
+		return st;
 	st = cms_vmm_unreserve(a);
 	if (st) {
 		/* Keep the allocation usable as it was: back it again if its region is active. */
-		if (a->region->state == CMS_STATE_ACTIVE && !cms_vmm_back(a))
-			a->region->backed_bytes += a->physical;
+		if (a->region->state == CMS_STATE_ACTIVE && cms_vmm_back(a))
+			cms_log(a->region->ctx, CMS_LOG_ERROR,
+				"0x%llx: not backed again after a failed free; the next resume "
+				"backs it",
+				(unsigned long long)a->base);
 		return st;
 	}
-	if (a->backup) {
-		cms_host_free(ctx, a->backup, a->size);
-		a->region->backup_bytes -= a->size;
-		a->backup = NULL;
-	}
+	cms_host_free(a->region->ctx, a->backup, a->size);
+	cms_alloc_set_backup(a, NULL);
 	return CMS_OK;
+}
+
+/* Frees the region's allocations; waits for cms_free() calls in flight on them. r->lock held. */
+static cms_status release_all_locked(struct cms_region *r)
+{
+	cms_context *ctx = r->ctx;
+	struct cms_alloc *a, *next;
+	unsigned claimed;
+	cms_status st;
+
+	for (;;) {
+		for (a = r->allocs; a; a = next) {
+			next = a->next;
+			pthread_mutex_lock(&ctx->lock);
+			if (a->claimed) { /* a concurrent cms_free() owns it */
+				pthread_mutex_unlock(&ctx->lock);
+				continue;
+			}
+			cms_index_remove(ctx, a);
+			pthread_mutex_unlock(&ctx->lock);
+			st = cms_alloc_release(a);
+			if (st) {
+				/* Keep this allocation and the rest as they are: a retry continues.
+				 */
+				pthread_mutex_lock(&ctx->lock);
+				if (cms_index_insert(ctx, a))
+					cms_log(ctx, CMS_LOG_ERROR, "0x%llx: cannot index again",
+						(unsigned long long)a->base);
+				pthread_mutex_unlock(&ctx->lock);
+				return st;
+			}
+			cms_region_unlink_alloc(r, a);
+			free(a);
+		}
+		pthread_mutex_lock(&ctx->lock);
+		claimed = r->nclaimed;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!claimed)
+			return CMS_OK;
+		/* A free that fails gives its allocation back to us: wait, then look again. */
+		pthread_cond_wait(&r->unclaimed, &r->lock);
+	}
 }
 
 CMS_API cms_status cms_region_destroy(cms_region *region)
 {
 	struct cms_region *r = region;
-	struct cms_alloc *a, *next;
 	cms_context *ctx;
 	cms_status st;
 
@@ -190,41 +235,24 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 	if (st)
 		return st;
 	pthread_mutex_lock(&r->lock);
-	for (a = r->allocs; a; a = next) {
-		next = a->next;
+	st = release_all_locked(r);
+	if (!st) {
 		pthread_mutex_lock(&ctx->lock);
-		if (a->claimed) {
-			/* A concurrent cms_free() owns it and will unlink it. */
-			pthread_mutex_unlock(&ctx->lock);
-			continue;
-		}
-		cms_index_remove(ctx, a);
+		if (r->prev)
+			r->prev->next = r->next;
+		else
+			ctx->regions = r->next;
+		if (r->next)
+			r->next->prev = r->prev;
+		else
+			ctx->regions_tail = r->prev;
+		r->dead = true;
 		pthread_mutex_unlock(&ctx->lock);
-		st = cms_alloc_release(a);
-		if (st) {
-			/* Keep the region, this allocation and the rest as they are: a retry
-			 * continues. */
-			pthread_mutex_lock(&ctx->lock);
-			cms_index_insert(ctx, a);
-			pthread_mutex_unlock(&ctx->lock);
-			pthread_mutex_unlock(&r->lock);
-			return st;
-		}
-		cms_region_unlink_alloc(r, a);
-		free(a);
 	}
 	pthread_mutex_unlock(&r->lock);
-
+	if (st)
+		return st;
 	pthread_mutex_lock(&ctx->lock);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		ctx->regions = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		ctx->regions_tail = r->prev;
-	r->dead = true;
 	cms_region_unref_locked(r);
 	pthread_mutex_unlock(&ctx->lock);
 	return CMS_OK;
@@ -234,7 +262,6 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 {
 	cms_region_info o;
 	cms_status st;
-	size_t n;
 
 	if (!region || !info)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
@@ -242,7 +269,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	st = cms_check_fork(region->ctx);
 	if (st)
 		return st;
-	st = cms_out_size(info, sizeof(o), &n, "cms_region_info");
+	st = cms_check_out(info, CMS_REGION_INFO_SIZE_VER0, "cms_region_info");
 	if (st)
 		return st;
 	memset(&o, 0, sizeof(o));

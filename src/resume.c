@@ -2,75 +2,98 @@
 /*
  * resume.c - transactional resume of a set of paused regions whose locks are held.
  *
- *   1. create every physical handle       (failure: release the created ones)
- *   2. map + set access for each          (failure: unmap the mapped, release all)
- *   3. restore content per policy, sync   (failure: unmap all, release all)
+ *   1. create a physical handle for every allocation without one
+ *   2. map + set access for every allocation not mapped
+ *   3. restore content per policy and synchronize
  *   4. commit: drop host backups, states, epochs
- * On failure every allocation stays paused with its backup.
+ * On failure everything this call created or mapped is undone and every
+ * allocation stays paused with its backup; a rollback that fails itself
+ * leaves exact per-allocation state (and CMS_ERR_ROLLBACK_FAILED) for the
+ * next call to finish.
  */
 #include <stdlib.h>
 
 #include "internal.h"
 
-static void unmap_release(cms_context *ctx, struct cms_alloc **v, size_t mapped, size_t created)
+static bool needs_memory(struct cms_alloc *a)
 {
+	return !a->mapped || !a->handle;
+}
+
+/* Undoes steps 1-2 for v[0..n): unmaps and releases what this call made. Tries all. */
+static cms_status undo(struct cms_alloc **v, size_t n, const bool *had_handle)
+{
+	cms_status first = CMS_OK, st;
 	size_t i;
 
-	for (i = 0; i < mapped; i++)
-		ctx->drv.cuMemUnmap(v[i]->base, v[i]->physical);
-	for (i = 0; i < created; i++) {
-		ctx->drv.cuMemRelease(v[i]->handle);
-		v[i]->handle = 0;
+	for (i = 0; i < n; i++) {
+		st = cms_vmm_unmap(v[i]);
+		if (!st && !had_handle[i])
+			st = cms_vmm_release(v[i]);
+		if (st && !first)
+			first = st;
 	}
+	return first;
 }
 
 cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t nr,
 			     const cms_resume_options *o, cms_resume_result *res)
 {
 	uint64_t t0 = cms_now_ns(), restored = 0, backed = 0;
+	int32_t devs[CMS_MAX_DEVICES], cur = -1;
+	char saved[512], why[512];
 	struct cms_alloc **v;
-	int32_t cur = -1;
-	size_t n, i, created = 0, mapped = 0;
-	cms_status st;
+	bool *had_handle = NULL;
+	size_t n, i, nd;
+	cms_status st, rb;
 
 	(void)o;
-	st = cms_collect_allocs(regions, nr, &v, &n);
+	nd = cms_region_devices(regions, nr, devs);
+	st = cms_collect_allocs(regions, nr, needs_memory, &v, &n);
 	if (st)
 		return st;
-	for (; created < n; created++) {
-		st = cms_vmm_create(v[created]->region, v[created]->physical, &v[created]->handle);
-		if (st)
-			goto err;
+	if (n) {
+		had_handle = malloc(n * sizeof(*had_handle));
+		if (!had_handle) {
+			st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+					   "cannot allocate a work list");
+			goto out;
+		}
 	}
-	for (; mapped < n; mapped++) {
-		st = cms_vmm_map(v[mapped], v[mapped]->handle);
-		if (st)
-			goto err;
-		backed += v[mapped]->physical;
+	for (i = 0; i < n; i++)
+		had_handle[i] = v[i]->handle != 0;
+	for (i = 0; i < n; i++) {
+		if (!v[i]->handle) {
+			st = cms_vmm_create(v[i]);
+			if (st)
+				goto err;
+		}
 	}
 	for (i = 0; i < n; i++) {
+		if (!v[i]->mapped) {
+			st = cms_vmm_map(v[i]);
+			if (st)
+				goto err;
+		}
+		backed += v[i]->physical;
+	}
+	for (i = 0; i < n && !st; i++) {
 		st = cms_switch_device(ctx, &cur, v[i]->region->device);
 		if (!st)
 			st = cms_restore_content(ctx, v[i], &restored);
-		if (st)
-			break;
 	}
 	cms_switch_done(ctx, &cur);
+	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
-		st = cms_sync_streams(ctx, regions, nr);
+		st = rb;
 	if (st)
 		goto err;
 
 	/* Commit. */
 	for (i = 0; i < n; i++) {
-		struct cms_alloc *a = v[i];
-
-		a->backed = true;
-		a->region->backed_bytes += a->physical;
-		if (a->backup)
-			a->region->backup_bytes -= a->size;
+		cms_host_free(ctx, v[i]->backup, v[i]->size);
+		cms_alloc_set_backup(v[i], NULL);
 	}
-	cms_drop_backups(ctx, v, n);
 	for (i = 0; i < nr; i++) {
 		__atomic_store_n(&regions[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);
 		regions[i]->epoch++;
@@ -84,11 +107,21 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 	}
 	cms_log(ctx, CMS_LOG_INFO, "resumed %zu regions, %zu allocations, %llu bytes in %.3f ms",
 		nr, n, (unsigned long long)backed, (double)(cms_now_ns() - t0) / 1e6);
-	free(v);
-	return CMS_OK;
+	goto out;
 
 err:
-	unmap_release(ctx, v, mapped, created);
+	cms_last_error_message(saved, sizeof(saved));
+	rb = undo(v, n, had_handle);
+	if (rb) {
+		cms_last_error_message(why, sizeof(why));
+		cms_log(ctx, CMS_LOG_ERROR, "resume rollback incomplete: %s", why);
+		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED, "%s; rollback failed too: %s", saved,
+				   why);
+	} else {
+		cms_set_error(st, "%s", saved);
+	}
+out:
+	free(had_handle);
 	free(v);
 	return st;
 }

@@ -18,7 +18,6 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 	static const cms_pause_options pinit = CMS_PAUSE_OPTIONS_INIT;
 	static const cms_resume_options rinit = CMS_RESUME_OPTIONS_INIT;
 	cms_status st;
-	size_t n;
 
 	memset(t, 0, sizeof(*t));
 	t->pause = pause;
@@ -27,8 +26,10 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 	t->pres.struct_size = sizeof(t->pres);
 	t->rres.struct_size = sizeof(t->rres);
 	if (opts) {
-		st = pause ? cms_copy_in(&t->popts, sizeof(t->popts), opts, "cms_pause_options") :
-			     cms_copy_in(&t->ropts, sizeof(t->ropts), opts, "cms_resume_options");
+		st = pause ? cms_copy_in(&t->popts, sizeof(t->popts), CMS_PAUSE_OPTIONS_SIZE_VER0,
+					 opts, "cms_pause_options") :
+			     cms_copy_in(&t->ropts, sizeof(t->ropts), CMS_RESUME_OPTIONS_SIZE_VER0,
+					 opts, "cms_resume_options");
 		if (st)
 			return st;
 	}
@@ -39,8 +40,10 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown resume flags 0x%llx",
 				     (unsigned long long)t->ropts.flags);
 	if (result)
-		return cms_out_size(result, pause ? sizeof(t->pres) : sizeof(t->rres), &n,
-				    pause ? "cms_pause_result" : "cms_resume_result");
+		return pause ? cms_check_out(result, CMS_PAUSE_RESULT_SIZE_VER0,
+					     "cms_pause_result") :
+			       cms_check_out(result, CMS_RESUME_RESULT_SIZE_VER0,
+					     "cms_resume_result");
 	return CMS_OK;
 }
 

@@ -2,21 +2,35 @@
 /*
  * vmm.c - reservations, physical handles and mappings of one allocation.
  * One mapping per physical handle, at offset 0 (the H200 driver refuses
- * non-zero offsets and partial unmaps). Each function undoes its own partial
- * work on failure.
+ * non-zero offsets and partial unmaps). Every function leaves the
+ * allocation's state fields exact, whatever fails.
  */
 #include <string.h>
 
 #include "internal.h"
 
-static void alloc_prop(const struct cms_region *r, CUmemAllocationProp *prop)
+void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped)
 {
-	memset(prop, 0, sizeof(*prop));
-	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-	prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop->location.id = r->device;
-	prop->allocFlags.gpuDirectRDMACapable = r->ctx->devices[r->device].gdr;
+	if (a->mapped == mapped)
+		return;
+	a->mapped = mapped;
+	if (mapped)
+		a->region->backed_bytes += a->physical;
+	else
+		a->region->backed_bytes -= a->physical;
+}
+
+void cms_alloc_set_backup(struct cms_alloc *a, void *backup)
+{
+	if (!a->backup == !backup) {
+		a->backup = backup;
+		return;
+	}
+	a->backup = backup;
+	if (backup)
+		a->region->backup_bytes += a->size;
+	else
+		a->region->backup_bytes -= a->size;
 }
 
 cms_status cms_vmm_reserve(struct cms_alloc *a)
@@ -40,78 +54,119 @@ out:
 	return st;
 }
 
-cms_status cms_vmm_create(struct cms_region *r, size_t bytes, CUmemGenericAllocationHandle *h)
+cms_status cms_vmm_create(struct cms_alloc *a)
 {
+	const struct cms_region *r = a->region;
 	cms_context *ctx = r->ctx;
 	CUmemAllocationProp prop;
 	cms_status st = CMS_OK;
 
-	alloc_prop(r, &prop);
-	CU_TRY(ctx, cuMemCreate(h, bytes, &prop, 0), st, out);
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = r->device;
+	prop.allocFlags.gpuDirectRDMACapable = ctx->devices[r->device].gdr;
+	CU_TRY(ctx, cuMemCreate(&a->handle, a->physical, &prop, 0), st, out);
 out:
 	return st;
 }
 
-cms_status cms_vmm_map(struct cms_alloc *a, CUmemGenericAllocationHandle h)
+cms_status cms_vmm_release(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	cms_status st = CMS_OK;
+
+	if (!a->handle)
+		return CMS_OK;
+	CU_TRY(ctx, cuMemRelease(a->handle), st, out);
+	a->handle = 0;
+out:
+	return st;
+}
+
+cms_status cms_vmm_map(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;
 	CUmemAccessDesc access;
 	cms_status st = CMS_OK;
+	CUresult res;
 
 	memset(&access, 0, sizeof(access));
 	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	access.location.id = a->region->device;
 	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	CU_TRY(ctx, cuMemMap(a->base, a->physical, 0, h, 0), st, out);
+	CU_TRY(ctx, cuMemMap(a->base, a->physical, 0, a->handle, 0), st, out);
 	CU_TRY(ctx, cuMemSetAccess(a->base, a->physical, &access, 1), st, err_unmap);
+	cms_alloc_set_mapped(a, true);
 	return CMS_OK;
 
 err_unmap:
-	ctx->drv.cuMemUnmap(a->base, a->physical);
+	res = ctx->drv.cuMemUnmap(a->base, a->physical);
+	if (res != CUDA_SUCCESS) {
+		/* Mapped without access: count it as mapped so that it is unmapped later. */
+		cms_alloc_set_mapped(a, true);
+		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED,
+				   "cuMemSetAccess failed at 0x%llx and cuMemUnmap failed: %s",
+				   (unsigned long long)a->base,
+				   cms_driver_error_name(&ctx->drv, res));
+	}
+out:
+	return st;
+}
+
+cms_status cms_vmm_unmap(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	cms_status st = CMS_OK;
+
+	if (!a->mapped)
+		return CMS_OK;
+	CU_TRY(ctx, cuMemUnmap(a->base, a->physical), st, out);
+	cms_alloc_set_mapped(a, false);
 out:
 	return st;
 }
 
 cms_status cms_vmm_back(struct cms_alloc *a)
 {
-	cms_context *ctx = a->region->ctx;
-	CUmemGenericAllocationHandle h;
+	bool created = false;
 	cms_status st;
 
-	st = cms_vmm_create(a->region, a->physical, &h);
-	if (st)
-		return st;
-	st = cms_vmm_map(a, h);
-	if (st)
-		goto err_release;
-	a->handle = h;
-	a->backed = true;
-	return CMS_OK;
-
-err_release:
-	ctx->drv.cuMemRelease(h);
+	if (!a->handle) {
+		st = cms_vmm_create(a);
+		if (st)
+			return st;
+		created = true;
+	}
+	if (a->mapped)
+		return CMS_OK;
+	st = cms_vmm_map(a);
+	if (st && created && !a->mapped && cms_vmm_release(a))
+		cms_log(a->region->ctx, CMS_LOG_ERROR,
+			"0x%llx: physical handle kept after a failed map",
+			(unsigned long long)a->base);
 	return st;
 }
 
 cms_status cms_vmm_unback(struct cms_alloc *a)
 {
-	cms_context *ctx = a->region->ctx;
-	cms_status st = CMS_OK;
+	cms_status st;
 
-	CU_TRY(ctx, cuMemUnmap(a->base, a->physical), st, out);
-	CU_TRY(ctx, cuMemRelease(a->handle), st, err_remap);
-	a->handle = 0;
-	a->backed = false;
-	return CMS_OK;
+	st = cms_vmm_unmap(a);
+	if (st)
+		return st;
+	st = cms_vmm_release(a);
+	if (st && a->handle) {
+		char why[512];
 
-err_remap:
-	if (cms_vmm_map(a, a->handle)) {
-		cms_log(ctx, CMS_LOG_ERROR,
-			"allocation 0x%llx: cannot map again after a failed release",
-			(unsigned long long)a->base);
-		a->backed = false;
-		st = CMS_ERR_ROLLBACK_FAILED;
+		cms_last_error_message(why, sizeof(why));
+		if (cms_vmm_map(a))
+			cms_log(a->region->ctx, CMS_LOG_ERROR,
+				"0x%llx: not mapped again after a failed release; a later call "
+				"retries",
+				(unsigned long long)a->base);
+		cms_set_error(st, "%s", why);
 	}
-out:
 	return st;
 }

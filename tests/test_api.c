@@ -105,8 +105,13 @@ START_TEST(struct_size_rules)
 	ck_assert_ptr_null(ctx);
 	o.struct_size = 1u << 20;
 	ck_status(cms_context_create(&o, &ctx), CMS_ERR_STRUCT_SIZE);
-	/* Older, smaller struct: accepted, missing fields default to zero. */
+	/* Smaller than the struct was in its first release (1.0): refused, since a field would
+	 * be cut. (Structs grown in later releases accept their 1.0 size.) */
 	o.struct_size = offsetof(cms_context_options, log_fn);
+	ck_status(cms_context_create(&o, &ctx), CMS_ERR_STRUCT_SIZE);
+	o.struct_size = sizeof(o) - 1;
+	ck_status(cms_context_create(&o, &ctx), CMS_ERR_STRUCT_SIZE);
+	o.struct_size = sizeof(o);
 	ck_ok(cms_context_create(&o, &ctx));
 	ck_ok(cms_context_destroy(ctx));
 	/* Newer struct with a zero tail: accepted; with a non-zero tail: refused. */
