@@ -55,12 +55,17 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 			     size_t n, struct cms_region **w, void *result)
 {
 	uint32_t from = t->pause ? CMS_STATE_ACTIVE : CMS_STATE_PAUSED;
-	size_t i, m = 0;
+	size_t i, m = 0, live = 0;
 	cms_status st;
 
-	for (i = 0; i < n; i++)
-		if (v[i]->state == from)
+	for (i = 0; i < n; i++) {
+		live += !v[i]->dead; /* a concurrent destroy may have finished: written under its
+					lock */
+		if (v[i]->state == from && !v[i]->dead)
 			w[m++] = v[i];
+	}
+	if (!live)
+		return cms_set_error(CMS_ERR_NOT_FOUND, "the region was destroyed");
 	if (!m)
 		return t->pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED, "already paused") :
 				  cms_set_error(CMS_ERR_NOT_PAUSED, "not paused");
