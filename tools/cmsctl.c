@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,25 +77,64 @@ char *cmsctl_format_bytes(char *buf, size_t len, uint64_t bytes)
 	return buf;
 }
 
+#if defined(CMS_SIM_INSTALL_REL) && defined(CMS_SIM_BUILD_REL)
+/* dir/rel into buf, resolved when the file exists; returns whether it does. */
+static int sim_candidate(char *buf, size_t len, const char *dir, const char *rel)
+{
+	char resolved[PATH_MAX];
+	int n = snprintf(buf, len, "%s/%s", dir, rel);
+
+	if (n < 0 || (size_t)n >= len || access(buf, F_OK) || !realpath(buf, resolved))
+		return 0;
+	snprintf(buf, len, "%s", resolved);
+	return 1;
+}
+#endif
+
 const char *cmsctl_sim_path(const char **where)
 {
 	const char *w = NULL, *p = NULL;
+#if defined(CMS_SIM_INSTALL_REL) && defined(CMS_SIM_BUILD_REL)
+	static char path[PATH_MAX];
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-#ifdef CMS_SIM_BUILD_PATH
-	if (access(CMS_SIM_BUILD_PATH, F_OK) == 0) {
-		p = CMS_SIM_BUILD_PATH;
-		w = "build tree";
-	}
-#endif
-#ifdef CMS_SIM_INSTALL_PATH
-	if (!p) {
-		p = CMS_SIM_INSTALL_PATH;
-		w = "installed";
+	if (n > 0 && (exe[n] = '\0', (slash = strrchr(exe, '/')) != NULL)) {
+		*slash = '\0';
+		if (sim_candidate(path, sizeof(path), exe, CMS_SIM_INSTALL_REL)) {
+			w = "installed, next to the executable";
+		} else if (sim_candidate(path, sizeof(path), exe, CMS_SIM_BUILD_REL)) {
+			w = "build tree";
+		} else {
+			/* name the expected installed path in the load error */
+			sim_candidate(path, sizeof(path), exe, CMS_SIM_INSTALL_REL);
+			w = "not found next to the executable";
+		}
+		p = path;
+	} else {
+		/* no /proc: let dlopen search (the executable's $ORIGIN rpath included) */
+		p = "libcumemsaver-sim.so";
+		w = "library search path";
 	}
 #endif
 	if (where)
 		*where = w;
 	return p;
+}
+
+void cmsctl_bad_option(const char *cmd, char *const *argv, int c)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (c == ':')
+		fprintf(stderr, "%s: option '%s' needs an argument\n", cmd, arg);
+	else if (optopt && strncmp(arg, "--", 2))
+		fprintf(stderr, "%s: unknown option '-%c'\n", cmd, optopt);
+	else if (optopt && strchr(arg, '='))
+		fprintf(stderr, "%s: option '%.*s' takes no argument\n", cmd,
+			(int)(strchr(arg, '=') - arg), arg);
+	else
+		fprintf(stderr, "%s: unknown option '%s'\n", cmd, arg);
 }
 
 const char *cmsctl_driver_path(int *from_env)
@@ -121,16 +161,18 @@ static void usage(FILE *f)
 		   "           region (DISCARD policy) N times, replaying a CUDA graph captured\n"
 		   "           before the first pause after every resume, and verify that the\n"
 		   "           memory really goes back to the driver and that every address\n"
-		   "           and the weights' content survive. BYTES takes K/M/G suffixes\n"
-		   "           (default 1G on a GPU, 64M on the host simulation); N defaults\n"
-		   "           to 3. Without --sim/--gpu the real driver is tried first and the\n"
-		   "           host simulation used when there is no GPU.\n"
+		   "           and the weights' content survive. BYTES (16 to 1024T) takes\n"
+		   "           K/M/G/T suffixes, binary (KiB, MB spellings accepted; default 1G\n"
+		   "           on a GPU, 64M on the host simulation); N defaults to 3. Without\n"
+		   "           --sim/--gpu the real driver is tried first and the host\n"
+		   "           simulation used when there is no GPU.\n"
 		   "  version  print the library version and the driver library it would load\n"
 		   "  help     print this text\n"
 		   "\n"
 		   "environment:\n"
 		   "  CMS_DRIVER_LIBRARY  driver library to load instead of libcuda.so.1\n"
-		   "  CMS_LOG             library log level on stderr (0-3)\n");
+		   "  CMS_LOG             library log level on stderr (0-3)\n"
+		   "  CMS_SIM_*           settings of the host simulation (docs/simulation.md)\n");
 }
 
 static int cmd_version(int argc, char **argv)
@@ -146,12 +188,14 @@ static int cmd_version(int argc, char **argv)
 	uint32_t v = cms_version();
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			printf("usage: cmsctl version\n");
 			return 0;
 		default:
+			cmsctl_bad_option("cmsctl version", argv, c);
 			fprintf(stderr, "usage: cmsctl version\n");
 			return 2;
 		}

@@ -17,14 +17,23 @@ int cmsctl_parse_size(const char *s, uint64_t *out);
 char *cmsctl_format_bytes(char *buf, size_t len, uint64_t bytes);
 
 /*
- * cmsctl_sim_path - path of the host simulation library: the build tree's
- * copy if that file exists, else the installed one. NULL when this build has
- * no simulation. *where, if not NULL, receives "build tree" or "installed".
+ * cmsctl_sim_path - path of the host simulation library, found relative to the
+ * executable (/proc/self/exe): the installed layout first (bin/../lib, as the
+ * $ORIGIN rpath), then the build tree's (tools/../src/sim). When neither file
+ * exists, the installed layout's path (so a load error names it). NULL when
+ * this build has no simulation. *where, if not NULL, says which it is.
  */
 const char *cmsctl_sim_path(const char **where);
 
 /* cmsctl_driver_path - the driver library a context would load by default. */
 const char *cmsctl_driver_path(int *from_env);
+
+/*
+ * cmsctl_bad_option - after getopt_long (opterr = 0, optstring starting with
+ * ':') returned '?' or ':' (c), prints "<cmd>: unknown option ..." or
+ * "<cmd>: option ... needs an argument" on stderr.
+ */
+void cmsctl_bad_option(const char *cmd, char *const *argv, int c);
 
 /* Subcommands: argv[0] is the subcommand's name; return the exit status. */
 int cmsctl_demo(int argc, char **argv);

@@ -47,6 +47,9 @@
 #define DEMO_DEFAULT_GPU_SIZE (1ull << 30)
 #define DEMO_DEFAULT_SIM_SIZE (64ull << 20)
 #define DEMO_MAX_CYCLES 100000u
+#define DEMO_MIN_SIZE (4ull * DEMO_WEIGHTS) /* one 32-bit word per weights allocation */
+#define DEMO_MAX_SIZE (1ull << 50)	    /* 1024T: keeps the byte arithmetic far from overflow */
+#define DEMO_SIM_HINT "check the CMS_SIM_* environment variables (docs/simulation.md)"
 
 enum demo_mode { DEMO_AUTO, DEMO_SIM, DEMO_GPU };
 
@@ -317,6 +320,19 @@ err:
 
 /* ---- setup ------------------------------------------------------------------ */
 
+/* Whether path can be loaded and is the host simulation (even if its cuInit fails). */
+static bool demo_lib_is_sim(const char *path)
+{
+	void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+	bool sim;
+
+	if (!h)
+		return false;
+	sim = dlsym(h, "cmssim_get_counters") != NULL;
+	dlclose(h);
+	return sim;
+}
+
 static int demo_open(struct demo *d, const char *path)
 {
 	char err[512];
@@ -325,7 +341,10 @@ static int demo_open(struct demo *d, const char *path)
 	snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
 	st = cms_driver_open(&d->drv, d->drv_path, err, sizeof(err));
 	if (st) {
-		demo_fail(d, "%s: %s", cms_status_name(st), err);
+		if (demo_lib_is_sim(d->drv_path))
+			demo_fail(d, "%s: %s; " DEMO_SIM_HINT, cms_status_name(st), err);
+		else
+			demo_fail(d, "%s: %s", cms_status_name(st), err);
 		return -1;
 	}
 	d->drv_open = true;
@@ -333,7 +352,10 @@ static int demo_open(struct demo *d, const char *path)
 	return 0;
 }
 
-/* Tries a real driver; on success returns 0, else -1 with the reason in why. */
+/*
+ * Tries a real driver; on success returns 0, else -1 with the reason in why,
+ * or -2 when the library is the host simulation and failed to initialize.
+ */
 static int demo_try_gpu(struct demo *d, char *why, size_t len)
 {
 	const char *path = cmsctl_driver_path(NULL);
@@ -343,6 +365,11 @@ static int demo_try_gpu(struct demo *d, char *why, size_t len)
 
 	st = cms_driver_open(&d->drv, path, err, sizeof(err));
 	if (st) {
+		snprintf(why, len, "%s: %s", cms_status_name(st), err);
+		if (demo_lib_is_sim(path)) {
+			snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
+			return -2;
+		}
 		snprintf(why, len, "%s", err);
 		return -1;
 	}
@@ -364,9 +391,22 @@ static int demo_choose_driver(struct demo *d)
 {
 	const char *sim, *where = NULL;
 	char why[600] = "";
+	int rc;
 
 	if (d->mode != DEMO_SIM) {
-		if (!demo_try_gpu(d, why, sizeof(why))) {
+		rc = demo_try_gpu(d, why, sizeof(why));
+		if (rc == -2) {
+			/* CMS_DRIVER_LIBRARY names the simulation, which failed: no fallback */
+			if (d->mode == DEMO_GPU) {
+				demo_fail(d, "--gpu: no usable GPU: %s; " DEMO_SIM_HINT, why);
+				return -1;
+			}
+			printf("cumemsaver %s demo on the HOST SIMULATION (selected by %s=%s)\n",
+			       cms_version_string(), CMS_DRIVER_ENV, d->drv_path);
+			demo_fail(d, "%s; " DEMO_SIM_HINT, why);
+			return -1;
+		}
+		if (!rc) {
 			if (d->sim && d->mode == DEMO_GPU) {
 				demo_fail(d, "--gpu: CMS_DRIVER_LIBRARY=%s is the host simulation",
 					  d->drv_path);
@@ -391,15 +431,70 @@ static int demo_choose_driver(struct demo *d)
 		demo_fail(d, "no GPU (%s) and this build has no host simulation", why);
 		return -1;
 	}
-	if (demo_open(d, sim))
-		return -1;
+	/* the first line before loading, so that it is there when loading fails */
 	if (d->mode == DEMO_SIM)
 		printf("cumemsaver %s demo on the HOST SIMULATION (--sim)\n", cms_version_string());
 	else
 		printf("cumemsaver %s demo on the HOST SIMULATION (no GPU found: %s)\n",
 		       cms_version_string(), why);
+	if (demo_open(d, sim))
+		return -1;
 	printf("driver library: %s (%s, version %d)\n", d->drv_path, where, d->drv.version);
 	return 0;
+}
+
+/* MemAvailable of /proc/meminfo in bytes; 0 when unknown. */
+static uint64_t demo_mem_available(void)
+{
+	unsigned long long kib = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kib * 1024;
+}
+
+/*
+ * On the simulation device memory is host memory: the regions (2 x size), the
+ * weights' HOST backup on pause (size) and the tool's staging buffer all take
+ * host RAM. Fails, instead of letting the OOM killer end the process, when
+ * that is more than MemAvailable.
+ */
+static int demo_check_host_ram(struct demo *d)
+{
+	uint64_t weights = DEMO_WEIGHTS * d->chunk, stage = (uint64_t)d->buf_words * 4;
+	uint64_t need = 3 * weights + stage, avail = demo_mem_available(), fit = 0;
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
+
+	if (!avail || need <= avail)
+		return 0;
+	/* the largest power of two that fits, as a suggestion in --size syntax */
+	if (avail > stage)
+		for (fit = DEMO_MIN_SIZE; fit * 2 * 3 + stage <= avail; fit *= 2)
+			;
+	if (fit * 3 + stage > avail)
+		fit = 0;
+	if (fit >= 1ull << 30)
+		snprintf(b5, sizeof(b5), "%lluG", (unsigned long long)(fit >> 30));
+	else if (fit >= 1ull << 20)
+		snprintf(b5, sizeof(b5), "%lluM", (unsigned long long)(fit >> 20));
+	else
+		snprintf(b5, sizeof(b5), "%lluK", (unsigned long long)(fit >> 10));
+	demo_fail(d,
+		  "--size %s needs about %s of host RAM on the host simulation (its device "
+		  "memory is host memory: 2 x size for the regions, size for the weights' "
+		  "backup on pause, %s of buffers), but only %s is available (MemAvailable "
+		  "in /proc/meminfo); %s%s",
+		  fmtb(b1, sizeof(b1), d->size), fmtb(b2, sizeof(b2), need),
+		  fmtb(b3, sizeof(b3), stage), fmtb(b4, sizeof(b4), avail),
+		  fit ? "use a smaller --size, e.g. --size " : "free some memory first",
+		  fit ? b5 : "");
+	return -1;
 }
 
 static int demo_setup(struct demo *d)
@@ -415,13 +510,10 @@ static int demo_setup(struct demo *d)
 
 	if (!d->size_given)
 		d->size = d->sim ? DEMO_DEFAULT_SIM_SIZE : DEMO_DEFAULT_GPU_SIZE;
-	d->chunk = (d->size / DEMO_WEIGHTS) & ~(uint64_t)3;
-	if (!d->chunk) {
-		demo_fail(d, "--size %" PRIu64 " is too small: at least %d bytes", d->size,
-			  4 * DEMO_WEIGHTS);
-		return -1;
-	}
+	d->chunk = (d->size / DEMO_WEIGHTS) & ~(uint64_t)3; /* not 0: --size >= DEMO_MIN_SIZE */
 	d->buf_words = (size_t)((d->chunk < DEMO_STAGE_BYTES ? d->chunk : DEMO_STAGE_BYTES) / 4);
+	if (d->sim && demo_check_host_ram(d))
+		return -1;
 	d->buf = malloc(d->buf_words * 4);
 	if (!d->buf) {
 		demo_fail(d, "cannot allocate a host buffer of %zu bytes", d->buf_words * 4);
@@ -775,8 +867,9 @@ static void demo_cleanup(struct demo *d)
 static void demo_usage(FILE *f)
 {
 	fprintf(f, "usage: cmsctl demo [--size BYTES] [--sim|--gpu] [--cycles N]\n"
-		   "  -s, --size BYTES   bytes per region, K/M/G suffixes (default 1G on a GPU,\n"
-		   "                     64M on the host simulation)\n"
+		   "  -s, --size BYTES   bytes per region, 16 to 1024T; K/M/G/T suffixes, binary\n"
+		   "                     (KiB, MB spellings accepted; default 1G on a GPU, 64M\n"
+		   "                     on the host simulation)\n"
 		   "      --sim          run on the host simulation\n"
 		   "      --gpu          run on the real driver (fail if there is no GPU)\n"
 		   "  -n, --cycles N     pause/resume cycles (default 3)\n");
@@ -797,13 +890,23 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 	int c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "s:n:h", longopts, NULL)) != -1) {
+	opterr = 0; /* own messages, with the "cmsctl demo:" prefix */
+	while ((c = getopt_long(argc, argv, ":s:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (cmsctl_parse_size(optarg, &d->size)) {
 				fprintf(stderr,
-					"cmsctl demo: bad --size '%s' (e.g. 4096, 64M, 1G)\n",
+					"cmsctl demo: bad --size '%s' (e.g. 4096, 64M, 1G, 2GiB, "
+					"1T)\n",
 					optarg);
+				return 2;
+			}
+			if (d->size < DEMO_MIN_SIZE || d->size > DEMO_MAX_SIZE) {
+				fprintf(stderr,
+					"cmsctl demo: bad --size '%s': %s (at least %llu bytes, at "
+					"most 1024T)\n",
+					optarg, d->size < DEMO_MIN_SIZE ? "too small" : "too large",
+					(unsigned long long)DEMO_MIN_SIZE);
 				return 2;
 			}
 			d->size_given = true;
@@ -831,6 +934,7 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 			demo_usage(stdout);
 			return 0;
 		default:
+			cmsctl_bad_option("cmsctl demo", argv, c);
 			demo_usage(stderr);
 			return 2;
 		}
@@ -884,10 +988,8 @@ out_cleanup:
 	demo_cleanup(d);
 out_report:
 	if (d->failed) {
+		/* once, on stdout (the verdict line); the details went to stderr */
 		printf("demo: FAIL: %s\n", d->failure);
-		/* say it on stderr too unless both go to the same terminal */
-		if (!isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO))
-			fprintf(stderr, "cmsctl demo: FAIL: %s\n", d->failure);
 		rc = 1;
 	} else {
 		printf("demo: PASS (%u checks)\n", d->checks);
