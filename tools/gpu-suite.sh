@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (device tool): build, the whole suite (gpu + sim + unit
-# labels) and the demo. Check is taken from an unpacked copy of the Debian
+# Runs on the GPU machine (device tool): build, the whole suite (gpu + sim + unit labels,
+# less lint: the GPU image has no clang-format) and the demo. Check is taken from an
+# unpacked copy of the Debian
 # packages in .deps/check (the GPU image has no package registry):
 #   mkdir -p .deps && cd .deps && apt-get download check libsubunit-dev &&
 #   for f in *.deb; do dpkg -x $f check; done
@@ -16,7 +17,7 @@ mkdir -p "$out"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_CHECK_ROOT="$PWD/.deps/check" \
 	>"$out/build.log" 2>&1 && ninja -C "$build" >>"$out/build.log" 2>&1 || {
 	tail -n 40 "$out/build.log"; exit 1; }
-(cd "$build" && ctest --output-on-failure -V -L "${CMS_LABELS:-gpu|unit|sim}") >"$out/ctest.log" 2>&1
+(cd "$build" && ctest --output-on-failure -V -L "${CMS_LABELS:-gpu|unit|sim}" -E lint) >"$out/ctest.log" 2>&1
 ctest_rc=$?
 "$build/tools/cmsctl" demo --gpu ${CMS_DEMO_ARGS:-} >"$out/demo.log" 2>&1
 demo_rc=$?
