@@ -2,7 +2,7 @@
 # Quick start, command 2: the whole test suite. Builds three ways and runs ctest:
 #   build/       RelWithDebInfo: unit + simulation suites (+ GPU suites where a GPU exists)
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
-#   build-tsan/  ThreadSanitizer over the core, stress, bad-input and fork suites
+#   build-tsan/  ThreadSanitizer over the same suites (stress and fork included)
 #   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs and tags, 30 s each
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ grep -hoE "(bad input|stress): .*" build/ctest-full.log | sort -u || true
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	run build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMS_SANITIZE=address;undefined" -- -L "unit|sim"
 TSAN_OPTIONS=halt_on_error=1 \
-	run build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMS_SANITIZE=thread -- -L sim -R "core|stress|badinput|fork"
+	run build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMS_SANITIZE=thread -- -L "unit|sim"
 CC=clang run build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCMS_FUZZ=ON -DCMS_BUILD_TESTS=OFF \
 	"-DCMS_SANITIZE=address;undefined" -- -L fuzz
 grep -hoE "fuzz_[a-z]+ -max|Done [0-9]+ runs in [0-9]+ second" build-fuzz/ctest-full.log | paste - - || true
