@@ -247,11 +247,20 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
 /* Longest tag, in bytes, without the terminating NUL. */
 #define CMS_TAG_MAX 63
 
+/*
+ * Region flag: give host memory back after each successful resume. By
+ * default a HOST region keeps its page-locked host buffers from one cycle to
+ * the next, so that every pause and resume after the first is a plain DMA at
+ * PCIe speed; with this flag every cycle makes new buffers (the first-cycle
+ * cost) and a resumed region holds no host memory.
+ */
+#define CMS_REGION_RELEASE_HOST 0x1ull
+
 typedef struct cms_region_options {
 	size_t struct_size; /* sizeof(cms_region_options) */
 	int32_t device;	    /* CUDA device ordinal */
 	uint32_t policy;    /* CMS_POLICY_* */
-	uint64_t flags;	    /* reserved, must be 0 */
+	uint64_t flags;	    /* CMS_REGION_* */
 } cms_region_options;
 
 #define CMS_REGION_OPTIONS_INIT                                      \
@@ -313,9 +322,10 @@ typedef struct cms_region_info {
 	uint64_t physical_bytes; /* sum of the sizes rounded to granularity (reserved address space)
 				  */
 	uint64_t backed_bytes;	 /* physical bytes currently backed by device memory */
-	uint64_t backup_bytes;	 /* bytes currently held in host backups */
+	uint64_t backup_bytes;	 /* bytes of content saved in host backups (while paused) */
 	uint64_t epoch;		 /* bumped by every successful resume, starts at 0 */
 	uint64_t granularity;	 /* allocation granularity of this region's properties */
+	uint64_t host_bytes;	 /* host memory held by backup buffers (kept across cycles) */
 } cms_region_info;
 
 /*

@@ -61,10 +61,12 @@ typedef struct cmssim_counters {
 	uint64_t events;				/* live CUevent objects */
 	uint64_t graphs;				/* live CUgraph objects (ended captures) */
 	uint64_t graph_execs;				/* live CUgraphExec objects */
-	uint64_t primary_ctx_refs;  /* sum over devices of primary context retain counts */
-	uint64_t host_buffers;	    /* allowed cmssim_host_alloc_hook calls minus frees */
-	uint64_t host_buffer_bytes; /* bytes of those */
-	uint64_t calls;		    /* counted driver calls so far (cmssim_call_count) */
+	uint64_t primary_ctx_refs;	/* sum over devices of primary context retain counts */
+	uint64_t host_buffers;		/* allowed cmssim_host_alloc_hook calls minus frees */
+	uint64_t host_buffer_bytes;	/* bytes of those */
+	uint64_t calls;			/* counted driver calls so far (cmssim_call_count) */
+	uint64_t host_registrations;	/* cuMemHostRegister ranges not yet unregistered */
+	uint64_t host_registered_bytes; /* bytes of those */
 } cmssim_counters;
 
 #define CMSSIM_COUNTERS_INIT                           \

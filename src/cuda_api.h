@@ -46,6 +46,8 @@ enum {
 	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_NOT_READY = 600,
 	CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+	CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
 	CUDA_ERROR_NOT_PERMITTED = 800,
 	CUDA_ERROR_NOT_SUPPORTED = 801,
 	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
@@ -79,6 +81,8 @@ enum {
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
+/* cuMemHostRegister flags */
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
 /* cuGetProcAddress */
 #define CU_GET_PROC_ADDRESS_DEFAULT 0
 #define CU_GET_PROC_ADDRESS_SUCCESS 0
@@ -147,6 +151,8 @@ typedef struct CUmemAccessDesc_st {
 	   unsigned long long flags))                                                           \
 	X(cuMemImportFromShareableHandle, CUresult,                                             \
 	  (CUmemGenericAllocationHandle * handle, void *os_handle, int handle_type))            \
+	X(cuMemHostRegister, CUresult, (void *p, size_t bytes, unsigned int flags))             \
+	X(cuMemHostUnregister, CUresult, (void *p))                                             \
 	X(cuMemcpyDtoH, CUresult, (void *dst, CUdeviceptr src, size_t bytes))                   \
 	X(cuMemcpyHtoD, CUresult, (CUdeviceptr dst, const void *src, size_t bytes))             \
 	X(cuMemcpyDtoHAsync, CUresult,                                                          \

@@ -1,30 +1,307 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * host.c - host backup buffers. v1 uses pageable memory from malloc; the
- * host simulation, when loaded as the driver, may veto an allocation (fault
- * injection) and counts live buffers for leak checks.
+ * host.c - host backup buffers of HOST-policy allocations.
+ *
+ * A buffer is anonymous memory (mmap, transparent huge pages where the
+ * kernel allows) that is faulted in and then page-locked with
+ * cuMemHostRegister, so that the copies run by DMA at PCIe speed. Buffers are
+ * kept from one cycle to the next (unless the region asks to give host memory
+ * back after each resume): the steady state is then a plain DMA each way.
+ *
+ * Making a fresh buffer is bound by the kernel faulting and zeroing pages
+ * (~3-5 GB/s per thread), so a pause that needs many bytes of new buffers
+ * spreads the faulting over worker threads, in slices, in allocation order,
+ * and registers each buffer as soon as its slices are done, while the main
+ * thread already copies the buffers that are ready. One copy never spans two
+ * registrations (the driver refuses that). If registration fails (locked
+ * memory limits), the buffer stays pageable: slower, still correct.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
-void *cms_host_alloc(cms_context *ctx, size_t bytes)
-{
-	void *p;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
-	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(bytes))
-		return NULL;
-	p = malloc(bytes ? bytes : 1);
-	if (!p && ctx->drv.host_free_hook)
-		ctx->drv.host_free_hook(bytes);
-	return p;
+#define SLICE (32u << 20)	   /* bytes a worker faults at a time */
+#define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
+#define MAX_WORKERS 16
+
+static size_t page_round(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + pg - 1) & ~(pg - 1);
 }
 
-void cms_host_free(cms_context *ctx, void *p, size_t bytes)
+void cms_alloc_set_saved(struct cms_alloc *a, bool saved)
 {
-	if (!p)
+	if (a->saved == saved)
 		return;
-	free(p);
+	a->saved = saved;
+	if (saved)
+		a->region->backup_bytes += a->size;
+	else
+		a->region->backup_bytes -= a->size;
+}
+
+/* Reserves the memory of a new buffer for a (not yet faulted in or registered). */
+static cms_status buffer_map(cms_context *ctx, struct cms_alloc *a)
+{
+	size_t len = page_round(a->size);
+	void *p;
+
+	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
+		goto err;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		if (ctx->drv.host_free_hook)
+			ctx->drv.host_free_hook(len);
+		goto err;
+	}
+	madvise(p, len, MADV_HUGEPAGE); /* advice only: fewer faults where THP is on */
+	a->backup = p;
+	a->backup_len = len;
+	a->backup_registered = false;
+	a->region->host_bytes += len;
+	return CMS_OK;
+err:
+	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+			     "cannot allocate a host backup of %zu bytes for 0x%llx", len,
+			     (unsigned long long)a->base);
+}
+
+static void fault_in(void *p, size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
+
+	if (!madvise(p, len, MADV_POPULATE_WRITE))
+		return;
+	for (i = 0; i < len; i += pg) /* kernels before 5.14 */
+		((volatile char *)p)[i] = 0;
+}
+
+/* Page-locks the buffer; a failure leaves it pageable (logged once per context). */
+static void buffer_register(cms_context *ctx, struct cms_alloc *a)
+{
+	CUcontext popped;
+	CUresult res;
+
+	res = ctx->drv.cuCtxPushCurrent(ctx->devices[a->region->device].primary);
+	if (res == CUDA_SUCCESS) {
+		res = ctx->drv.cuMemHostRegister(a->backup, a->backup_len,
+						 CU_MEMHOSTREGISTER_PORTABLE);
+		ctx->drv.cuCtxPopCurrent(&popped);
+	}
+	a->backup_registered = res == CUDA_SUCCESS;
+	if (res != CUDA_SUCCESS && !atomic_exchange(&ctx->warned_register, 1))
+		cms_log(ctx, CMS_LOG_WARN,
+			"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable "
+			"and copies run slower (check RLIMIT_MEMLOCK)",
+			a->backup_len, cms_driver_error_name(&ctx->drv, res));
+}
+
+cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a)
+{
+	cms_status st = CMS_OK;
+	CUcontext popped;
+
+	if (!a->backup || !a->backup_registered)
+		return CMS_OK;
+	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[a->region->device].primary), st, out);
+	CU_TRY(ctx, cuMemHostUnregister(a->backup), st, out_pop);
+	a->backup_registered = false;
+out_pop:
+	ctx->drv.cuCtxPopCurrent(&popped);
+out:
+	return st;
+}
+
+void cms_backup_repin(cms_context *ctx, struct cms_alloc *a)
+{
+	if (a->backup && !a->backup_registered)
+		buffer_register(ctx, a);
+}
+
+void cms_backup_drop(cms_context *ctx, struct cms_alloc *a)
+{
+	if (!a->backup)
+		return;
+	cms_alloc_set_saved(a, false);
+	munmap(a->backup, a->backup_len);
 	if (ctx->drv.host_free_hook)
-		ctx->drv.host_free_hook(bytes);
+		ctx->drv.host_free_hook(a->backup_len);
+	a->region->host_bytes -= a->backup_len;
+	a->backup = NULL;
+	a->backup_len = 0;
+}
+
+cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a)
+{
+	cms_status st = cms_backup_unpin(ctx, a); /* never unmap page-locked memory */
+
+	if (!st)
+		cms_backup_drop(ctx, a);
+	return st;
+}
+
+/* ---- parallel preparation of new buffers ---- */
+
+struct prep {
+	cms_context *ctx;
+	struct cms_alloc **bufs; /* allocations whose new buffer must be faulted and registered */
+	size_t n;
+	size_t *first_slice; /* n + 1 prefix sums */
+	atomic_size_t next;
+	atomic_uint *left; /* slices left per buffer */
+	pthread_mutex_t lock;
+	pthread_cond_t ready_cond;
+	bool *ready;
+};
+
+static void prep_slice(struct prep *w, size_t s)
+{
+	size_t lo = 0, hi = w->n, b, off, len;
+	struct cms_alloc *a;
+
+	while (hi - lo > 1) { /* the buffer whose slices contain s */
+		size_t mid = (lo + hi) / 2;
+
+		if (w->first_slice[mid] <= s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	b = lo;
+	a = w->bufs[b];
+	off = (s - w->first_slice[b]) * SLICE;
+	len = a->backup_len - off < SLICE ? a->backup_len - off : SLICE;
+	fault_in((char *)a->backup + off, len);
+	if (atomic_fetch_sub(&w->left[b], 1) == 1) {
+		buffer_register(w->ctx, a);
+		pthread_mutex_lock(&w->lock);
+		w->ready[b] = true;
+		pthread_cond_broadcast(&w->ready_cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+static void *prep_worker(void *arg)
+{
+	struct prep *w = arg;
+	size_t s;
+
+	while ((s = atomic_fetch_add(&w->next, 1)) < w->first_slice[w->n])
+		prep_slice(w, s);
+	return NULL;
+}
+
+static void prep_wait(struct prep *w, size_t b)
+{
+	pthread_mutex_lock(&w->lock);
+	while (!w->ready[b])
+		pthread_cond_wait(&w->ready_cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int workers_for(uint64_t bytes)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t by_size = bytes / SLICE;
+
+	if (bytes < PARALLEL_MIN || cpus < 2)
+		return 0;
+	if (cpus > MAX_WORKERS)
+		cpus = MAX_WORKERS;
+	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
+}
+
+cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	struct prep w = { .ctx = ctx };
+	pthread_t threads[MAX_WORKERS];
+	int nthreads = 0, cur = -1, i;
+	uint64_t new_bytes = 0;
+	size_t k, b = 0;
+	cms_status st = CMS_OK;
+
+	*bytes = 0;
+	/* Buffers to make: the mapped HOST allocations without one. */
+	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
+	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
+	w.left = malloc((n + 1) * sizeof(*w.left));
+	w.ready = calloc(n + 1, sizeof(*w.ready));
+	if (!w.bufs || !w.first_slice || !w.left || !w.ready) {
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
+		goto out_free;
+	}
+	w.first_slice[0] = 0;
+	for (k = 0; k < n; k++) {
+		struct cms_alloc *a = v[k];
+
+		if (a->region->policy != CMS_POLICY_HOST || !a->mapped || a->saved || a->backup)
+			continue;
+		st = buffer_map(ctx, a);
+		if (st)
+			goto out_free;
+		a->fresh_buffer = true;
+		w.left[w.n] = (unsigned)((a->backup_len + SLICE - 1) / SLICE);
+		w.first_slice[w.n + 1] = w.first_slice[w.n] + w.left[w.n];
+		w.bufs[w.n++] = a;
+		new_bytes += a->backup_len;
+	}
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.ready_cond, NULL);
+	atomic_init(&w.next, 0);
+	nthreads = workers_for(new_bytes);
+	for (i = 0; i < nthreads; i++)
+		if (pthread_create(&threads[i], NULL, prep_worker, &w))
+			break;
+	nthreads = i; /* with none, the loop below prepares each buffer itself */
+
+	/* Copy each allocation out as soon as its buffer is ready. */
+	for (k = 0; k < n; k++) {
+		struct cms_alloc *a = v[k];
+
+		if (a->region->policy != CMS_POLICY_HOST || !a->mapped || a->saved)
+			continue;
+		if (b < w.n && w.bufs[b] == a) {
+			if (nthreads)
+				prep_wait(&w, b);
+			else
+				while (!w.ready[b])
+					prep_slice(&w, atomic_fetch_add(&w.next, 1));
+			b++;
+		}
+		st = cms_switch_device(ctx, &cur, a->region->device);
+		if (st)
+			break;
+		CU_TRY(ctx,
+		       cuMemcpyDtoHAsync(a->backup, a->base, a->size,
+					 ctx->devices[a->region->device].stream),
+		       st, out_join);
+		cms_alloc_set_saved(a, true);
+		a->fresh_saved = true;
+		*bytes += a->size;
+	}
+out_join:
+	cms_switch_done(ctx, &cur);
+	/* Workers finish the slices they took; the rest is skipped after a failure. */
+	if (st)
+		atomic_store(&w.next, w.first_slice[w.n]);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(threads[i], NULL);
+	pthread_cond_destroy(&w.ready_cond);
+	pthread_mutex_destroy(&w.lock);
+out_free:
+	free(w.bufs);
+	free(w.first_slice);
+	free(w.left);
+	free(w.ready);
+	return st;
 }

@@ -4,6 +4,7 @@
 #define CMS_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -78,12 +79,17 @@ struct cms_alloc {
 	 * failure path, so a later call can always work from it):
 	 *   handle != 0  a physical handle is held
 	 *   mapped       it is mapped at base with read-write access (counted in backed_bytes)
-	 *   backup       host copy of the content (counted in backup_bytes) */
+	 *   backup       host buffer (kept across cycles; counted in host_bytes)
+	 *   saved        the buffer holds the content (counted in backup_bytes) */
 	CUmemGenericAllocationHandle handle;
 	bool mapped;
 	void *backup;
+	size_t backup_len;
+	bool backup_registered; /* page-locked with cuMemHostRegister */
+	bool saved;
 	bool claimed;	   /* a cms_free() removed it from the index and will free it */
-	bool fresh_backup; /* scratch of the pause engine: backup made by the running call */
+	bool fresh_buffer; /* scratch of the pause engine: buffer made by the running call */
+	bool fresh_saved;  /* scratch of the pause engine: content saved by the running call */
 	struct cms_alloc *prev, *next;
 };
 
@@ -101,7 +107,7 @@ struct cms_region {
 	pthread_cond_t unclaimed; /* signalled (with lock held) when such a free finishes */
 	uint32_t state;		  /* written under lock, read atomically by cms_pointer_info_get */
 	uint64_t epoch;
-	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes;
+	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
 };
@@ -119,8 +125,9 @@ struct cms_context {
 	struct cms_device devices[CMS_MAX_DEVICES];
 	struct cms_region *regions, *regions_tail;
 	uint64_t next_region_id;
-	void *index;		  /* tsearch tree of struct cms_alloc by address range */
-	unsigned fork_generation; /* cms_fork_generation when created */
+	void *index;		    /* tsearch tree of struct cms_alloc by address range */
+	unsigned fork_generation;   /* cms_fork_generation when created */
+	atomic_int warned_register; /* cuMemHostRegister failure logged */
 };
 
 /* ---- context.c ---- */
@@ -160,13 +167,21 @@ void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a);
 cms_status cms_alloc_release(struct cms_alloc *a);
 
 /* ---- host.c: host backup buffers ---- */
-void *cms_host_alloc(cms_context *ctx, size_t bytes);
-void cms_host_free(cms_context *ctx, void *p, size_t bytes);
+/* Saves the content of the mapped HOST allocations of v that have none saved (async copies on
+ * each device's library stream: synchronize before use), making buffers where needed. */
+cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
+/* Unregisters and unmaps the allocation's host buffer, if any; on failure it is kept. */
+cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a);
+/* The two halves: cuMemHostUnregister (may fail, nothing changed then) and munmap. */
+cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a);
+void cms_backup_drop(cms_context *ctx, struct cms_alloc *a);
+/* Registers an unpinned buffer again (a failure leaves it pageable). */
+void cms_backup_repin(cms_context *ctx, struct cms_alloc *a);
+void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
 
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
 /* Accounting follows the state: change mapped and backup only through these. */
 void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
-void cms_alloc_set_backup(struct cms_alloc *a, void *backup);
 cms_status cms_vmm_reserve(struct cms_alloc *a);
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
 /* cuMemCreate into a->handle (which must be 0) with the region's properties. */

@@ -125,45 +125,11 @@ out:
 	return st;
 }
 
-/* Step 1: copies mapped HOST-policy allocations that have no backup yet to new host buffers. */
-static cms_status backup_all(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
-{
-	int32_t cur = -1;
-	cms_status st = CMS_OK;
-	size_t i;
-
-	*bytes = 0;
-	for (i = 0; i < n && !st; i++) {
-		struct cms_alloc *a = v[i];
-		void *buf;
-
-		if (a->region->policy != CMS_POLICY_HOST || a->backup || !a->mapped)
-			continue;
-		buf = cms_host_alloc(ctx, a->size);
-		if (!buf) {
-			st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-					   "cannot allocate a host backup of %zu bytes for 0x%llx",
-					   a->size, (unsigned long long)a->base);
-			break;
-		}
-		cms_alloc_set_backup(a, buf);
-		a->fresh_backup = true;
-		st = cms_switch_device(ctx, &cur, a->region->device);
-		if (st)
-			break;
-		CU_TRY(ctx,
-		       cuMemcpyDtoHAsync(a->backup, a->base, a->size,
-					 ctx->devices[a->region->device].stream),
-		       st, out);
-		*bytes += a->size;
-	}
-out:
-	cms_switch_done(ctx, &cur);
-	return st;
-}
-
-/* Drops the backups this call made for allocations that are mapped (their content is on the
- * device). */
+/*
+ * After a failed pause: forgets the content this call saved for allocations
+ * that are mapped again (their content is on the device) and frees the
+ * buffers it made for them; an allocation left unmapped keeps both.
+ */
 static void drop_fresh_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
 {
 	size_t i;
@@ -171,11 +137,11 @@ static void drop_fresh_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
 
-		if (a->fresh_backup && a->mapped) {
-			cms_host_free(ctx, a->backup, a->size);
-			cms_alloc_set_backup(a, NULL);
-		}
-		a->fresh_backup = false;
+		if (a->mapped && a->fresh_saved)
+			cms_alloc_set_saved(a, false);
+		if (a->mapped && a->fresh_buffer)
+			cms_backup_free(ctx, a);
+		a->fresh_saved = a->fresh_buffer = false;
 	}
 }
 
@@ -186,7 +152,7 @@ cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, uint64_t *
 
 	switch (a->region->policy) {
 	case CMS_POLICY_HOST:
-		if (!a->backup)
+		if (!a->saved)
 			break; /* content was never saved (see cms_alloc_release); undefined */
 		CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, a->size, s), st, out);
 		*bytes += a->size;
@@ -256,7 +222,7 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 	st = wait_for_work(ctx, devs, nd, o);
 	if (st)
 		goto out;
-	st = backup_all(ctx, v, n, &backed_up);
+	st = cms_backup_copy_out(ctx, v, n, &backed_up);
 	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
@@ -279,7 +245,7 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 
 	/* Commit. */
 	for (i = 0; i < n; i++)
-		v[i]->fresh_backup = false;
+		v[i]->fresh_saved = v[i]->fresh_buffer = false;
 	for (i = 0; i < nr; i++)
 		__atomic_store_n(&regions[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 	if (res) {

@@ -17,8 +17,10 @@ void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a)
 	r->physical_bytes += a->physical;
 	if (a->mapped)
 		r->backed_bytes += a->physical;
-	if (a->backup)
+	if (a->saved)
 		r->backup_bytes += a->size;
+	if (a->backup)
+		r->host_bytes += a->backup_len;
 }
 
 void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
@@ -35,8 +37,10 @@ void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
 	r->physical_bytes -= a->physical;
 	if (a->mapped)
 		r->backed_bytes -= a->physical;
-	if (a->backup)
+	if (a->saved)
 		r->backup_bytes -= a->size;
+	if (a->backup)
+		r->host_bytes -= a->backup_len;
 }
 
 void cms_region_unref_locked(struct cms_region *r)
@@ -83,7 +87,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	if (o.policy > CMS_POLICY_HOST)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
-	if (o.flags)
+	if (o.flags & ~(uint64_t)CMS_REGION_RELEASE_HOST)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
 	st = cms_ctx_device(ctx, o.device, NULL);
@@ -160,24 +164,28 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
 /* Frees everything an allocation holds; the region lock is held. */
 cms_status cms_alloc_release(struct cms_alloc *a)
 {
+	cms_context *ctx = a->region->ctx;
+	bool active = a->region->state == CMS_STATE_ACTIVE;
 	cms_status st;
 
 	st = cms_vmm_unback(a);
 	if (st)
 		return st;
-	st = cms_vmm_unreserve(a);
-	if (st) {
-		/* Keep the allocation usable as it was: back it again if its region is active. */
-		if (a->region->state == CMS_STATE_ACTIVE && cms_vmm_back(a))
-			cms_log(a->region->ctx, CMS_LOG_ERROR,
-				"0x%llx: not backed again after a failed free; the next resume "
-				"backs it",
-				(unsigned long long)a->base);
-		return st;
+	st = cms_backup_unpin(ctx, a);
+	if (!st) {
+		st = cms_vmm_unreserve(a);
+		if (!st) {
+			cms_backup_drop(
+				ctx, a); /* only now: the content is kept until nothing can fail */
+			return CMS_OK;
+		}
+		cms_backup_repin(ctx, a);
 	}
-	cms_host_free(a->region->ctx, a->backup, a->size);
-	cms_alloc_set_backup(a, NULL);
-	return CMS_OK;
+	if (active && cms_vmm_back(a)) /* keep the allocation usable as it was */
+		cms_log(ctx, CMS_LOG_ERROR,
+			"0x%llx: not backed again after a failed free; the next resume backs it",
+			(unsigned long long)a->base);
+	return st;
 }
 
 /* Frees the region's allocations; waits for cms_free() calls in flight on them. r->lock held. */
@@ -285,6 +293,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.physical_bytes = region->physical_bytes;
 	o.backed_bytes = region->backed_bytes;
 	o.backup_bytes = region->backup_bytes;
+	o.host_bytes = region->host_bytes;
 	o.epoch = region->epoch;
 	o.granularity = region->ctx->devices[region->device].granularity;
 	pthread_mutex_unlock(&region->lock);

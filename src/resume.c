@@ -91,8 +91,11 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 
 	/* Commit. */
 	for (i = 0; i < n; i++) {
-		cms_host_free(ctx, v[i]->backup, v[i]->size);
-		cms_alloc_set_backup(v[i], NULL);
+		/* The buffer is kept for the next pause unless the region gives host memory back.
+		 */
+		cms_alloc_set_saved(v[i], false);
+		if (v[i]->region->flags & CMS_REGION_RELEASE_HOST)
+			cms_backup_free(ctx, v[i]);
 	}
 	for (i = 0; i < nr; i++) {
 		__atomic_store_n(&regions[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);

@@ -20,19 +20,6 @@ void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped)
 		a->region->backed_bytes -= a->physical;
 }
 
-void cms_alloc_set_backup(struct cms_alloc *a, void *backup)
-{
-	if (!a->backup == !backup) {
-		a->backup = backup;
-		return;
-	}
-	a->backup = backup;
-	if (backup)
-		a->region->backup_bytes += a->size;
-	else
-		a->region->backup_bytes -= a->size;
-}
-
 cms_status cms_vmm_reserve(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;

@@ -518,6 +518,65 @@ START_TEST(driver_free_memory_follows_pause)
 }
 END_TEST
 
+START_TEST(host_buffers_kept_or_released)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *kept, *given, *bad;
+	uint64_t pk[NSIZES], pg[NSIZES], held;
+	cms_region_info ik, ig;
+	size_t i;
+
+	o.policy = CMS_POLICY_HOST;
+	ck_ok(cms_region_create(ctx, "kept", &o, &kept));
+	o.flags = CMS_REGION_RELEASE_HOST;
+	ck_ok(cms_region_create(ctx, "given", &o, &given));
+	o.flags = 1ull << 33;
+	ck_status(cms_region_create(ctx, "bad", &o, &bad), CMS_ERR_INVALID_ARGUMENT);
+	alloc_all(kept, pk, 30);
+	alloc_all(given, pg, 40);
+	ck_assert_uint_eq(info(kept).host_bytes, 0);
+	for (i = 0; i < 3; i++) {
+		ck_ok(cms_pause(ctx, NULL, NULL, NULL));
+		ik = info(kept);
+		ig = info(given);
+		ck_assert_uint_eq(ik.backup_bytes, ik.logical_bytes);
+		ck_assert_uint_ge(ik.host_bytes, ik.logical_bytes);
+		ck_assert_uint_ge(ig.host_bytes, ig.logical_bytes);
+		ck_ok(cms_resume(ctx, NULL, NULL, NULL));
+		ik = info(kept);
+		ig = info(given);
+		/* Kept: host buffers stay for the next cycle; given back: none held. */
+		ck_assert_uint_eq(ik.backup_bytes, 0);
+		ck_assert_uint_ge(ik.host_bytes, ik.logical_bytes);
+		ck_assert_uint_eq(ig.host_bytes, 0);
+		check_all(pk, 30);
+		check_all(pg, 40);
+		/* New content must be what the next pause saves, not the kept buffer's. */
+		ck_assert_int_eq(t_fill(0, pk[0], sizes[0] & ~3ull, 31 + (uint32_t)i), 0);
+		ck_assert_int_eq(t_fill(0, pk[0], sizes[0] & ~3ull, 30), 0);
+	}
+	if (t_is_sim()) {
+		cmssim_counters c = t_counters();
+
+		ck_assert_uint_eq(c.host_registrations,
+				  NSIZES); /* the kept region's, page-locked */
+		ck_assert_uint_eq(c.host_buffers, NSIZES);
+	}
+	held = info(kept).host_bytes;
+	ck_ok(cms_free(ctx, pk[1])); /* its buffer goes with it */
+	ck_assert_uint_lt(info(kept).host_bytes, held - sizes[1] + 4096);
+	ck_assert_uint_ge(info(kept).host_bytes, info(kept).logical_bytes);
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) {
+		cmssim_counters c = t_counters();
+
+		ck_assert_uint_eq(c.host_registrations, 0);
+		ck_assert_uint_eq(c.host_buffers, 0);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("core");
@@ -539,6 +598,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, multi_device_tag);
 	tcase_add_test(tc, log_callback_receives_lines);
 	tcase_add_test(tc, driver_free_memory_follows_pause);
+	tcase_add_test(tc, host_buffers_kept_or_released);
 	suite_add_tcase(s, tc);
 	return s;
 }

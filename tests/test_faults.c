@@ -369,7 +369,8 @@ START_TEST(free_sweep)
 	int paused = _i / 3;
 	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	uint64_t calls, i;
-	unsigned points = 0;
+	unsigned points = 0, absorbed = 0;
+	cms_status st;
 	struct fixture f;
 	cmssim_counters c0, c1;
 
@@ -386,8 +387,15 @@ START_TEST(free_sweep)
 			ck_ok(cms_region_pause(f.r[0], NULL, NULL));
 		c0 = t_counters();
 		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
-		ck_assert_int_ne(cms_free(f.ctx, f.p[0][1]), CMS_OK);
+		st = cms_free(f.ctx, f.p[0][1]);
 		ck_assert_int_eq(sim->armed_faults(), 0);
+		points++;
+		if (st == CMS_OK) { /* absorbed: unregistering a host buffer only logs */
+			absorbed++;
+			ck_status(cms_pointer_info_get(f.ctx, f.p[0][1], &pi), CMS_ERR_NOT_FOUND);
+			ck_ok(cms_context_destroy(f.ctx));
+			continue;
+		}
 		c1 = t_counters();
 		same_counts(&c0, &c1, "free");
 		ck_ok(cms_pointer_info_get(f.ctx, f.p[0][1], &pi));
@@ -402,10 +410,9 @@ START_TEST(free_sweep)
 			ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 1), 0);
 		ck_ok(cms_free(f.ctx, f.p[0][1]));
 		ck_ok(cms_context_destroy(f.ctx));
-		points++;
 	}
-	printf("fault sweep: free, policy %u, %s: %u points\n", pol[_i % 3],
-	       paused ? "paused" : "active", points);
+	printf("fault sweep: free, policy %u, %s: %u points (%u absorbed)\n", pol[_i % 3],
+	       paused ? "paused" : "active", points, absorbed);
 }
 END_TEST
 
@@ -416,7 +423,8 @@ START_TEST(destroy_sweep)
 	const struct t_sim *sim = t_sim();
 	int paused = _i / 3;
 	uint64_t calls, i;
-	unsigned points = 0;
+	unsigned points = 0, absorbed = 0;
+	cms_status st;
 	struct fixture f;
 	cms_region *found;
 	cmssim_counters c;
@@ -435,8 +443,15 @@ START_TEST(destroy_sweep)
 		if (paused)
 			ck_ok(cms_region_pause(f.r[0], NULL, NULL));
 		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
-		ck_assert_int_ne(cms_region_destroy(f.r[0]), CMS_OK);
+		st = cms_region_destroy(f.r[0]);
 		ck_assert_int_eq(sim->armed_faults(), 0);
+		points++;
+		if (st == CMS_OK) { /* absorbed: unregistering a host buffer only logs */
+			absorbed++;
+			ck_status(cms_region_find(f.ctx, "a", 0, &found), CMS_ERR_NOT_FOUND);
+			ck_ok(cms_context_destroy(f.ctx));
+			continue;
+		}
 		/* The region stays, with the allocations not yet freed, each as it was. */
 		ck_ok(cms_region_find(f.ctx, "a", 0, &found));
 		ck_assert_ptr_eq(found, f.r[0]);
@@ -455,10 +470,9 @@ START_TEST(destroy_sweep)
 		ck_assert_uint_eq(c.handles, 0);
 		ck_assert_uint_eq(c.host_buffers, 0);
 		ck_assert_uint_eq(c.primary_ctx_refs, 0);
-		points++;
 	}
-	printf("fault sweep: region destroy, policy %u, %s: %u points\n", pol[_i % 3],
-	       paused ? "paused" : "active", points);
+	printf("fault sweep: region destroy, policy %u, %s: %u points (%u absorbed)\n", pol[_i % 3],
+	       paused ? "paused" : "active", points, absorbed);
 }
 END_TEST
 

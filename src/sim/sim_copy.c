@@ -41,7 +41,7 @@ static CUresult check_host(uint64_t host, uint64_t bytes)
 {
 	if (!host || host + bytes < host || sim_in_reservation(host, bytes))
 		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_SUCCESS;
+	return sim_check_host_registration(host, bytes);
 }
 
 /* Read lock. */

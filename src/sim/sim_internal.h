@@ -148,6 +148,8 @@ struct sim_state {
 
 	uint64_t host_buffers;
 	uint64_t host_bytes;
+	struct sim_set host_regs; /* cuMemHostRegister ranges */
+	uint64_t host_reg_bytes;
 };
 
 extern struct sim_state sim;
@@ -173,6 +175,10 @@ void sim_set_remove_at(struct sim_set *s, size_t idx, size_t count);
 /* sim_vmm.c */
 CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write);
 int sim_in_reservation(uint64_t addr, uint64_t bytes);
+
+/* sim_host.c */
+/* A host range of a copy: inside one registration or outside all of them (read lock held). */
+CUresult sim_check_host_registration(uint64_t host, uint64_t bytes);
 
 /* sim_errors.c */
 int sim_error_lookup(CUresult error, const char **name, const char **string);
