@@ -1009,6 +1009,42 @@ START_TEST(test_threads)
 }
 END_TEST
 
+START_TEST(test_host_register)
+{
+	CUmemGenericAllocationHandle h;
+	cmssim_counters c;
+	CUdeviceptr ptr;
+	char *buf = malloc(3 * 4096);
+
+	ck_assert_ptr_nonnull(buf);
+	ptr = make(gran, gran, 0, &h);
+	CK(d.cuMemHostRegister(buf, 4096, 0));
+	CK(d.cuMemHostRegister(buf + 4096, 4096, 0));
+	c = counters();
+	ck_assert_uint_eq(c.host_registrations, 2);
+	ck_assert_uint_eq(c.host_registered_bytes, 2 * 4096);
+	/* overlapping registrations and bad bases are refused as by the driver */
+	ck_assert_int_eq(d.cuMemHostRegister(buf + 100, 4096, 0),
+			 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	ck_assert_int_eq(d.cuMemHostUnregister(buf + 8), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	ck_assert_int_eq(d.cuMemHostRegister((void *)(uintptr_t)ptr, 4096, 0),
+			 CUDA_ERROR_INVALID_VALUE);
+	/* one copy inside one registration is fine; across two (or into one) it is refused */
+	CK(d.cuMemcpyDtoHAsync(buf + 16, ptr, 4000, NULL));
+	ck_assert_int_eq(d.cuMemcpyDtoHAsync(buf + 4000, ptr, 200, NULL), CUDA_ERROR_INVALID_VALUE);
+	ck_assert_int_eq(d.cuMemcpyHtoDAsync(ptr, buf + 8000, 400, NULL), CUDA_ERROR_INVALID_VALUE);
+	CK(d.cuMemcpyHtoDAsync(ptr, buf + 2 * 4096, 400, NULL)); /* unregistered memory */
+	CK(d.cuMemHostUnregister(buf));
+	CK(d.cuMemHostUnregister(buf + 4096));
+	c = counters();
+	ck_assert_uint_eq(c.host_registrations, 0);
+	ck_assert_uint_eq(c.host_registered_bytes, 0);
+	destroy(ptr, gran, gran, h);
+	free(buf);
+	assert_all_freed();
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
 	Suite *s = suite_create("sim");
@@ -1028,6 +1064,7 @@ static Suite *sim_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_host_register);
 	tcase_add_test(tc, test_poison);
 	tcase_add_test(tc, test_map_rules);
 	tcase_add_test(tc, test_reserve_rules);
