@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench.h - shared state of cms-bench, the benchmark of cumemsaver against
+ * the driver floor measured in the same run (docs/bench.md).
+ *
+ * cms-bench.c: options, driver choice, device setup, helpers, main.
+ * bench_floor.c: the floors (raw VMM calls, pinned copy bandwidth).
+ * bench_work.c: the workloads through the library, with correctness checks.
+ * bench_report.c: the table on stdout and the JSON file.
+ */
+#ifndef CMS_BENCH_H
+#define CMS_BENCH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cumemsaver.h"
+#include "driver.h"
+
+#define BENCH_DEVICE 0
+#define BENCH_MAX_CYCLES 1000u
+#define BENCH_DEFAULT_CYCLES 6u
+#define BENCH_DEFAULT_SIM_SCALE 64u
+#define BENCH_MAX_SCALE 1048576u
+#define BENCH_FLOOR_REPS 5u		   /* timed repetitions of each floor (after one warm-up) */
+#define BENCH_SLOW_CYCLE_NS 10000000000ull /* a cycle slower than 10 s: stop after 2 cycles */
+#define BENCH_STAGE_BYTES (64ull << 20)	   /* host staging buffer for fills and checks */
+#define BENCH_SAMPLE_BUDGET (384ull << 20) /* bytes checked per cycle at --scale 1 */
+#define BENCH_SAMPLE_MAX_WINDOW (2ull << 20)
+#define BENCH_SAMPLE_MIN_WINDOW 4096ull
+
+enum bench_mode { BENCH_AUTO, BENCH_SIM, BENCH_GPU };
+
+/* Workloads, in the order. */
+enum { BENCH_WA, BENCH_WB, BENCH_WC, BENCH_WD, BENCH_WE, BENCH_WF, BENCH_WG, BENCH_NWORK };
+
+/* VMM floors: (a) 32 x 1 GiB, (b) 16 x 1 GiB and 2048 x 8 MiB. */
+enum { BENCH_VA, BENCH_VB_1G, BENCH_VB_ALLOC, BENCH_NVMM };
+
+/* A set of timings: the first and the median of the rest (or of all, for floors). */
+struct bench_vmm_floor {
+	const char *label; /* "a", "b-1g", "b-alloc" */
+	uint64_t count;	   /* handles */
+	uint64_t size;	   /* bytes per handle */
+	bool wanted;
+	bool measured;
+	unsigned int reps;
+	double back_ms;	   /* median over reps: cuMemCreate + cuMemMap + cuMemSetAccess */
+	double release_ms; /* median over reps: cuMemUnmap + cuMemRelease */
+	double back_min_ms;
+	double release_min_ms;
+};
+
+struct bench_copy_floor {
+	bool wanted;
+	bool measured;
+	uint64_t bytes; /* per direction */
+	uint64_t chunk;
+	unsigned int reps;
+	unsigned int touch_threads;
+	double touch_s;	   /* faulting in 2 x bytes of fresh pageable memory */
+	double register_s; /* cuMemHostRegister of those 2 x bytes, touched */
+	double d2h_gbs;	   /* medians, 1e9 bytes/s */
+	double h2d_gbs;
+	double bidir_gbs; /* both directions at once, total bytes moved / time */
+};
+
+struct bench_work {
+	char id;	  /* 'a'.. */
+	const char *what; /* "32 x 1 GiB DISCARD" at --scale 1 */
+	uint32_t policy;  /* CMS_POLICY_* */
+	uint64_t count0;  /* allocations at --scale 1 */
+	uint64_t size0;	  /* bytes per allocation at --scale 1 */
+	bool implemented; /* (e)-(g) are not: the library lacks the features */
+	bool selected;
+	int vmm_floor; /* BENCH_V*, or -1 */
+	/* set by the run */
+	uint64_t count;
+	uint64_t size;
+	uint64_t logical;
+	uint64_t physical;
+	uint64_t window; /* HOST: bytes checked at the start, middle and end of each allocation */
+	bool ran;
+	bool failed;
+	bool truncated; /* stopped after 2 cycles because a cycle took > 10 s */
+	unsigned int cycles_done;
+	uint64_t *pause_ns;
+	uint64_t *resume_ns;
+	double fill_s;
+	uint64_t rss_after_pause; /* VmRSS after the first pause */
+	uint64_t hwm_before;
+	uint64_t hwm_after;
+	bool hwm_reset;		  /* VmHWM was reset before the workload (/proc/self/clear_refs) */
+	uint64_t pin_after_pause; /* VmPin after the first pause (if the kernel accounts it) */
+	uint64_t backup_after_pause; /* cms_region_info.backup_bytes after the first pause */
+	uint64_t bytes_backed_up;    /* cms_pause_result of the first pause */
+	char note[1100];
+};
+
+struct bench {
+	/* options */
+	unsigned int scale;
+	bool scale_given;
+	unsigned int cycles;
+	enum bench_mode mode;
+	bool verify_full;
+	bool only_floor;
+	const char *json_path;
+	char *cmdline;
+
+	/* the tool's own view of the driver */
+	struct cms_driver drv;
+	bool drv_open;
+	bool sim;
+	char drv_path[PATH_MAX];
+	char drv_why[600]; /* why the simulation was chosen */
+	char device_name[256];
+	int drv_version; /* cuDriverGetVersion, kept after the driver is closed */
+	CUdevice dev;
+	CUcontext primary;
+	bool retained;
+	bool pushed;
+	uint64_t granularity;
+	int gdr;
+	uint64_t dev_free;
+	uint64_t dev_total;
+	char date[32];
+
+	struct bench_vmm_floor vmm[BENCH_NVMM];
+	struct bench_copy_floor copy;
+	struct bench_work work[BENCH_NWORK];
+
+	/* host side */
+	uint64_t *stage; /* BENCH_STAGE_BYTES */
+	unsigned int checks;
+	char step[96]; /* what the bench is doing, for failure messages */
+	bool failed;
+	char failure[1024];	 /* the first failure */
+	char last_failure[1024]; /* the latest one */
+};
+
+/* ---- cms-bench.c: helpers shared by the parts ---- */
+
+void bench_fail(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A passed check counts; a failed one records the failure. Returns ok. */
+bool bench_check(struct bench *b, bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A driver call of the tool failed: records "what: CUDA_ERROR_... (n)"; returns -1. */
+int bench_cu_fail(struct bench *b, CUresult res, const char *what);
+/* A library call failed: records "what: CMS_ERR_... (last error)"; returns -1. */
+int bench_cms_fail(struct bench *b, cms_status st, const char *what);
+
+uint64_t bench_now_ns(void);
+/* A /proc/self/status field ("VmRSS", "VmHWM", "VmPin") in bytes; 0 when unknown. */
+uint64_t bench_proc_status(const char *field);
+/* MemAvailable of /proc/meminfo in bytes; 0 when unknown. */
+uint64_t bench_mem_available(void);
+/* Resets VmHWM to VmRSS (echo 5 > /proc/self/clear_refs). Returns whether it worked. */
+bool bench_reset_hwm(void);
+/* "64.0 MiB", "1.00 GiB" */
+const char *bench_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* Sorts v[0..n) and returns the median (n > 0); the mean of the middle two for even n. */
+double bench_median_ns(const uint64_t *v, unsigned int n);
+/* Writes to one byte of every page of [p, p + bytes) on up to max_threads threads. */
+unsigned int bench_touch(void *p, uint64_t bytes, unsigned int max_threads);
+
+/* Calls b->drv.fn(...); on failure records it and jumps to label. */
+#define BENCH_CU(b, label, fn, ...)                       \
+	do {                                              \
+		CUresult res_ = (b)->drv.fn(__VA_ARGS__); \
+		if (res_ != CUDA_SUCCESS) {               \
+			bench_cu_fail((b), res_, #fn);    \
+			goto label;                       \
+		}                                         \
+	} while (0)
+
+/* Calls fn(...) of the library; on failure records it and jumps to label. */
+#define BENCH_CMS(b, label, fn, ...)                   \
+	do {                                           \
+		cms_status st_ = fn(__VA_ARGS__);      \
+		if (st_ != CMS_OK) {                   \
+			bench_cms_fail((b), st_, #fn); \
+			goto label;                    \
+		}                                      \
+	} while (0)
+
+/* ---- bench_floor.c ---- */
+
+/* Scales (count0 x size0) by b->scale: see docs/bench.md. */
+void bench_scale(const struct bench *b, uint64_t count0, uint64_t size0, uint64_t *count,
+		 uint64_t *size);
+int bench_vmm_floor(struct bench *b, struct bench_vmm_floor *f);
+int bench_copy_floor(struct bench *b);
+
+/* ---- bench_work.c ---- */
+
+void bench_works_init(struct bench *b);
+int bench_work_run(struct bench *b, struct bench_work *w);
+
+/* ---- bench_report.c ---- */
+
+void bench_report_table(const struct bench *b);
+int bench_report_json(struct bench *b);
+/* Median of cycles 2.. of a workload (0 when fewer than 2 cycles ran). */
+double bench_work_median_ms(const struct bench_work *w, bool pause);
+double bench_work_first_ms(const struct bench_work *w, bool pause);
+
+#endif /* CMS_BENCH_H */
