@@ -85,7 +85,7 @@ err_free:
 CMS_API cms_status cms_context_destroy(cms_context *ctx)
 {
 	cms_status st;
-	int i;
+	int i, k;
 
 	if (!ctx)
 		return CMS_OK;
@@ -103,7 +103,8 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 		if (!d->ready)
 			continue;
 		if (!cms_push(ctx, i)) {
-			ctx->drv.cuStreamDestroy(d->stream);
+			for (k = 0; k < CMS_COPY_STREAMS; k++)
+				ctx->drv.cuStreamDestroy(d->streams[k]);
 			cms_pop(ctx);
 		}
 		ctx->drv.cuDevicePrimaryCtxRelease(d->cu);
@@ -139,7 +140,7 @@ cms_status cms_ctx_driver_locked(cms_context *ctx)
 static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct cms_device *d)
 {
 	CUmemAllocationProp prop;
-	int count = 0, vmm = 0, gdr = 0;
+	int count = 0, vmm = 0, gdr = 0, i;
 	cms_status st = CMS_OK;
 
 	CU_TRY(ctx, cuDeviceGetCount(&count), st, out);
@@ -174,14 +175,18 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 				     d->granularity);
 	CU_TRY(ctx, cuDevicePrimaryCtxRetain(&d->primary, d->cu), st, out);
 	CU_TRY(ctx, cuCtxPushCurrent(d->primary), st, err_release);
-	CU_TRY(ctx, cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING), st, err_pop);
+	for (i = 0; i < CMS_COPY_STREAMS; i++)
+		CU_TRY(ctx, cuStreamCreate(&d->streams[i], CU_STREAM_NON_BLOCKING), st,
+		       err_streams);
 	cms_pop(ctx);
 	d->ready = true;
 	cms_log(ctx, CMS_LOG_INFO, "device %d: granularity %zu, GPUDirect RDMA flag %d", ordinal,
 		d->granularity, d->gdr);
 	return CMS_OK;
 
-err_pop:
+err_streams:
+	while (i-- > 0)
+		ctx->drv.cuStreamDestroy(d->streams[i]);
 	cms_pop(ctx);
 err_release:
 	ctx->drv.cuDevicePrimaryCtxRelease(d->cu);

@@ -283,7 +283,7 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 			break;
 		CU_TRY(ctx,
 		       cuMemcpyDtoHAsync(a->backup, a->base, a->size,
-					 ctx->devices[a->region->device].stream),
+					 cms_copy_stream(ctx, a->region->device, k)),
 		       st, out_join);
 		cms_alloc_set_saved(a, true);
 		a->fresh_saved = true;

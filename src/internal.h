@@ -12,6 +12,7 @@
 #include "driver.h"
 
 #define CMS_MAX_DEVICES 64
+#define CMS_COPY_STREAMS 4
 
 /* ---- errors and logging (error.c, log.c) ---- */
 
@@ -65,7 +66,9 @@ struct cms_device {
 	bool ready;
 	CUdevice cu;
 	CUcontext primary;
-	CUstream stream; /* the library's own non-blocking stream for copies and memsets */
+	/* The library's own non-blocking streams for copies and memsets: allocations are spread
+	 * over them so that the setup of one copy overlaps the transfer of another. */
+	CUstream streams[CMS_COPY_STREAMS];
 	size_t granularity;
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
 };
@@ -206,10 +209,15 @@ cms_status cms_collect_allocs(struct cms_region **regions, size_t n,
 			      size_t *count);
 /* The distinct devices of the regions, into devs (room for CMS_MAX_DEVICES). */
 size_t cms_region_devices(struct cms_region **regions, size_t n, int32_t *devs);
-/* Synchronizes the library stream of each device. */
+/* The library stream that the k-th copy of a call on device dev uses. */
+static inline CUstream cms_copy_stream(const cms_context *ctx, int32_t dev, size_t k)
+{
+	return ctx->devices[dev].streams[k % CMS_COPY_STREAMS];
+}
+/* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
 /* Enqueues the content restore of a freshly backed allocation per its policy. */
-cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, uint64_t *bytes);
+cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, CUstream s, uint64_t *bytes);
 cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t n,
 			     const cms_resume_options *opts, cms_resume_result *res);
 

@@ -80,15 +80,16 @@ out:
 
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd)
 {
+	size_t k;
+
 	int32_t cur = -1;
 	cms_status st = CMS_OK;
 	size_t i;
 
 	for (i = 0; i < nd && !st; i++) {
 		st = cms_switch_device(ctx, &cur, devs[i]);
-		if (st)
-			break;
-		CU_TRY(ctx, cuStreamSynchronize(ctx->devices[devs[i]].stream), st, out);
+		for (k = 0; k < CMS_COPY_STREAMS && !st; k++)
+			CU_TRY(ctx, cuStreamSynchronize(ctx->devices[devs[i]].streams[k]), st, out);
 	}
 out:
 	cms_switch_done(ctx, &cur);
@@ -145,9 +146,8 @@ static void drop_fresh_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
 	}
 }
 
-cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, uint64_t *bytes)
+cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, CUstream s, uint64_t *bytes)
 {
-	CUstream s = ctx->devices[a->region->device].stream;
 	cms_status st = CMS_OK;
 
 	switch (a->region->policy) {
@@ -188,7 +188,9 @@ static cms_status rollback(cms_context *ctx, struct cms_alloc **v, size_t n, con
 		if (!st && released) {
 			st = cms_switch_device(ctx, &cur, a->region->device);
 			if (!st)
-				st = cms_restore_content(ctx, a, &unused);
+				st = cms_restore_content(ctx, a,
+							 cms_copy_stream(ctx, a->region->device, i),
+							 &unused);
 		}
 		if (st && !first)
 			first = st;

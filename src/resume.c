@@ -62,25 +62,21 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 	}
 	for (i = 0; i < n; i++)
 		had_handle[i] = v[i]->handle != 0;
-	for (i = 0; i < n; i++) {
-		if (!v[i]->handle) {
-			st = cms_vmm_create(v[i]);
-			if (st)
-				goto err;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (!v[i]->mapped) {
-			st = cms_vmm_map(v[i]);
-			if (st)
-				goto err;
-		}
-		backed += v[i]->physical;
-	}
+	/* Pipelined: allocation i's copy runs while i + 1 is created and mapped. */
 	for (i = 0; i < n && !st; i++) {
-		st = cms_switch_device(ctx, &cur, v[i]->region->device);
+		struct cms_alloc *a = v[i];
+
+		if (!a->handle)
+			st = cms_vmm_create(a);
+		if (!st && !a->mapped)
+			st = cms_vmm_map(a);
+		if (st)
+			break;
+		backed += a->physical;
+		st = cms_switch_device(ctx, &cur, a->region->device);
 		if (!st)
-			st = cms_restore_content(ctx, v[i], &restored);
+			st = cms_restore_content(ctx, a, cms_copy_stream(ctx, a->region->device, i),
+						 &restored);
 	}
 	cms_switch_done(ctx, &cur);
 	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
