@@ -2,19 +2,24 @@
 /*
  * host.c - host backup buffers of HOST-policy allocations.
  *
- * A buffer is anonymous memory (mmap, transparent huge pages where the
- * kernel allows) that is faulted in and then page-locked with
- * cuMemHostRegister, so that the copies run by DMA at PCIe speed. Buffers are
- * kept from one cycle to the next (unless the region asks to give host memory
- * back after each resume): the steady state is then a plain DMA each way.
+ * Backups live in host buffers of anonymous memory (mmap, transparent huge
+ * pages where the kernel allows) that are faulted in and then page-locked
+ * with cuMemHostRegister, so that the copies run by DMA at PCIe speed. One
+ * buffer holds the backups of up to GROUP_MAX bytes of consecutive
+ * allocations of one region (each copy stays inside one registration, as the
+ * driver requires, and thousands of small allocations need few
+ * registrations). Buffers are kept from one cycle to the next unless the
+ * region gives host memory back after each resume: the steady state is then
+ * a plain DMA each way. A buffer is unmapped when its last allocation lets go
+ * of its slice, so freed allocations' slices stay until then (at most
+ * GROUP_MAX bytes per buffer).
  *
- * Making a fresh buffer is bound by the kernel faulting and zeroing pages
- * (~3-5 GB/s per thread), so a pause that needs many bytes of new buffers
- * spreads the faulting over worker threads, in slices, in allocation order,
- * and registers each buffer as soon as its slices are done, while the main
- * thread already copies the buffers that are ready. One copy never spans two
- * registrations (the driver refuses that). If registration fails (locked
- * memory limits), the buffer stays pageable: slower, still correct.
+ * Making new buffers is bound by the kernel faulting and zeroing pages (~3-5
+ * GB/s per thread): a pause that needs many new bytes spreads the faulting
+ * over worker threads, in slices, in buffer order, registers each buffer as
+ * soon as its slices are done, and meanwhile the main thread copies into the
+ * buffers that are ready. If registration fails (locked-memory limits), the
+ * buffer stays pageable: slower, still correct.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -29,6 +34,7 @@
 #endif
 
 #define SLICE (32u << 20)	   /* bytes a worker faults at a time */
+#define GROUP_MAX (1ull << 30)	   /* bytes of backups sharing one buffer */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
 
@@ -50,30 +56,66 @@ void cms_alloc_set_saved(struct cms_alloc *a, bool saved)
 		a->region->backup_bytes -= a->size;
 }
 
-/* Reserves the memory of a new buffer for a (not yet faulted in or registered). */
-static cms_status buffer_map(cms_context *ctx, struct cms_alloc *a)
+/* Page-locks a buffer; a failure leaves it pageable (logged once per context). */
+static void buffer_register(cms_context *ctx, struct cms_hostbuf *hb)
 {
-	size_t len = page_round(a->size);
-	void *p;
+	CUcontext popped;
+	CUresult res;
 
-	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
+	res = ctx->drv.cuCtxPushCurrent(ctx->devices[hb->device].primary);
+	if (res == CUDA_SUCCESS) {
+		res = ctx->drv.cuMemHostRegister(hb->base, hb->len, CU_MEMHOSTREGISTER_PORTABLE);
+		ctx->drv.cuCtxPopCurrent(&popped);
+	}
+	hb->registered = res == CUDA_SUCCESS;
+	if (res != CUDA_SUCCESS && !atomic_exchange(&ctx->warned_register, 1))
+		cms_log(ctx, CMS_LOG_WARN,
+			"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable "
+			"and copies run slower (check RLIMIT_MEMLOCK)",
+			hb->len, cms_driver_error_name(&ctx->drv, res));
+}
+
+/* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
+static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
+{
+	struct cms_hostbuf *hb;
+	size_t len = 0, off = 0, i;
+
+	for (i = 0; i < n; i++)
+		len += page_round(v[i]->size);
+	hb = calloc(1, sizeof(*hb));
+	if (!hb)
 		goto err;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
+	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
+		goto err_free;
+	hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (hb->base == MAP_FAILED) {
 		if (ctx->drv.host_free_hook)
 			ctx->drv.host_free_hook(len);
-		goto err;
+		goto err_free;
 	}
-	madvise(p, len, MADV_HUGEPAGE); /* advice only: fewer faults where THP is on */
-	a->backup = p;
-	a->backup_len = len;
-	a->backup_registered = false;
-	a->region->host_bytes += len;
+	madvise(hb->base, len, MADV_HUGEPAGE); /* advice only: fewer faults where THP is on */
+	hb->len = len;
+	hb->device = v[0]->region->device;
+	hb->users = (unsigned)n;
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+
+		a->hostbuf = hb;
+		a->backup = (char *)hb->base + off;
+		a->backup_len = page_round(a->size);
+		a->fresh_buffer = true;
+		a->region->host_bytes += a->backup_len;
+		off += a->backup_len;
+	}
 	return CMS_OK;
+
+err_free:
+	free(hb);
 err:
 	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-			     "cannot allocate a host backup of %zu bytes for 0x%llx", len,
-			     (unsigned long long)a->base);
+			     "cannot allocate %zu bytes of host backup for %zu allocations", len,
+			     n);
 }
 
 static void fault_in(void *p, size_t len)
@@ -86,36 +128,18 @@ static void fault_in(void *p, size_t len)
 		((volatile char *)p)[i] = 0;
 }
 
-/* Page-locks the buffer; a failure leaves it pageable (logged once per context). */
-static void buffer_register(cms_context *ctx, struct cms_alloc *a)
-{
-	CUcontext popped;
-	CUresult res;
-
-	res = ctx->drv.cuCtxPushCurrent(ctx->devices[a->region->device].primary);
-	if (res == CUDA_SUCCESS) {
-		res = ctx->drv.cuMemHostRegister(a->backup, a->backup_len,
-						 CU_MEMHOSTREGISTER_PORTABLE);
-		ctx->drv.cuCtxPopCurrent(&popped);
-	}
-	a->backup_registered = res == CUDA_SUCCESS;
-	if (res != CUDA_SUCCESS && !atomic_exchange(&ctx->warned_register, 1))
-		cms_log(ctx, CMS_LOG_WARN,
-			"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable "
-			"and copies run slower (check RLIMIT_MEMLOCK)",
-			a->backup_len, cms_driver_error_name(&ctx->drv, res));
-}
-
 cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a)
 {
+	struct cms_hostbuf *hb = a->hostbuf;
 	cms_status st = CMS_OK;
 	CUcontext popped;
 
-	if (!a->backup || !a->backup_registered)
+	/* Only the buffer's last user unpins it; the others leave it as it is. */
+	if (!hb || !hb->registered || hb->users > 1)
 		return CMS_OK;
-	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[a->region->device].primary), st, out);
-	CU_TRY(ctx, cuMemHostUnregister(a->backup), st, out_pop);
-	a->backup_registered = false;
+	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[hb->device].primary), st, out);
+	CU_TRY(ctx, cuMemHostUnregister(hb->base), st, out_pop);
+	hb->registered = false;
 out_pop:
 	ctx->drv.cuCtxPopCurrent(&popped);
 out:
@@ -124,21 +148,27 @@ out:
 
 void cms_backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
-	if (a->backup && !a->backup_registered)
-		buffer_register(ctx, a);
+	if (a->hostbuf && !a->hostbuf->registered)
+		buffer_register(ctx, a->hostbuf);
 }
 
 void cms_backup_drop(cms_context *ctx, struct cms_alloc *a)
 {
-	if (!a->backup)
+	struct cms_hostbuf *hb = a->hostbuf;
+
+	if (!hb)
 		return;
 	cms_alloc_set_saved(a, false);
-	munmap(a->backup, a->backup_len);
-	if (ctx->drv.host_free_hook)
-		ctx->drv.host_free_hook(a->backup_len);
 	a->region->host_bytes -= a->backup_len;
+	a->hostbuf = NULL;
 	a->backup = NULL;
 	a->backup_len = 0;
+	if (--hb->users)
+		return;
+	munmap(hb->base, hb->len);
+	if (ctx->drv.host_free_hook)
+		ctx->drv.host_free_hook(hb->len);
+	free(hb);
 }
 
 cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a)
@@ -154,7 +184,7 @@ cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a)
 
 struct prep {
 	cms_context *ctx;
-	struct cms_alloc **bufs; /* allocations whose new buffer must be faulted and registered */
+	struct cms_hostbuf **bufs; /* new buffers, in the order of their allocations */
 	size_t n;
 	size_t *first_slice; /* n + 1 prefix sums */
 	atomic_size_t next;
@@ -167,7 +197,7 @@ struct prep {
 static void prep_slice(struct prep *w, size_t s)
 {
 	size_t lo = 0, hi = w->n, b, off, len;
-	struct cms_alloc *a;
+	struct cms_hostbuf *hb;
 
 	while (hi - lo > 1) { /* the buffer whose slices contain s */
 		size_t mid = (lo + hi) / 2;
@@ -178,12 +208,12 @@ static void prep_slice(struct prep *w, size_t s)
 			hi = mid;
 	}
 	b = lo;
-	a = w->bufs[b];
+	hb = w->bufs[b];
 	off = (s - w->first_slice[b]) * SLICE;
-	len = a->backup_len - off < SLICE ? a->backup_len - off : SLICE;
-	fault_in((char *)a->backup + off, len);
+	len = hb->len - off < SLICE ? hb->len - off : SLICE;
+	fault_in((char *)hb->base + off, len);
 	if (atomic_fetch_sub(&w->left[b], 1) == 1) {
-		buffer_register(w->ctx, a);
+		buffer_register(w->ctx, hb);
 		pthread_mutex_lock(&w->lock);
 		w->ready[b] = true;
 		pthread_cond_broadcast(&w->ready_cond);
@@ -201,8 +231,14 @@ static void *prep_worker(void *arg)
 	return NULL;
 }
 
-static void prep_wait(struct prep *w, size_t b)
+/* Waits for buffer b (threads), or prepares it on this thread (nthreads 0). */
+static void prep_wait(struct prep *w, size_t b, int nthreads)
 {
+	if (!nthreads) {
+		while (!w->ready[b])
+			prep_slice(w, atomic_fetch_add(&w->next, 1));
+		return;
+	}
 	pthread_mutex_lock(&w->lock);
 	while (!w->ready[b])
 		pthread_cond_wait(&w->ready_cond, &w->lock);
@@ -221,6 +257,45 @@ static int workers_for(uint64_t bytes)
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
 
+static bool wants_copy(const struct cms_alloc *a)
+{
+	return a->region->policy == CMS_POLICY_HOST && a->mapped && !a->saved;
+}
+
+/*
+ * Makes the new buffers: consecutive allocations of v without one, of the
+ * same region, up to GROUP_MAX bytes each.
+ */
+static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
+			       uint64_t *new_bytes)
+{
+	size_t k = 0, j, bytes;
+	cms_status st;
+
+	w->first_slice[0] = 0;
+	while (k < n) {
+		if (!wants_copy(v[k]) || v[k]->hostbuf) {
+			k++;
+			continue;
+		}
+		bytes = page_round(v[k]->size);
+		for (j = k + 1;
+		     j < n && wants_copy(v[j]) && !v[j]->hostbuf && v[j]->region == v[k]->region &&
+		     bytes + page_round(v[j]->size) <= GROUP_MAX;
+		     j++)
+			bytes += page_round(v[j]->size);
+		st = buffer_map(ctx, v + k, j - k);
+		if (st)
+			return st;
+		w->left[w->n] = (unsigned)((bytes + SLICE - 1) / SLICE);
+		w->first_slice[w->n + 1] = w->first_slice[w->n] + w->left[w->n];
+		w->bufs[w->n++] = v[k]->hostbuf;
+		*new_bytes += bytes;
+		k = j;
+	}
+	return CMS_OK;
+}
+
 cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	struct prep w = { .ctx = ctx };
@@ -231,7 +306,6 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 	cms_status st = CMS_OK;
 
 	*bytes = 0;
-	/* Buffers to make: the mapped HOST allocations without one. */
 	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
 	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
 	w.left = malloc((n + 1) * sizeof(*w.left));
@@ -240,21 +314,9 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
 		goto out_free;
 	}
-	w.first_slice[0] = 0;
-	for (k = 0; k < n; k++) {
-		struct cms_alloc *a = v[k];
-
-		if (a->region->policy != CMS_POLICY_HOST || !a->mapped || a->saved || a->backup)
-			continue;
-		st = buffer_map(ctx, a);
-		if (st)
-			goto out_free;
-		a->fresh_buffer = true;
-		w.left[w.n] = (unsigned)((a->backup_len + SLICE - 1) / SLICE);
-		w.first_slice[w.n + 1] = w.first_slice[w.n] + w.left[w.n];
-		w.bufs[w.n++] = a;
-		new_bytes += a->backup_len;
-	}
+	st = plan_buffers(ctx, v, n, &w, &new_bytes);
+	if (st)
+		goto out_free;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
@@ -262,22 +324,19 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 	for (i = 0; i < nthreads; i++)
 		if (pthread_create(&threads[i], NULL, prep_worker, &w))
 			break;
-	nthreads = i; /* with none, the loop below prepares each buffer itself */
+	nthreads = i;
 
 	/* Copy each allocation out as soon as its buffer is ready. */
 	for (k = 0; k < n; k++) {
 		struct cms_alloc *a = v[k];
 
-		if (a->region->policy != CMS_POLICY_HOST || !a->mapped || a->saved)
+		if (!wants_copy(a))
 			continue;
-		if (b < w.n && w.bufs[b] == a) {
-			if (nthreads)
-				prep_wait(&w, b);
-			else
-				while (!w.ready[b])
-					prep_slice(&w, atomic_fetch_add(&w.next, 1));
-			b++;
-		}
+		while (b < w.n && a->hostbuf == w.bufs[b] && !w.ready[b])
+			prep_wait(&w, b, nthreads);
+		if (b < w.n && a->hostbuf == w.bufs[b] && k + 1 < n &&
+		    v[k + 1]->hostbuf != a->hostbuf)
+			b++; /* last allocation of this buffer */
 		st = cms_switch_device(ctx, &cur, a->region->device);
 		if (st)
 			break;

@@ -73,6 +73,15 @@ struct cms_device {
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
 };
 
+/* Host memory shared by the backups of several allocations of one region (host.c). */
+struct cms_hostbuf {
+	void *base;
+	size_t len;
+	unsigned users;	 /* allocations with a slice; under their region's lock */
+	bool registered; /* page-locked with cuMemHostRegister */
+	int32_t device;
+};
+
 struct cms_alloc {
 	struct cms_region *region;
 	CUdeviceptr base;
@@ -86,9 +95,9 @@ struct cms_alloc {
 	 *   saved        the buffer holds the content (counted in backup_bytes) */
 	CUmemGenericAllocationHandle handle;
 	bool mapped;
-	void *backup;
-	size_t backup_len;
-	bool backup_registered; /* page-locked with cuMemHostRegister */
+	void *backup;		     /* this allocation's slice of hostbuf */
+	size_t backup_len;	     /* page-rounded size of the slice */
+	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool saved;
 	bool claimed;	   /* a cms_free() removed it from the index and will free it */
 	bool fresh_buffer; /* scratch of the pause engine: buffer made by the running call */

@@ -19,8 +19,7 @@ void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a)
 		r->backed_bytes += a->physical;
 	if (a->saved)
 		r->backup_bytes += a->size;
-	if (a->backup)
-		r->host_bytes += a->backup_len;
+	r->host_bytes += a->backup_len;
 }
 
 void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
@@ -39,8 +38,7 @@ void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
 		r->backed_bytes -= a->physical;
 	if (a->saved)
 		r->backup_bytes -= a->size;
-	if (a->backup)
-		r->host_bytes -= a->backup_len;
+	r->host_bytes -= a->backup_len;
 }
 
 void cms_region_unref_locked(struct cms_region *r)

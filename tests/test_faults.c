@@ -274,7 +274,7 @@ START_TEST(host_allocation_failure)
 	cmssim_counters c0, c1;
 	int nth;
 
-	for (nth = 1; nth <= NALLOC; nth++) {
+	for (nth = 1; nth <= 2; nth++) { /* one host buffer per region */
 		setup(&f, CMS_POLICY_HOST, 1, CMS_POLICY_HOST);
 		c0 = t_counters();
 		ck_assert_int_eq(sim->fail_host_alloc((uint64_t)nth), 0);
@@ -461,8 +461,10 @@ START_TEST(destroy_sweep)
 		c = t_counters();
 		ck_assert_uint_eq(c.reservations, ri.allocations);
 		ck_assert_uint_eq(c.handles, paused ? 0 : ri.allocations);
+		/* one buffer holds a region's backups */
 		ck_assert_uint_eq(c.host_buffers,
-				  paused && pol[_i % 3] == CMS_POLICY_HOST ? ri.allocations : 0);
+				  paused && pol[_i % 3] == CMS_POLICY_HOST && ri.allocations ? 1 :
+											       0);
 		/* Context destroy retries the region destroy. */
 		ck_ok(cms_context_destroy(f.ctx));
 		c = t_counters();
