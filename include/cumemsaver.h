@@ -326,6 +326,8 @@ typedef struct cms_region_info {
 	uint64_t epoch;		 /* bumped by every successful resume, starts at 0 */
 	uint64_t granularity;	 /* allocation granularity of this region's properties */
 	uint64_t host_bytes;	 /* host memory held by backup buffers (kept across cycles) */
+	uint32_t restore_pending; /* 1 while an async resume's restore copies may still run */
+	uint32_t reserved2;	  /* 0 */
 } cms_region_info;
 
 /*
@@ -415,14 +417,30 @@ typedef struct cms_pause_result {
 	uint64_t elapsed_ns;	     /* wall time of the call */
 } cms_pause_result;
 
+/*
+ * Resume flag: asynchronous restore. The call returns once every allocation
+ * is backed and mapped (its pointer usable) and the content restores (HOST
+ * copies, ZERO memsets) are enqueued on the library's streams; `stream` is
+ * made to wait for them (cuStreamWaitEvent), so work the caller enqueues on
+ * it afterwards sees the restored content without any host wait. Other
+ * streams must wait on `stream` (or the caller checks
+ * cms_region_info.restore_pending). Failures up to the return are rolled back
+ * as usual; a copy that fails later is a CUDA error of the device context.
+ * Not combinable with CMS_REGION_RELEASE_HOST (CMS_ERR_INVALID_ARGUMENT): the
+ * host buffers are needed until the copies are done.
+ */
+#define CMS_RESUME_ASYNC 0x1ull
+
 typedef struct cms_resume_options {
 	size_t struct_size; /* sizeof(cms_resume_options) */
-	uint64_t flags;	    /* reserved, must be 0 */
+	uint64_t flags;	    /* CMS_RESUME_* */
+	uint64_t
+		stream; /* CMS_RESUME_ASYNC: CUstream to order after the restore (0: NULL stream) */
 } cms_resume_options;
 
-#define CMS_RESUME_OPTIONS_INIT               \
-	{                                     \
-		sizeof(cms_resume_options), 0 \
+#define CMS_RESUME_OPTIONS_INIT                  \
+	{                                        \
+		sizeof(cms_resume_options), 0, 0 \
 	}
 CMS_API cms_status cms_resume_options_init(cms_resume_options *opts);
 
@@ -466,7 +484,10 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * addresses (cuMemMap, cuMemSetAccess), restores content per policy (HOST:
  * cuMemcpyHtoD from the backup, which is then freed; ZERO: cuMemsetD8Async +
  * synchronize) and bumps each region's epoch. Returns when the memory is
- * ready for use from any stream. All or nothing: on failure every touched
+ * ready for use from any stream, or, with CMS_RESUME_ASYNC, as soon as it is
+ * mapped, with the restore ordered before opts->stream (see the flag). The
+ * create, map and restore of one allocation overlap with the next's; copies
+ * are spread over the library's own streams. All or nothing: on failure every touched
  * allocation stays paused with its backup. Regions already active are
  * skipped. opts and result may be NULL.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,

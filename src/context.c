@@ -103,8 +103,10 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 		if (!d->ready)
 			continue;
 		if (!cms_push(ctx, i)) {
-			for (k = 0; k < CMS_COPY_STREAMS; k++)
+			for (k = 0; k < CMS_COPY_STREAMS; k++) {
+				ctx->drv.cuEventDestroy(d->events[k]);
 				ctx->drv.cuStreamDestroy(d->streams[k]);
+			}
 			cms_pop(ctx);
 		}
 		ctx->drv.cuDevicePrimaryCtxRelease(d->cu);
@@ -178,12 +180,18 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 	for (i = 0; i < CMS_COPY_STREAMS; i++)
 		CU_TRY(ctx, cuStreamCreate(&d->streams[i], CU_STREAM_NON_BLOCKING), st,
 		       err_streams);
+	for (i = 0; i < CMS_COPY_STREAMS; i++)
+		CU_TRY(ctx, cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING), st, err_events);
 	cms_pop(ctx);
 	d->ready = true;
 	cms_log(ctx, CMS_LOG_INFO, "device %d: granularity %zu, GPUDirect RDMA flag %d", ordinal,
 		d->granularity, d->gdr);
 	return CMS_OK;
 
+err_events:
+	while (i-- > 0)
+		ctx->drv.cuEventDestroy(d->events[i]);
+	i = CMS_COPY_STREAMS;
 err_streams:
 	while (i-- > 0)
 		ctx->drv.cuStreamDestroy(d->streams[i]);

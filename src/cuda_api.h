@@ -172,6 +172,7 @@ typedef struct CUmemAccessDesc_st {
 	X(cuEventCreate, CUresult, (CUevent * event, unsigned int flags))                       \
 	X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                            \
 	X(cuEventSynchronize, CUresult, (CUevent event))                                        \
+	X(cuEventQuery, CUresult, (CUevent event))                                              \
 	X(cuEventDestroy, CUresult, (CUevent event))                                            \
 	X(cuStreamBeginCapture, CUresult, (CUstream stream, int mode))                          \
 	X(cuStreamEndCapture, CUresult, (CUstream stream, CUgraph * graph))                     \

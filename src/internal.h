@@ -69,6 +69,7 @@ struct cms_device {
 	/* The library's own non-blocking streams for copies and memsets: allocations are spread
 	 * over them so that the setup of one copy overlaps the transfer of another. */
 	CUstream streams[CMS_COPY_STREAMS];
+	CUevent events[CMS_COPY_STREAMS]; /* recorded on streams[] by an async resume */
 	size_t granularity;
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
 };
@@ -118,6 +119,7 @@ struct cms_region {
 	unsigned nclaimed;	  /* allocations claimed by a cms_free() in flight; ctx->lock */
 	pthread_cond_t unclaimed; /* signalled (with lock held) when such a free finishes */
 	uint32_t state;		  /* written under lock, read atomically by cms_pointer_info_get */
+	bool restore_pending; /* an async resume's copies may still run on the device's streams */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
 	struct cms_alloc *allocs;
@@ -223,6 +225,8 @@ static inline CUstream cms_copy_stream(const cms_context *ctx, int32_t dev, size
 {
 	return ctx->devices[dev].streams[k % CMS_COPY_STREAMS];
 }
+/* Waits for an async resume's restore copies of the region (region lock held). */
+cms_status cms_region_settle(struct cms_region *r);
 /* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
 /* Enqueues the content restore of a freshly backed allocation per its policy. */

@@ -216,6 +216,11 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 	cms_status st, rb;
 
 	nd = cms_region_devices(regions, nr, devs);
+	for (i = 0; i < nr; i++) { /* an async resume's copies must be done first */
+		st = cms_region_settle(regions[i]);
+		if (st)
+			return st;
+	}
 	st = cms_collect_allocs(regions, nr, has_memory, &v, &n);
 	if (st)
 		return st;

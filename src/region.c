@@ -166,7 +166,9 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 	bool active = a->region->state == CMS_STATE_ACTIVE;
 	cms_status st;
 
-	st = cms_vmm_unback(a);
+	st = cms_region_settle(a->region); /* no copy may still run into it */
+	if (!st)
+		st = cms_vmm_unback(a);
 	if (st)
 		return st;
 	st = cms_backup_unpin(ctx, a);
@@ -264,6 +266,21 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 	return CMS_OK;
 }
 
+/* Whether the copies of an async resume on the region's device are done (cuEventQuery). */
+static bool restore_done(struct cms_region *r)
+{
+	struct cms_device *d = &r->ctx->devices[r->device];
+	bool done = true;
+	size_t k;
+
+	if (cms_push(r->ctx, r->device))
+		return false;
+	for (k = 0; k < CMS_COPY_STREAMS && done; k++)
+		done = r->ctx->drv.cuEventQuery(d->events[k]) == CUDA_SUCCESS;
+	cms_pop(r->ctx);
+	return done;
+}
+
 CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info)
 {
 	cms_region_info o;
@@ -292,6 +309,9 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.backed_bytes = region->backed_bytes;
 	o.backup_bytes = region->backup_bytes;
 	o.host_bytes = region->host_bytes;
+	if (region->restore_pending && restore_done(region))
+		region->restore_pending = false;
+	o.restore_pending = region->restore_pending;
 	o.epoch = region->epoch;
 	o.granularity = region->ctx->devices[region->device].granularity;
 	pthread_mutex_unlock(&region->lock);

@@ -36,6 +36,41 @@ static cms_status undo(struct cms_alloc **v, size_t n, const bool *had_handle)
 	return first;
 }
 
+cms_status cms_region_settle(struct cms_region *r)
+{
+	int32_t dev = r->device;
+	cms_status st;
+
+	if (!r->restore_pending)
+		return CMS_OK;
+	st = cms_sync_streams(r->ctx, &dev, 1);
+	if (!st)
+		r->restore_pending = false;
+	return st;
+}
+
+/* Async resume: records the library streams' work in events and makes `stream` wait for them. */
+static cms_status order_after_restore(cms_context *ctx, const int32_t *devs, size_t nd,
+				      CUstream stream)
+{
+	int32_t cur = -1;
+	cms_status st = CMS_OK;
+	size_t i, k;
+
+	for (i = 0; i < nd && !st; i++) {
+		struct cms_device *d = &ctx->devices[devs[i]];
+
+		st = cms_switch_device(ctx, &cur, devs[i]);
+		for (k = 0; k < CMS_COPY_STREAMS && !st; k++) {
+			CU_TRY(ctx, cuEventRecord(d->events[k], d->streams[k]), st, out);
+			CU_TRY(ctx, cuStreamWaitEvent(stream, d->events[k], 0), st, out);
+		}
+	}
+out:
+	cms_switch_done(ctx, &cur);
+	return st;
+}
+
 cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t nr,
 			     const cms_resume_options *o, cms_resume_result *res)
 {
@@ -47,7 +82,6 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 	size_t n, i, nd;
 	cms_status st, rb;
 
-	(void)o;
 	nd = cms_region_devices(regions, nr, devs);
 	st = cms_collect_allocs(regions, nr, needs_memory, &v, &n);
 	if (st)
@@ -79,23 +113,30 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 						 &restored);
 	}
 	cms_switch_done(ctx, &cur);
+	if (!st && (o->flags & CMS_RESUME_ASYNC)) {
+		st = order_after_restore(ctx, devs, nd, (CUstream)(uintptr_t)o->stream);
+		if (!st)
+			goto commit;
+	}
 	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
 	if (st)
 		goto err;
+commit:
 
 	/* Commit. */
 	for (i = 0; i < n; i++) {
 		/* The buffer is kept for the next pause unless the region gives host memory back.
 		 */
 		cms_alloc_set_saved(v[i], false);
-		if (v[i]->region->flags & CMS_REGION_RELEASE_HOST)
+		if (v[i]->region->flags & CMS_REGION_RELEASE_HOST) /* never async: refused */
 			cms_backup_free(ctx, v[i]);
 	}
 	for (i = 0; i < nr; i++) {
 		__atomic_store_n(&regions[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);
 		regions[i]->epoch++;
+		regions[i]->restore_pending = (o->flags & CMS_RESUME_ASYNC) != 0;
 	}
 	if (res) {
 		res->regions = nr;

@@ -36,7 +36,7 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 	if (pause && (t->popts.flags & ~(uint64_t)CMS_PAUSE_NO_SYNC))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown pause flags 0x%llx",
 				     (unsigned long long)t->popts.flags);
-	if (!pause && t->ropts.flags)
+	if (!pause && (t->ropts.flags & ~(uint64_t)CMS_RESUME_ASYNC))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown resume flags 0x%llx",
 				     (unsigned long long)t->ropts.flags);
 	if (result)
@@ -69,6 +69,13 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 	if (!m)
 		return t->pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED, "already paused") :
 				  cms_set_error(CMS_ERR_NOT_PAUSED, "not paused");
+	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
+		if (w[i]->flags & CMS_REGION_RELEASE_HOST)
+			return cms_set_error(
+				CMS_ERR_INVALID_ARGUMENT,
+				"region \"%s\" gives host memory back after each resume: "
+				"CMS_RESUME_ASYNC needs its host buffers until the copies end",
+				w[i]->tag);
 	if (t->pause)
 		st = cms_engine_pause(ctx, w, m, &t->popts, result ? &t->pres : NULL);
 	else

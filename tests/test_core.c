@@ -577,6 +577,72 @@ START_TEST(host_buffers_kept_or_released)
 }
 END_TEST
 
+START_TEST(async_resume_orders_the_callers_stream)
+{
+	struct cms_driver *d = t_drv();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
+	cms_region *given;
+	uint64_t p[NSIZES], extra;
+	CUcontext c, popped;
+	CUdevice cu;
+	CUstream s;
+	int cycle;
+
+	alloc_all(r, p, 50);
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), 0);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), 0);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	ck_assert_int_eq(d->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), 0);
+	ck_assert_int_eq(d->cuCtxPopCurrent(&popped), 0);
+	ro.flags = CMS_RESUME_ASYNC;
+	ro.stream = (uint64_t)(uintptr_t)s;
+	for (cycle = 1; cycle <= 3; cycle++) {
+		cms_region_info ri;
+
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		ck_ok(cms_region_resume(r, &ro, &rr));
+		ck_assert_uint_eq(rr.bytes_restored, info(r).logical_bytes);
+		/* Work ordered after the caller's stream sees the content. */
+		ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+		ck_assert_int_eq(d->cuStreamSynchronize(s), 0);
+		ck_assert_int_eq(d->cuCtxPopCurrent(&popped), 0);
+		check_all(p, 50);
+		ri = info(r);
+		ck_assert_uint_eq(ri.state, CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(ri.epoch, (uint64_t)cycle);
+		ck_assert_uint_eq(ri.restore_pending, 0); /* the stream was synchronized above */
+	}
+	/* Free, alloc and pause right after an async resume wait for its copies. */
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, &ro, NULL));
+	ck_ok(cms_free(ctx, p[0]));
+	ck_ok(cms_alloc(r, 4096, &extra));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, &ro, NULL));
+	ck_ok(cms_region_destroy(r));
+	/* Refused: a region that gives host memory back, and unknown flags. */
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_RELEASE_HOST;
+	ck_ok(cms_region_create(ctx, "given", &o, &given));
+	ck_ok(cms_alloc(given, 4096, &extra));
+	ck_ok(cms_region_pause(given, NULL, NULL));
+	ck_status(cms_region_resume(given, &ro, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ro.flags = 0x2;
+	ck_status(cms_region_resume(given, &ro, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_uint_eq(info(given).state, CMS_STATE_PAUSED);
+	ck_ok(cms_region_resume(given, NULL, NULL));
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	d->cuStreamDestroy(s);
+	d->cuCtxPopCurrent(&popped);
+	d->cuDevicePrimaryCtxRelease(cu);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("core");
@@ -599,6 +665,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, log_callback_receives_lines);
 	tcase_add_test(tc, driver_free_memory_follows_pause);
 	tcase_add_test(tc, host_buffers_kept_or_released);
+	tcase_add_test(tc, async_resume_orders_the_callers_stream);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -98,13 +98,19 @@ static void same_counts(const cmssim_counters *a, const cmssim_counters *b, cons
 
 enum op { OP_PAUSE, OP_RESUME };
 
+/* Resumes run with CMS_RESUME_ASYNC (on the NULL stream) when set. */
+static int async_resume;
+
 static cms_status run(struct fixture *f, enum op op, int by_tag)
 {
+	cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+
+	ro.flags = async_resume ? CMS_RESUME_ASYNC : 0;
 	if (by_tag)
 		return op == OP_PAUSE ? cms_pause(f->ctx, NULL, NULL, NULL) :
-					cms_resume(f->ctx, NULL, NULL, NULL);
+					cms_resume(f->ctx, NULL, &ro, NULL);
 	return op == OP_PAUSE ? cms_region_pause(f->r[0], NULL, NULL) :
-				cms_region_resume(f->r[0], NULL, NULL);
+				cms_region_resume(f->r[0], &ro, NULL);
 }
 
 /*
@@ -195,8 +201,10 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 		ck_assert_uint_eq(c1.host_buffers, 0);
 	}
 	printf("fault sweep: %s policy %u%s, result %d: %u points (%d absorbed)\n",
-	       op == OP_PAUSE ? "pause" : "resume", pa, two ? " + second region" : "", result,
-	       points, absorbed);
+	       op == OP_PAUSE ? "pause" :
+	       async_resume   ? "async resume" :
+				"resume",
+	       pa, two ? " + second region" : "", result, points, absorbed);
 	return points;
 }
 
@@ -223,6 +231,17 @@ START_TEST(resume_sweep)
 	total_points += sweep(pol[p], 0, 0, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY);
 	total_points += sweep(pol[p], 1, CMS_POLICY_ZERO, OP_RESUME, CUDA_ERROR_INVALID_VALUE);
 	printf("fault points exercised so far in this test: %u\n", total_points);
+}
+END_TEST
+
+START_TEST(resume_async_sweep)
+{
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+
+	async_resume = 1;
+	total_points += sweep(pol[_i % 3], 0, 0, OP_RESUME, CUDA_ERROR_UNKNOWN);
+	total_points += sweep(pol[_i % 3], 1, CMS_POLICY_HOST, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY);
+	async_resume = 0;
 }
 END_TEST
 
@@ -486,6 +505,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, pause_sweep, 0, 3);
 	tcase_add_loop_test(tc, resume_sweep, 0, 3);
+	tcase_add_loop_test(tc, resume_async_sweep, 0, 3);
 	tcase_add_test(tc, alloc_sweep);
 	tcase_add_test(tc, region_create_sweep);
 	tcase_add_loop_test(tc, free_sweep, 0, 6);

@@ -374,6 +374,20 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent event)
 	return rc;
 }
 
+/* Streams are synchronous: recorded work is always complete. */
+SIM_EXPORT CUresult cuEventQuery(CUevent event)
+{
+	CUresult rc = CUDA_SUCCESS;
+
+	SIM_ENTER("cuEventQuery");
+	NEED_CONTEXT();
+	sim_rdlock();
+	if (!sim_set_find(&sim.events, SIM_KEY(event)))
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	sim_unlock();
+	return rc;
+}
+
 SIM_EXPORT CUresult cuEventDestroy(CUevent event)
 {
 	struct CUevent_st *ev;
