@@ -166,7 +166,7 @@ BAD(pause_result_size, CMS_ERR_STRUCT_SIZE, {
 BAD(resume_active, CMS_ERR_NOT_PAUSED, { return cms_resume(f->ctx, "active", NULL, NULL); })
 BAD(resume_flags, CMS_ERR_INVALID_ARGUMENT, {
 	cms_resume_options o = CMS_RESUME_OPTIONS_INIT;
-	o.flags = 1;
+	o.flags = 0x100; /* not a CMS_RESUME_* flag */
 	return cms_resume(f->ctx, "paused", &o, NULL);
 })
 BAD(resume_unknown, CMS_ERR_NOT_FOUND, { return cms_resume(f->ctx, "nope", NULL, NULL); })
