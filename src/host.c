@@ -21,6 +21,9 @@
  * buffers that are ready. If registration fails (locked-memory limits), the
  * buffer stays pageable: slower, still correct.
  */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,11 +71,18 @@ static void buffer_register(cms_context *ctx, struct cms_hostbuf *hb)
 		ctx->drv.cuCtxPopCurrent(&popped);
 	}
 	hb->registered = res == CUDA_SUCCESS;
-	if (res != CUDA_SUCCESS && !atomic_exchange(&ctx->warned_register, 1))
-		cms_log(ctx, CMS_LOG_WARN,
-			"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable "
-			"and copies run slower (check RLIMIT_MEMLOCK)",
-			hb->len, cms_driver_error_name(&ctx->drv, res));
+	hb->register_result = res; /* logged by the calling thread (see log_unregistered) */
+}
+
+/* Logs, once per context, that a buffer could not be page-locked (calling thread only). */
+static void log_unregistered(cms_context *ctx, struct cms_hostbuf *hb)
+{
+	if (hb->registered || atomic_load(&hb->failed) || atomic_exchange(&ctx->warned_register, 1))
+		return;
+	cms_log(ctx, CMS_LOG_WARN,
+		"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable and "
+		"copies run slower (check RLIMIT_MEMLOCK)",
+		hb->len, cms_driver_error_name(&ctx->drv, hb->register_result));
 }
 
 /* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
@@ -95,7 +105,10 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
 		goto err_free;
 	}
 	madvise(hb->base, len, MADV_HUGEPAGE); /* advice only: fewer faults where THP is on */
+	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
+	madvise(hb->base, len, MADV_DONTFORK);
 	hb->len = len;
+	v[0]->region->host_bytes += len;
 	hb->device = v[0]->region->device;
 	hb->users = (unsigned)n;
 	for (i = 0; i < n; i++) {
@@ -105,7 +118,6 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
 		a->backup = (char *)hb->base + off;
 		a->backup_len = page_round(a->size);
 		a->fresh_buffer = true;
-		a->region->host_bytes += a->backup_len;
 		off += a->backup_len;
 	}
 	return CMS_OK;
@@ -118,14 +130,18 @@ err:
 			     n);
 }
 
-static void fault_in(void *p, size_t len)
+/* Faults the pages in; false when the kernel has no memory for them (not the OOM killer's turn). */
+static bool fault_in(void *p, size_t len)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
 
 	if (!madvise(p, len, MADV_POPULATE_WRITE))
-		return;
+		return true;
+	if (errno != EINVAL)
+		return false;
 	for (i = 0; i < len; i += pg) /* kernels before 5.14 */
 		((volatile char *)p)[i] = 0;
+	return true;
 }
 
 cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a)
@@ -148,8 +164,10 @@ out:
 
 void cms_backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
-	if (a->hostbuf && !a->hostbuf->registered)
+	if (a->hostbuf && !a->hostbuf->registered) {
 		buffer_register(ctx, a->hostbuf);
+		log_unregistered(ctx, a->hostbuf);
+	}
 }
 
 void cms_backup_drop(cms_context *ctx, struct cms_alloc *a)
@@ -159,12 +177,12 @@ void cms_backup_drop(cms_context *ctx, struct cms_alloc *a)
 	if (!hb)
 		return;
 	cms_alloc_set_saved(a, false);
-	a->region->host_bytes -= a->backup_len;
 	a->hostbuf = NULL;
 	a->backup = NULL;
 	a->backup_len = 0;
 	if (--hb->users)
-		return;
+		return; /* freed slices stay until the buffer's last user goes */
+	a->region->host_bytes -= hb->len;
 	munmap(hb->base, hb->len);
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(hb->len);
@@ -191,7 +209,7 @@ struct prep {
 	atomic_uint *left; /* slices left per buffer */
 	pthread_mutex_t lock;
 	pthread_cond_t ready_cond;
-	bool *ready;
+	atomic_bool *ready; /* set (with lock held, for the wait) after the buffer's registration */
 };
 
 static void prep_slice(struct prep *w, size_t s)
@@ -211,11 +229,13 @@ static void prep_slice(struct prep *w, size_t s)
 	hb = w->bufs[b];
 	off = (s - w->first_slice[b]) * SLICE;
 	len = hb->len - off < SLICE ? hb->len - off : SLICE;
-	fault_in((char *)hb->base + off, len);
+	if (!fault_in((char *)hb->base + off, len))
+		atomic_store(&hb->failed, true);
 	if (atomic_fetch_sub(&w->left[b], 1) == 1) {
-		buffer_register(w->ctx, hb);
+		if (!atomic_load(&hb->failed))
+			buffer_register(w->ctx, hb);
 		pthread_mutex_lock(&w->lock);
-		w->ready[b] = true;
+		atomic_store(&w->ready[b], true);
 		pthread_cond_broadcast(&w->ready_cond);
 		pthread_mutex_unlock(&w->lock);
 	}
@@ -235,19 +255,21 @@ static void *prep_worker(void *arg)
 static void prep_wait(struct prep *w, size_t b, int nthreads)
 {
 	if (!nthreads) {
-		while (!w->ready[b])
+		while (!atomic_load(&w->ready[b]))
 			prep_slice(w, atomic_fetch_add(&w->next, 1));
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	while (!w->ready[b])
+	while (!atomic_load(&w->ready[b]))
 		pthread_cond_wait(&w->ready_cond, &w->lock);
 	pthread_mutex_unlock(&w->lock);
 }
 
 static int workers_for(uint64_t bytes)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long cpus = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN) :
+							      CPU_COUNT(&set);
 	uint64_t by_size = bytes / SLICE;
 
 	if (bytes < PARALLEL_MIN || cpus < 2)
@@ -257,9 +279,10 @@ static int workers_for(uint64_t bytes)
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
 
+/* A mapped HOST allocation: its content is on the device, whatever was saved before. */
 static bool wants_copy(const struct cms_alloc *a)
 {
-	return a->region->policy == CMS_POLICY_HOST && a->mapped && !a->saved;
+	return a->region->policy == CMS_POLICY_HOST && a->mapped;
 }
 
 /*
@@ -321,10 +344,17 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
 	nthreads = workers_for(new_bytes);
-	for (i = 0; i < nthreads; i++)
-		if (pthread_create(&threads[i], NULL, prep_worker, &w))
-			break;
-	nthreads = i;
+	if (nthreads) {
+		sigset_t all, old;
+
+		sigfillset(&all); /* workers never take the application's signals */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		for (i = 0; i < nthreads; i++)
+			if (pthread_create(&threads[i], NULL, prep_worker, &w))
+				break;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		nthreads = i;
+	}
 
 	/* Copy each allocation out as soon as its buffer is ready. */
 	for (k = 0; k < n; k++) {
@@ -332,11 +362,18 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 
 		if (!wants_copy(a))
 			continue;
-		while (b < w.n && a->hostbuf == w.bufs[b] && !w.ready[b])
+		if (b < w.n && a->hostbuf == w.bufs[b]) {
 			prep_wait(&w, b, nthreads);
-		if (b < w.n && a->hostbuf == w.bufs[b] && k + 1 < n &&
-		    v[k + 1]->hostbuf != a->hostbuf)
-			b++; /* last allocation of this buffer */
+			if (atomic_load(&a->hostbuf->failed)) {
+				st = cms_set_error(
+					CMS_ERR_OUT_OF_HOST_MEMORY,
+					"no host memory to fault in a backup of %zu bytes",
+					a->hostbuf->len);
+				break;
+			}
+			if (k + 1 == n || v[k + 1]->hostbuf != a->hostbuf)
+				b++; /* last allocation of this buffer */
+		}
 		st = cms_switch_device(ctx, &cur, a->region->device);
 		if (st)
 			break;
@@ -355,6 +392,8 @@ out_join:
 		atomic_store(&w.next, w.first_slice[w.n]);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
+	for (k = 0; k < w.n; k++)
+		log_unregistered(ctx, w.bufs[k]);
 	pthread_cond_destroy(&w.ready_cond);
 	pthread_mutex_destroy(&w.lock);
 out_free:

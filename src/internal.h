@@ -80,6 +80,8 @@ struct cms_hostbuf {
 	size_t len;
 	unsigned users;	 /* allocations with a slice; under their region's lock */
 	bool registered; /* page-locked with cuMemHostRegister */
+	CUresult register_result;
+	atomic_bool failed; /* no memory to fault its pages in */
 	int32_t device;
 };
 
@@ -184,7 +186,8 @@ cms_status cms_alloc_release(struct cms_alloc *a);
 /* Saves the content of the mapped HOST allocations of v that have none saved (async copies on
  * each device's library stream: synchronize before use), making buffers where needed. */
 cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
-/* Unregisters and unmaps the allocation's host buffer, if any; on failure it is kept. */
+/* Lets go of the allocation's slice of its host buffer (the buffer is unregistered and
+ * unmapped with its last user); on failure nothing changes. */
 cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a);
 /* The two halves: cuMemHostUnregister (may fail, nothing changed then) and munmap. */
 cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a);

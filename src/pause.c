@@ -138,7 +138,7 @@ static void drop_fresh_backups(cms_context *ctx, struct cms_alloc **v, size_t n)
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
 
-		if (a->mapped && a->fresh_saved)
+		if (a->mapped) /* the device holds the content: a saved copy is stale */
 			cms_alloc_set_saved(a, false);
 		if (a->mapped && a->fresh_buffer)
 			cms_backup_free(ctx, a);

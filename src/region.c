@@ -19,7 +19,6 @@ void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a)
 		r->backed_bytes += a->physical;
 	if (a->saved)
 		r->backup_bytes += a->size;
-	r->host_bytes += a->backup_len;
 }
 
 void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
@@ -38,7 +37,6 @@ void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a)
 		r->backed_bytes -= a->physical;
 	if (a->saved)
 		r->backup_bytes -= a->size;
-	r->host_bytes -= a->backup_len;
 }
 
 void cms_region_unref_locked(struct cms_region *r)

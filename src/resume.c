@@ -134,6 +134,13 @@ commit:
 			cms_backup_free(ctx, v[i]);
 	}
 	for (i = 0; i < nr; i++) {
+		struct cms_alloc *a;
+
+		/* Also allocations an earlier failed call left mapped: their saved copy is stale.
+		 */
+		for (a = regions[i]->allocs; a; a = a->next)
+			if (a->mapped)
+				cms_alloc_set_saved(a, false);
 		__atomic_store_n(&regions[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);
 		regions[i]->epoch++;
 		regions[i]->restore_pending = (o->flags & CMS_RESUME_ASYNC) != 0;

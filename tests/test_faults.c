@@ -497,6 +497,54 @@ START_TEST(destroy_sweep)
 }
 END_TEST
 
+/* A rollback that fails must not leave a saved copy that a later cycle restores over new data. */
+START_TEST(no_stale_backup_after_double_faults)
+{
+	const struct t_sim *sim = t_sim();
+	cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+	struct fixture f;
+	cms_status st;
+
+	/* Pause: unmap fails, then the rollback's map fails too; a second pause fails and maps. */
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_status(cms_region_pause(f.r[0], NULL, NULL), CMS_ERR_ROLLBACK_FAILED);
+	sim->clear_faults();
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
+	st = cms_region_pause(f.r[0], NULL, NULL);
+	sim->clear_faults();
+	ck_assert_int_ne(st, CMS_OK);
+	ck_assert_uint_eq(state(f.r[0]), CMS_STATE_ACTIVE);
+	ck_assert_int_eq(t_fill(0, f.p[0][0], sizes[0] & ~3ull, 77), 0); /* new data */
+	ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 78), 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+	ck_assert_int_eq(t_check(0, f.p[0][0], sizes[0] & ~3ull, 77), -1);
+	ck_assert_int_eq(t_check(0, f.p[0][1], sizes[1] & ~3ull, 78), -1);
+	ck_ok(cms_context_destroy(f.ctx));
+
+	/* Resume: create fails and the undo's unmap fails; a later resume and cycle keep new data.
+	 */
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_assert_int_eq(sim->fail_call("cuMemCreate", 2, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_ne(cms_region_resume(f.r[0], &ro, NULL), CMS_OK);
+	sim->clear_faults();
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+	ck_assert_int_eq(t_fill(0, f.p[0][0], sizes[0] & ~3ull, 88), 0);
+	ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 89), 0);
+	ck_assert_int_eq(t_fill(0, f.p[0][2], sizes[2] & ~3ull, 90), 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+	ck_assert_int_eq(t_check(0, f.p[0][0], sizes[0] & ~3ull, 88), -1);
+	ck_assert_int_eq(t_check(0, f.p[0][1], sizes[1] & ~3ull, 89), -1);
+	ck_assert_int_eq(t_check(0, f.p[0][2], sizes[2] & ~3ull, 90), -1);
+	ck_ok(cms_context_destroy(f.ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -507,6 +555,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, resume_sweep, 0, 3);
 	tcase_add_loop_test(tc, resume_async_sweep, 0, 3);
 	tcase_add_test(tc, alloc_sweep);
+	tcase_add_test(tc, no_stale_backup_after_double_faults);
 	tcase_add_test(tc, region_create_sweep);
 	tcase_add_loop_test(tc, free_sweep, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep, 0, 6);

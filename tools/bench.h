@@ -73,7 +73,8 @@ struct bench_work {
 	uint32_t policy;  /* CMS_POLICY_* */
 	uint64_t count0;  /* allocations at --scale 1 */
 	uint64_t size0;	  /* bytes per allocation at --scale 1 */
-	bool implemented; /* (e)-(g) are not: the library lacks the features */
+	bool implemented; /* (e), (g) are not: the library lacks the features */
+	bool async;	  /* (f): resume with CMS_RESUME_ASYNC, then work on a stream of the tool */
 	bool selected;
 	int vmm_floor; /* BENCH_V*, or -1 */
 	/* set by the run */
@@ -96,6 +97,14 @@ struct bench_work {
 	uint64_t pin_after_pause; /* VmPin after the first pause (if the kernel accounts it) */
 	uint64_t backup_after_pause; /* cms_region_info.backup_bytes after the first pause */
 	uint64_t bytes_backed_up;    /* cms_pause_result of the first pause */
+	/* (f) only */
+	uint64_t *ready_ns; /* from the resume call to the end of the work enqueued after it */
+	bool kernel;	    /* that work is cms_affine_u32 (else cuMemcpyDtoDAsync: simulation) */
+	uint64_t probe;	    /* bytes it reads from the start of the last allocation */
+	unsigned int pending_seen; /* cycles whose restore_pending was 1 once the work was queued */
+	bool sync_done;		   /* the synchronous comparison cycle after the async ones */
+	uint64_t sync_pause_ns;
+	uint64_t sync_resume_ns;
 	char note[1100];
 };
 
@@ -203,8 +212,11 @@ int bench_work_run(struct bench *b, struct bench_work *w);
 
 void bench_report_table(const struct bench *b);
 int bench_report_json(struct bench *b);
-/* Median of cycles 2.. of a workload (0 when fewer than 2 cycles ran). */
-double bench_work_median_ms(const struct bench_work *w, bool pause);
-double bench_work_first_ms(const struct bench_work *w, bool pause);
+/* What a time of a workload's cycle is: the pause call, the resume call (with
+ * CMS_RESUME_ASYNC: until it returns), or (f) until the work enqueued after it is done. */
+enum bench_phase { BENCH_RESUME, BENCH_PAUSE, BENCH_READY };
+/* Median of cycles 2.. of a workload (NAN when fewer than 2 cycles ran). */
+double bench_work_median_ms(const struct bench_work *w, enum bench_phase phase);
+double bench_work_first_ms(const struct bench_work *w, enum bench_phase phase);
 
 #endif /* CMS_BENCH_H */

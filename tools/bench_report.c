@@ -17,19 +17,31 @@
 #define TARGET_B_RESUME_MS 10.0
 #define TARGET_HOST_RATIO 0.95
 #define TARGET_HOST_FIRST_GBS 15.0
+#define TARGET_F_RETURN_MS 10.0
 
-double bench_work_first_ms(const struct bench_work *w, bool pause)
+static const uint64_t *work_series(const struct bench_work *w, enum bench_phase phase)
 {
-	if (!w->cycles_done)
-		return NAN;
-	return (double)(pause ? w->pause_ns[0] : w->resume_ns[0]) / 1e6;
+	return phase == BENCH_PAUSE ? w->pause_ns :
+	       phase == BENCH_READY ? w->ready_ns :
+				      w->resume_ns;
 }
 
-double bench_work_median_ms(const struct bench_work *w, bool pause)
+double bench_work_first_ms(const struct bench_work *w, enum bench_phase phase)
 {
-	if (w->cycles_done < 2)
+	const uint64_t *v = work_series(w, phase);
+
+	if (!w->cycles_done || !v)
 		return NAN;
-	return bench_median_ns((pause ? w->pause_ns : w->resume_ns) + 1, w->cycles_done - 1) / 1e6;
+	return (double)v[0] / 1e6;
+}
+
+double bench_work_median_ms(const struct bench_work *w, enum bench_phase phase)
+{
+	const uint64_t *v = work_series(w, phase);
+
+	if (w->cycles_done < 2 || !v)
+		return NAN;
+	return bench_median_ns(v + 1, w->cycles_done - 1) / 1e6;
 }
 
 /* One phase of a workload, with its floor and ratio. */
@@ -42,14 +54,21 @@ struct bench_row {
 	int met;	  /* 1 met, 0 missed, -1 not judged (simulation, scaled, no floor) */
 };
 
-static void bench_row(const struct bench *b, const struct bench_work *w, bool median, bool pause,
-		      struct bench_row *r)
+static void bench_row(const struct bench *b, const struct bench_work *w, bool median,
+		      enum bench_phase phase, struct bench_row *r)
 {
 	bool host = w->policy == CMS_POLICY_HOST;
 	bool judge = !b->sim && b->scale == 1;
+	bool pause = phase == BENCH_PAUSE;
 	const struct bench_vmm_floor *f = w->vmm_floor >= 0 ? &b->vmm[w->vmm_floor] : NULL;
 
-	r->ms = median ? bench_work_median_ms(w, pause) : bench_work_first_ms(w, pause);
+	r->ms = median ? bench_work_median_ms(w, phase) : bench_work_first_ms(w, phase);
+	if (w->async && phase == BENCH_RESUME) { /* the return of the call: no bandwidth */
+		r->gbs = r->floor = r->ratio = NAN;
+		r->spec = median ? "<=10 ms" : NULL;
+		r->met = judge && median && !isnan(r->ms) ? r->ms <= TARGET_F_RETURN_MS : -1;
+		return;
+	}
 	r->gbs = host ? (double)w->logical / (r->ms * 1e6) : NAN;
 	r->floor = NAN;
 	if (host && b->copy.measured)
@@ -113,7 +132,7 @@ void bench_report_table(const struct bench *b)
 {
 	char name[96], c1[32], c2[32], c3[48], c4[32], c5[32], c6[32], c7[32], b1[32];
 	const struct bench_vmm_floor *pa = &b->vmm[BENCH_VB_ALLOC];
-	int i, m, p, ran = 0, reset = 0;
+	int i, m, p, k, ran = 0, reset = 0;
 
 	for (i = 0; i < BENCH_NWORK; i++)
 		if (b->work[i].selected)
@@ -123,6 +142,10 @@ void bench_report_table(const struct bench *b)
 
 	printf("\nresults: wall time of each cms_region_pause / cms_region_resume call; first "
 	       "cycle, then the median of cycles 2..N\n");
+	if (b->work[BENCH_WF].selected && b->work[BENCH_WF].ran)
+		printf("(f): return = the CMS_RESUME_ASYNC resume call; ready = from that call to "
+		       "the end of the %s enqueued right after it on the resume stream\n",
+		       b->work[BENCH_WF].kernel ? "kernel" : "copy (the simulation's kernel)");
 	printf("%-28s %-6s %-6s %10s %8s  %-22s %7s  %s\n", "workload", "cycle", "phase", "time ms",
 	       "GB/s", "floor", "ratio",
 	       !b->sim && b->scale == 1 ? "target (issue 3)" :
@@ -147,12 +170,19 @@ void bench_report_table(const struct bench *b)
 			continue;
 		}
 		for (m = 0; m < 2; m++) {
+			static const enum bench_phase sync_ph[] = { BENCH_PAUSE, BENCH_RESUME },
+						      async_ph[] = { BENCH_PAUSE, BENCH_RESUME,
+								     BENCH_READY };
+			const enum bench_phase *ph = w->async ? async_ph : sync_ph;
+			int nph = w->async ? 3 : 2;
+
 			if (m && w->cycles_done < 2)
 				continue;
-			for (p = 1; p >= 0; p--) {
+			for (k = 0; k < nph; k++) {
 				struct bench_row r;
 
-				bench_row(b, w, m, p, &r);
+				p = ph[k] == BENCH_PAUSE;
+				bench_row(b, w, m, ph[k], &r);
 				if (host)
 					fmt_num(c3, sizeof(c3), r.floor,
 						p ? "D2H %.2f GB/s" : "H2D %.2f GB/s");
@@ -166,7 +196,10 @@ void bench_report_table(const struct bench *b)
 						     " NO");
 				printf("%-28s %-6s %-6s %10s %8s  %-22s %7s  %s\n",
 				       shown ? "" : name, m ? "median" : "first",
-				       p ? "pause" : "resume",
+				       p		     ? "pause" :
+				       !w->async	     ? "resume" :
+				       ph[k] == BENCH_RESUME ? "return" :
+							       "ready",
 				       fmt_num(c1, sizeof(c1), r.ms, "%.3f"),
 				       fmt_num(c2, sizeof(c2), r.gbs, "%.2f"), c3,
 				       fmt_num(c4, sizeof(c4), r.ratio, "%.2fx"), c7);
@@ -179,9 +212,33 @@ void bench_report_table(const struct bench *b)
 			       "", pa->count, bench_fmt_bytes(b1, sizeof(b1), pa->size),
 			       pa->back_ms, pa->release_ms,
 			       fmt_num(c5, sizeof(c5),
-				       bench_work_median_ms(w, true) / pa->release_ms, "%.2fx"),
-			       fmt_num(c6, sizeof(c6), bench_work_median_ms(w, false) / pa->back_ms,
+				       bench_work_median_ms(w, BENCH_PAUSE) / pa->release_ms,
+				       "%.2fx"),
+			       fmt_num(c6, sizeof(c6),
+				       bench_work_median_ms(w, BENCH_RESUME) / pa->back_ms,
 				       "%.2fx"));
+		if (w->async && w->sync_done) {
+			double ready = w->cycles_done >= 2 ? bench_work_median_ms(w, BENCH_READY) :
+							     bench_work_first_ms(w, BENCH_READY);
+			double floor_ms = b->copy.measured ?
+						  (double)w->logical / (b->copy.h2d_gbs * 1e6) :
+						  NAN;
+
+			printf("%-28s synchronous resume (one cycle after these, no flag): %.3f ms "
+			       "(%.2f GB/s); %s ready %.3f ms is %s of it; %s at the H2D floor: "
+			       "%s ms, ready is %s of it\n",
+			       "", (double)w->sync_resume_ns / 1e6,
+			       (double)w->logical / (double)w->sync_resume_ns,
+			       w->cycles_done >= 2 ? "median" : "first", ready,
+			       fmt_num(c5, sizeof(c5), ready * 1e6 / (double)w->sync_resume_ns,
+				       "%.2fx"),
+			       bench_fmt_bytes(b1, sizeof(b1), w->logical),
+			       fmt_num(c6, sizeof(c6), floor_ms, "%.3f"),
+			       fmt_num(c4, sizeof(c4), ready / floor_ms, "%.2fx"));
+			printf("%-28s restore_pending read 1 once the %s was queued in %u of %u "
+			       "cycles (0 once it was done: checked)\n",
+			       "", w->kernel ? "kernel" : "copy", w->pending_seen, w->cycles_done);
+		}
 		if (w->note[0])
 			printf("%-28s %s\n", "", w->note);
 	}
@@ -244,10 +301,10 @@ static void json_num(FILE *f, double v)
 
 static void json_row(FILE *f, const struct bench *b, const struct bench_work *w, bool median)
 {
-	struct bench_row pr, rr;
+	struct bench_row pr, rr, dr;
 
-	bench_row(b, w, median, true, &pr);
-	bench_row(b, w, median, false, &rr);
+	bench_row(b, w, median, BENCH_PAUSE, &pr);
+	bench_row(b, w, median, BENCH_RESUME, &rr);
 	fputs("{\"pause_ms\": ", f);
 	json_num(f, pr.ms);
 	fputs(", \"resume_ms\": ", f);
@@ -275,7 +332,21 @@ static void json_row(FILE *f, const struct bench *b, const struct bench_work *w,
 		json_str(f, rr.spec);
 	else
 		fputs("null", f);
-	fprintf(f, ", \"resume_target_met\": %s}", rr.met < 0 ? "null" : rr.met ? "true" : "false");
+	fprintf(f, ", \"resume_target_met\": %s", rr.met < 0 ? "null" : rr.met ? "true" : "false");
+	if (w->async) { /* resume_* is the return of the call; ready_* the work after it */
+		bench_row(b, w, median, BENCH_READY, &dr);
+		fputs(", \"ready_ms\": ", f);
+		json_num(f, dr.ms);
+		fputs(", \"ready_gbs\": ", f);
+		json_num(f, dr.gbs);
+		fputs(", \"ready_floor\": ", f);
+		json_num(f, dr.floor);
+		fputs(", \"ready_ratio\": ", f);
+		json_num(f, dr.ratio);
+		fputs(", \"ready_to_sync_resume\": ", f);
+		json_num(f, w->sync_done ? dr.ms * 1e6 / (double)w->sync_resume_ns : NAN);
+	}
+	fputs("}", f);
 }
 
 static void json_work(FILE *f, const struct bench *b, const struct bench_work *w)
@@ -320,7 +391,34 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		fputs(c ? ", " : "", f);
 		json_num(f, (double)w->resume_ns[c] / 1e6);
 	}
-	fputs("],\n     \"first\": ", f);
+	fputs("]", f);
+	if (w->async) {
+		fputs(", \"ready_ms\": [", f);
+		for (c = 0; c < w->cycles_done; c++) {
+			fputs(c ? ", " : "", f);
+			json_num(f, (double)w->ready_ns[c] / 1e6);
+		}
+		fprintf(f,
+			"],\n     \"resume_flags\": \"CMS_RESUME_ASYNC\", \"ready_work\": \"%s\", "
+			"\"ready_read_bytes\": %" PRIu64
+			", \"restore_pending_seen_cycles\": %u, \"sync_cycle\": ",
+			w->kernel ? "cms_affine_u32" : "cuMemcpyDtoDAsync", w->probe,
+			w->pending_seen);
+		if (!w->sync_done) {
+			fputs("null", f);
+		} else {
+			fputs("{\"pause_ms\": ", f);
+			json_num(f, (double)w->sync_pause_ns / 1e6);
+			fputs(", \"resume_ms\": ", f);
+			json_num(f, (double)w->sync_resume_ns / 1e6);
+			fputs(", \"resume_gbs\": ", f);
+			json_num(f, (double)w->logical / (double)w->sync_resume_ns);
+			fputs("}", f);
+		}
+		fputs(", \"h2d_floor_ms\": ", f);
+		json_num(f, b->copy.measured ? (double)w->logical / (b->copy.h2d_gbs * 1e6) : NAN);
+	}
+	fputs(",\n     \"first\": ", f);
 	json_row(f, b, w, false);
 	fputs(",\n     \"median\": ", f);
 	json_row(f, b, w, true);

@@ -453,6 +453,7 @@ static void bench_free(struct bench *b)
 	for (int i = 0; i < BENCH_NWORK; i++) {
 		free(b->work[i].pause_ns);
 		free(b->work[i].resume_ns);
+		free(b->work[i].ready_ns);
 	}
 	free(b->stage);
 	free(b->cmdline);
@@ -472,7 +473,7 @@ static void bench_usage(FILE *f)
 		"  -n, --cycles N     pause/resume cycles per workload (1..%u, default %u); the\n"
 		"                     first is reported apart from the median of the others.\n"
 		"                     A workload whose cycle takes more than 10 s stops after 2\n"
-		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d (e,f,g are not\n"
+		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d,f (e,g are not\n"
 		"                     implemented yet), or 'floor' for the floors alone; the\n"
 		"                     floors the chosen workloads need are always measured\n"
 		"  -j, --json FILE    also write the results as JSON to FILE\n"
