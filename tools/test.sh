@@ -3,7 +3,7 @@
 #   build/       RelWithDebInfo: unit + simulation suites (+ GPU suites where a GPU exists)
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
 #   build-tsan/  ThreadSanitizer over the same suites (stress and fork included)
-#   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs and tags, 30 s each
+#   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs and tags, 60 s each
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
