@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cmsctl.h"
 #include "cumemsaver_sim.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -130,20 +131,7 @@ bool bench_reset_hwm(void)
 
 const char *bench_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-		return buf;
-	}
-	while (v >= 1024.0 && u < 3) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, len, v < 10.0 ? "%.2f %s" : "%.1f %s", v, units[u]);
-	return buf;
+	return cmsctl_format_bytes(buf, len, bytes);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -219,60 +207,10 @@ unsigned int bench_touch(void *p, uint64_t bytes, unsigned int max_threads)
 
 /* ---- driver choice (as cmsctl demo) ------------------------------------------- */
 
-#if defined(CMS_SIM_INSTALL_REL) && defined(CMS_SIM_BUILD_REL)
-static int sim_candidate(char *buf, size_t len, const char *dir, const char *rel)
-{
-	char resolved[PATH_MAX];
-	int n = snprintf(buf, len, "%s/%s", dir, rel);
-
-	if (n < 0 || (size_t)n >= len || access(buf, F_OK) || !realpath(buf, resolved))
-		return 0;
-	snprintf(buf, len, "%s", resolved);
-	return 1;
-}
-#endif
-
-/* The host simulation relative to the executable (installed layout first); NULL if not built. */
-static const char *bench_sim_path(const char **where)
-{
-	const char *w = NULL, *p = NULL;
-#if defined(CMS_SIM_INSTALL_REL) && defined(CMS_SIM_BUILD_REL)
-	static char path[PATH_MAX];
-	char exe[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n > 0 && (exe[n] = '\0', (slash = strrchr(exe, '/')) != NULL)) {
-		*slash = '\0';
-		if (sim_candidate(path, sizeof(path), exe, CMS_SIM_INSTALL_REL)) {
-			w = "installed, next to the executable";
-		} else if (sim_candidate(path, sizeof(path), exe, CMS_SIM_BUILD_REL)) {
-			w = "build tree";
-		} else {
-			sim_candidate(path, sizeof(path), exe, CMS_SIM_INSTALL_REL);
-			w = "not found next to the executable";
-		}
-		p = path;
-	} else {
-		p = "libcumemsaver-sim.so";
-		w = "library search path";
-	}
-#endif
-	if (where)
-		*where = w;
-	return p;
-}
-
-static const char *bench_driver_env(void)
-{
-	const char *env = secure_getenv(CMS_DRIVER_ENV);
-
-	return env && env[0] ? env : CMS_DRIVER_DEFAULT;
-}
-
 /* 0: a driver with a device is open; -1: none (reason in why). */
 static int bench_try_gpu(struct bench *b, char *why, size_t len)
 {
-	const char *path = bench_driver_env();
+	const char *path = cmsctl_driver_path(NULL);
 	char err[512];
 	int st, count = 0;
 	CUresult res;
@@ -324,7 +262,7 @@ static int bench_choose_driver(struct bench *b)
 	} else {
 		snprintf(b->drv_why, sizeof(b->drv_why), "--sim");
 	}
-	sim = bench_sim_path(&where);
+	sim = cmsctl_sim_path(&where);
 	if (!sim) {
 		bench_fail(b, "no GPU (%s) and this build has no host simulation", b->drv_why);
 		return -1;

@@ -361,12 +361,11 @@ out_unlock:
 	return rc;
 }
 
-SIM_EXPORT CUresult cuEventSynchronize(CUevent event)
+/* Streams are synchronous: recorded work is always complete, so waiting and querying agree. */
+static CUresult event_done(CUevent event)
 {
 	CUresult rc = CUDA_SUCCESS;
 
-	SIM_ENTER("cuEventSynchronize");
-	NEED_CONTEXT();
 	sim_rdlock();
 	if (!sim_set_find(&sim.events, SIM_KEY(event)))
 		rc = CUDA_ERROR_INVALID_HANDLE;
@@ -374,18 +373,18 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent event)
 	return rc;
 }
 
-/* Streams are synchronous: recorded work is always complete. */
+SIM_EXPORT CUresult cuEventSynchronize(CUevent event)
+{
+	SIM_ENTER("cuEventSynchronize");
+	NEED_CONTEXT();
+	return event_done(event);
+}
+
 SIM_EXPORT CUresult cuEventQuery(CUevent event)
 {
-	CUresult rc = CUDA_SUCCESS;
-
 	SIM_ENTER("cuEventQuery");
 	NEED_CONTEXT();
-	sim_rdlock();
-	if (!sim_set_find(&sim.events, SIM_KEY(event)))
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	sim_unlock();
-	return rc;
+	return event_done(event);
 }
 
 SIM_EXPORT CUresult cuEventDestroy(CUevent event)
