@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian 12, skipping what is there.
 set -euo pipefail
-pkgs=(gcc libc6-dev make cmake ninja-build pkg-config check binutils clang-format clang libclang-rt-14-dev)
+pkgs=(gcc libc6-dev make cmake ninja-build pkg-config check binutils clang-format clang libclang-rt-14-dev python3 python3-setuptools python3-wheel python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

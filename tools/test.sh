@@ -28,6 +28,17 @@ run() { # dir, cmake args..., -- ctest args...
 	fi
 }
 run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== python (bindings/python against build/ on the host simulation)"
+py_rc=0
+CUMEMSAVER_LIBRARY=$PWD/build/libcumemsaver.so.1 CMS_DRIVER_LIBRARY=$PWD/build/src/sim/libcumemsaver-sim.so \
+	PYTHONPATH=$PWD/bindings/python python3 -m unittest discover -s bindings/python/tests -v \
+	>build/python-tests.log 2>&1 || py_rc=$?
+echo "python: $(grep -E '^Ran [0-9]+ tests' build/python-tests.log || echo 'no tests ran'), $(tail -n 1 build/python-tests.log)"
+if [ $py_rc -ne 0 ]; then
+	grep -E "^(FAIL|ERROR):|Error|assert" build/python-tests.log | head -n 40
+	echo "(full log: build/python-tests.log)"
+	exit $py_rc
+fi
 awk '/fault sweep: .*: [0-9]+ points/ { for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^points/) n += $i }
      END { print "fault points exercised: " n }' build/ctest-full.log
 grep -hoE "(bad input|stress): .*" build/ctest-full.log | sort -u || true

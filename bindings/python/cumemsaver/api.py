@@ -1,0 +1,542 @@
+# SPDX-License-Identifier: MIT
+"""Idiomatic Python layer over the ctypes mirror in _lib.py."""
+
+import ctypes
+import enum
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+from . import _lib as L
+
+Tag = Union[str, bytes]
+
+_U64_MAX = (1 << 64) - 1
+
+
+# ---- Enums -------------------------------------------------------------------
+
+
+class Policy(enum.IntEnum):
+    """Restore policy of a region: what content survives a pause."""
+
+    DISCARD = L.CMS_POLICY_DISCARD
+    ZERO = L.CMS_POLICY_ZERO
+    HOST = L.CMS_POLICY_HOST
+
+
+class State(enum.IntEnum):
+    ACTIVE = L.CMS_STATE_ACTIVE
+    PAUSED = L.CMS_STATE_PAUSED
+
+
+class LogLevel(enum.IntEnum):
+    ERROR = L.CMS_LOG_ERROR
+    WARN = L.CMS_LOG_WARN
+    INFO = L.CMS_LOG_INFO
+    DEBUG = L.CMS_LOG_DEBUG
+
+
+def _enum_or_int(cls, value):
+    try:
+        return cls(value)
+    except ValueError:  # a value from a newer library
+        return value
+
+
+# ---- Errors ------------------------------------------------------------------
+
+
+class CumemsaverError(Exception):
+    """A call returned a non-OK status.
+
+    status  -- the cms_status number (negative)
+    name    -- cms_status_name(status), e.g. "CMS_ERR_NOT_FOUND"
+    message -- the library's message for the failed call (cms_last_error_message)
+    """
+
+    def __init__(self, status: int, name: str, message: str, function: str = ""):
+        self.status = status
+        self.name = name
+        self.message = message
+        self.function = function
+        text = f"{name} ({status})"
+        if function:
+            text = f"{function}: {text}"
+        if message:
+            text += f": {message}"
+        super().__init__(text)
+
+
+class InvalidArgument(CumemsaverError, ValueError):
+    pass
+
+
+class NoDriver(CumemsaverError):
+    pass
+
+
+class DriverError(CumemsaverError):
+    pass
+
+
+class OutOfDeviceMemory(CumemsaverError, MemoryError):
+    pass
+
+
+class OutOfHostMemory(CumemsaverError, MemoryError):
+    pass
+
+
+class NotFound(CumemsaverError, LookupError):
+    pass
+
+
+class Exists(CumemsaverError):
+    pass
+
+
+class AlreadyPaused(CumemsaverError):
+    pass
+
+
+class NotPaused(CumemsaverError):
+    pass
+
+
+class RegionPaused(CumemsaverError):
+    """CMS_ERR_PAUSED: the operation needs an active region (alloc in a paused region)."""
+
+
+class InvalidDevice(CumemsaverError):
+    pass
+
+
+class NotSupported(CumemsaverError):
+    pass
+
+
+class StructSizeError(CumemsaverError):
+    pass
+
+
+class NotBase(CumemsaverError):
+    pass
+
+
+class RollbackFailed(CumemsaverError):
+    pass
+
+
+class NoDevice(CumemsaverError):
+    pass
+
+
+class InternalError(CumemsaverError):
+    pass
+
+
+class Forked(CumemsaverError):
+    pass
+
+
+ERRORS = {
+    L.CMS_ERR_INVALID_ARGUMENT: InvalidArgument,
+    L.CMS_ERR_NO_DRIVER: NoDriver,
+    L.CMS_ERR_DRIVER: DriverError,
+    L.CMS_ERR_OUT_OF_DEVICE_MEMORY: OutOfDeviceMemory,
+    L.CMS_ERR_OUT_OF_HOST_MEMORY: OutOfHostMemory,
+    L.CMS_ERR_NOT_FOUND: NotFound,
+    L.CMS_ERR_EXISTS: Exists,
+    L.CMS_ERR_ALREADY_PAUSED: AlreadyPaused,
+    L.CMS_ERR_NOT_PAUSED: NotPaused,
+    L.CMS_ERR_PAUSED: RegionPaused,
+    L.CMS_ERR_INVALID_DEVICE: InvalidDevice,
+    L.CMS_ERR_NOT_SUPPORTED: NotSupported,
+    L.CMS_ERR_STRUCT_SIZE: StructSizeError,
+    L.CMS_ERR_NOT_BASE: NotBase,
+    L.CMS_ERR_ROLLBACK_FAILED: RollbackFailed,
+    L.CMS_ERR_NO_DEVICE: NoDevice,
+    L.CMS_ERR_INTERNAL: InternalError,
+    L.CMS_ERR_FORKED: Forked,
+}
+
+
+def _decode(b: Optional[bytes]) -> str:
+    return b.decode("utf-8", "replace") if b else ""
+
+
+def status_name(status: int) -> str:
+    return _decode(L.lib().cms_status_name(status))
+
+
+def status_string(status: int) -> str:
+    return _decode(L.lib().cms_status_string(status))
+
+
+def last_error_message() -> str:
+    """The calling thread's last error message ("" before any failure)."""
+    lib = L.lib()
+    n = lib.cms_last_error_message(None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.cms_last_error_message(buf, n + 1)
+    return _decode(buf.value)
+
+
+def error_for(status: int, function: str = "") -> CumemsaverError:
+    """The exception for status; reads the thread's message, so call it right after the
+    failing call on the same thread (the raising helpers below do)."""
+    message = last_error_message()
+    cls = ERRORS.get(status, CumemsaverError)
+    return cls(status, status_name(status), message, function)
+
+
+def _check(status: int, function: str) -> None:
+    if status != L.CMS_OK:
+        raise error_for(status, function)
+
+
+def _call(name: str, *args) -> None:
+    _check(getattr(L.lib(), name)(*args), name)
+
+
+def version() -> int:
+    """cms_version(): (major << 16) | (minor << 8) | patch of the loaded library."""
+    return L.lib().cms_version()
+
+
+def version_string() -> str:
+    return _decode(L.lib().cms_version_string())
+
+
+def version_tuple():
+    v = version()
+    return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
+
+
+# ---- Argument helpers (ctypes silently wraps out-of-range integers) -------------
+
+
+def _u64(value, what: str) -> int:
+    value = int(value)
+    if not 0 <= value <= _U64_MAX:
+        raise ValueError(f"{what} must fit in 64 unsigned bits, got {value}")
+    return value
+
+
+def _i32(value, what: str) -> int:
+    value = int(value)
+    if not -(1 << 31) <= value < (1 << 31):
+        raise ValueError(f"{what} must fit in int32, got {value}")
+    return value
+
+
+def _tag(tag: Optional[Tag]) -> Optional[bytes]:
+    if tag is None:
+        return None
+    b = tag.encode("utf-8") if isinstance(tag, str) else bytes(tag)
+    if b"\0" in b:
+        # ctypes would cut the string at the NUL; never let a different tag reach C.
+        raise ValueError("tag contains a NUL byte")
+    return b
+
+
+# ---- Dataclasses ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegionInfo:
+    tag: str
+    device: int
+    policy: Union[Policy, int]
+    state: Union[State, int]
+    flags: int
+    allocations: int
+    logical_bytes: int
+    physical_bytes: int
+    backed_bytes: int
+    backup_bytes: int
+    epoch: int
+    granularity: int
+    host_bytes: int
+    restore_pending: bool
+
+    @property
+    def paused(self) -> bool:
+        return self.state == State.PAUSED
+
+
+@dataclass(frozen=True)
+class PointerInfo:
+    region: "Region"
+    base: int
+    size: int
+    offset: int
+    physical_size: int
+    device: int
+    state: Union[State, int]
+
+
+@dataclass(frozen=True)
+class PauseResult:
+    regions: int
+    allocations: int
+    bytes_released: int
+    bytes_backed_up: int
+    driver_free_before: int
+    driver_free_after: int
+    elapsed_ns: int
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    regions: int
+    allocations: int
+    bytes_backed: int
+    bytes_restored: int
+    elapsed_ns: int
+
+
+@dataclass(frozen=True)
+class DeviceMemoryInfo:
+    free: int
+    total: int
+
+
+def _fields(cstruct, cls, **override):
+    names = [f for f in cls.__dataclass_fields__ if f not in override]
+    return cls(**{n: getattr(cstruct, n) for n in names}, **override)
+
+
+def _pause_args(stream, event, no_sync):
+    opts = L.init_struct(L.cms_pause_options)
+    opts.stream = _u64(stream, "stream")
+    opts.event = _u64(event, "event")
+    opts.flags = L.CMS_PAUSE_NO_SYNC if no_sync else 0
+    return opts, L.init_struct(L.cms_pause_result)
+
+
+def _resume_args(async_stream):
+    opts = L.init_struct(L.cms_resume_options)
+    if async_stream is not None:
+        opts.flags = L.CMS_RESUME_ASYNC
+        opts.stream = _u64(async_stream, "async_stream")
+    return opts, L.init_struct(L.cms_resume_result)
+
+
+# ---- Context and Region --------------------------------------------------------
+
+
+class Context:
+    """A cumemsaver context (cms_context). Use as a context manager or call close().
+
+    driver_path: driver library to load (None: $CMS_DRIVER_LIBRARY, else libcuda.so.1).
+    log: callable(level: LogLevel, message: str) receiving the library's log lines up to
+         log_level. It runs on whatever thread calls into the library, with library locks
+         held: it must not call back into cumemsaver. Exceptions it raises are swallowed.
+    """
+
+    def __init__(
+        self,
+        driver_path: Optional[str] = None,
+        log: Optional[Callable[[int, str], None]] = None,
+        log_level: int = LogLevel.WARN,
+    ):
+        self._handle = None
+        self._lock = threading.Lock()
+        self._log = log
+        self._log_cb = None  # the CFUNCTYPE object: must live as long as the context
+        opts = L.init_struct(L.cms_context_options)
+        self._driver_path = driver_path.encode() if isinstance(driver_path, str) else driver_path
+        opts.driver_path = self._driver_path
+        opts.log_level = _i32(log_level, "log_level")
+        if log is not None:
+
+            def trampoline(_user, level, message, _log=log):
+                try:
+                    _log(_enum_or_int(LogLevel, level), _decode(message))
+                except BaseException:  # never let an exception unwind into C
+                    pass
+
+            self._log_cb = L.cms_log_fn(trampoline)
+            opts.log_fn = self._log_cb
+        handle = L.cms_context_p()
+        _call("cms_context_create", ctypes.byref(opts), ctypes.byref(handle))
+        self._handle = handle
+
+    # -- lifecycle
+    @property
+    def handle(self) -> int:
+        """The raw cms_context * as an int (for other bindings)."""
+        return self._h().value
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def _h(self):
+        if self._handle is None:
+            raise ValueError("cumemsaver context is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Destroys every region and allocation and the context. Idempotent. On failure the
+        context stays open (retry close())."""
+        with self._lock:
+            if self._handle is None:
+                return
+            _call("cms_context_destroy", self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._handle is not None:
+                L.lib().cms_context_destroy(self._handle)
+                self._handle = None
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"<cumemsaver.Context {'closed' if self.closed else hex(self.handle)}>"
+
+    # -- regions
+    def region(
+        self,
+        tag: Tag,
+        device: int = 0,
+        policy: Policy = Policy.DISCARD,
+        release_host: bool = False,
+    ) -> "Region":
+        """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken."""
+        opts = L.init_struct(L.cms_region_options)
+        opts.device = _i32(device, "device")
+        opts.policy = int(policy)
+        opts.flags = L.CMS_REGION_RELEASE_HOST if release_host else 0
+        out = L.cms_region_p()
+        _call("cms_region_create", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(out))
+        return Region(self, out.value)
+
+    def find_region(self, tag: Tag, device: int = 0) -> "Region":
+        """The region with this tag on this device; raises NotFound."""
+        out = L.cms_region_p()
+        _call("cms_region_find", self._h(), _tag(tag), _i32(device, "device"), ctypes.byref(out))
+        return Region(self, out.value)
+
+    # -- pause / resume
+    def pause(
+        self, tag: Optional[Tag] = None, stream: int = 0, event: int = 0, no_sync: bool = False
+    ) -> PauseResult:
+        """Pauses every active region with this tag (every tag when None)."""
+        opts, res = _pause_args(stream, event, no_sync)
+        _call("cms_pause", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(res))
+        return _fields(res, PauseResult)
+
+    def resume(self, tag: Optional[Tag] = None, async_stream: Optional[int] = None) -> ResumeResult:
+        """Resumes every paused region with this tag (every tag when None). async_stream: a
+        CUstream (int, 0 = NULL stream) to order the restore before, with CMS_RESUME_ASYNC."""
+        opts, res = _resume_args(async_stream)
+        _call("cms_resume", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(res))
+        return _fields(res, ResumeResult)
+
+    # -- pointers
+    def free(self, ptr: int) -> None:
+        """Frees the allocation whose base is ptr (cms_free)."""
+        _call("cms_free", self._h(), _u64(ptr, "ptr"))
+
+    def pointer_info(self, ptr: int) -> PointerInfo:
+        """The allocation containing ptr; raises NotFound if it is not ours."""
+        info = L.init_struct(L.cms_pointer_info)
+        _call("cms_pointer_info_get", self._h(), _u64(ptr, "ptr"), ctypes.byref(info))
+        return _fields(
+            info,
+            PointerInfo,
+            region=Region(self, info.region),
+            state=_enum_or_int(State, info.state),
+        )
+
+    def device_memory_info(self, device: int = 0) -> DeviceMemoryInfo:
+        """The driver's free/total bytes on device (cuMemGetInfo)."""
+        free, total = ctypes.c_uint64(), ctypes.c_uint64()
+        _call(
+            "cms_device_memory_info",
+            self._h(),
+            _i32(device, "device"),
+            ctypes.byref(free),
+            ctypes.byref(total),
+        )
+        return DeviceMemoryInfo(free.value, total.value)
+
+
+class Region:
+    """A region handle (cms_region *), owned by its Context. Two Region objects for the same
+    handle compare equal; destroy() invalidates every one of them in the library's eyes."""
+
+    def __init__(self, context: Context, handle: int):
+        self._ctx = context
+        self._handle = handle
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    @property
+    def handle(self) -> int:
+        return self._handle
+
+    def _h(self):
+        self._ctx._h()  # raises if the context is closed
+        if self._handle is None:
+            raise ValueError("cumemsaver region is destroyed")
+        return self._handle
+
+    def __eq__(self, other):
+        return isinstance(other, Region) and other._ctx is self._ctx and other._handle == self._handle
+
+    def __hash__(self):
+        return hash((id(self._ctx), self._handle))
+
+    def __repr__(self):
+        return f"<cumemsaver.Region {hex(self._handle) if self._handle else 'destroyed'}>"
+
+    def alloc(self, size: int) -> int:
+        """Allocates size bytes; returns the device pointer (an int, stable until free)."""
+        ptr = ctypes.c_uint64()
+        _call("cms_alloc", self._h(), _u64(size, "size"), ctypes.byref(ptr))
+        return ptr.value
+
+    def free(self, ptr: int) -> None:
+        """Same as Context.free (allocations are found by address)."""
+        self._ctx.free(ptr)
+
+    def pause(self, stream: int = 0, event: int = 0, no_sync: bool = False) -> PauseResult:
+        opts, res = _pause_args(stream, event, no_sync)
+        _call("cms_region_pause", self._h(), ctypes.byref(opts), ctypes.byref(res))
+        return _fields(res, PauseResult)
+
+    def resume(self, async_stream: Optional[int] = None) -> ResumeResult:
+        opts, res = _resume_args(async_stream)
+        _call("cms_region_resume", self._h(), ctypes.byref(opts), ctypes.byref(res))
+        return _fields(res, ResumeResult)
+
+    def info(self) -> RegionInfo:
+        info = L.init_struct(L.cms_region_info)
+        _call("cms_region_info_get", self._h(), ctypes.byref(info))
+        return _fields(
+            info,
+            RegionInfo,
+            tag=_decode(info.tag),
+            policy=_enum_or_int(Policy, info.policy),
+            state=_enum_or_int(State, info.state),
+            restore_pending=bool(info.restore_pending),
+        )
+
+    def destroy(self) -> None:
+        """Frees every allocation of the region and the region itself."""
+        _call("cms_region_destroy", self._h())
+        self._handle = None
