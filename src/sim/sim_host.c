@@ -39,8 +39,7 @@ SIM_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
 	rc = sim_current_device(&device);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (!p || !bytes || base + bytes < base || (flags & ~0x0fu) ||
-	    sim_in_reservation(base, bytes))
+	if (!p || !bytes || base + bytes < base || (flags & ~0x0fu))
 		return CUDA_ERROR_INVALID_VALUE;
 	r = malloc(sizeof(*r));
 	if (!r)
@@ -49,7 +48,9 @@ SIM_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int flags)
 	r->size = bytes;
 	sim_wrlock();
 	i = sim_set_floor(&sim.host_regs, base + bytes - 1);
-	if (i >= 0 && sim.host_regs.v[i]->base + sim.host_regs.v[i]->size > base) {
+	if (sim_in_reservation(base, bytes)) { /* simulated device memory is not host memory */
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (i >= 0 && sim.host_regs.v[i]->base + sim.host_regs.v[i]->size > base) {
 		rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	} else if (sim_set_insert(&sim.host_regs, r)) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
