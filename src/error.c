@@ -90,6 +90,18 @@ cms_status cms_set_error(cms_status st, const char *fmt, ...)
 	return st;
 }
 
+cms_status cms_rollback_status(const cms_context *ctx, cms_status st, const char *saved,
+			       cms_status rb, const char *what)
+{
+	char why[512];
+
+	if (!rb)
+		return cms_set_error(st, "%s", saved);
+	cms_last_error_message(why, sizeof(why));
+	cms_log(ctx, CMS_LOG_ERROR, "%s rollback incomplete: %s", what, why);
+	return cms_set_error(CMS_ERR_ROLLBACK_FAILED, "%s; rollback failed too: %s", saved, why);
+}
+
 cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call)
 {
 	const char *desc = NULL;

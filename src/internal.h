@@ -19,6 +19,12 @@
 cms_status cms_set_error(cms_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Maps a CUresult to a status and records "call: NAME (description)". */
 cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call);
+/*
+ * After a rollback: st with the saved message of the original failure when the
+ * rollback succeeded (rb == 0), else CMS_ERR_ROLLBACK_FAILED naming both.
+ */
+cms_status cms_rollback_status(const cms_context *ctx, cms_status st, const char *saved,
+			       cms_status rb, const char *what);
 void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -210,7 +210,7 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 {
 	uint64_t t0 = cms_now_ns(), backed_up = 0, released = 0;
 	int32_t devs[CMS_MAX_DEVICES];
-	char saved[512], why[512];
+	char saved[512];
 	struct cms_alloc **v;
 	size_t n, i, nd;
 	cms_status st, rb;
@@ -271,14 +271,7 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 err:
 	cms_last_error_message(saved, sizeof(saved));
 	rb = rollback(ctx, v, n, devs, nd);
-	if (rb) {
-		cms_last_error_message(why, sizeof(why));
-		cms_log(ctx, CMS_LOG_ERROR, "pause rollback incomplete: %s", why);
-		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED, "%s; rollback failed too: %s", saved,
-				   why);
-	} else {
-		cms_set_error(st, "%s", saved);
-	}
+	st = cms_rollback_status(ctx, st, saved, rb, "pause");
 	drop_fresh_backups(ctx, v, n);
 out:
 	free(v);

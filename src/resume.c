@@ -76,7 +76,7 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 {
 	uint64_t t0 = cms_now_ns(), restored = 0, backed = 0;
 	int32_t devs[CMS_MAX_DEVICES], cur = -1;
-	char saved[512], why[512];
+	char saved[512];
 	struct cms_alloc **v;
 	bool *had_handle = NULL;
 	size_t n, i, nd;
@@ -159,14 +159,7 @@ commit:
 err:
 	cms_last_error_message(saved, sizeof(saved));
 	rb = undo(v, n, had_handle);
-	if (rb) {
-		cms_last_error_message(why, sizeof(why));
-		cms_log(ctx, CMS_LOG_ERROR, "resume rollback incomplete: %s", why);
-		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED, "%s; rollback failed too: %s", saved,
-				   why);
-	} else {
-		cms_set_error(st, "%s", saved);
-	}
+	st = cms_rollback_status(ctx, st, saved, rb, "resume");
 out:
 	free(had_handle);
 	free(v);

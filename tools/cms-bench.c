@@ -212,21 +212,15 @@ static int bench_try_gpu(struct bench *b, char *why, size_t len)
 {
 	const char *path = cmsctl_driver_path(NULL);
 	char err[512];
-	int st, count = 0;
-	CUresult res;
+	int st;
 
-	st = cms_driver_open(&b->drv, path, err, sizeof(err));
-	if (st) {
+	st = cmsctl_open_device_driver(&b->drv, path, err, sizeof(err));
+	if (st < 0)
 		snprintf(why, len, "%s: %s", cms_status_name(st), err);
+	else if (st)
+		snprintf(why, len, "%s", err);
+	if (st)
 		return -1;
-	}
-	res = b->drv.cuDeviceGetCount(&count);
-	if (res != CUDA_SUCCESS || count < 1) {
-		snprintf(why, len, "%s reports %s", path,
-			 res != CUDA_SUCCESS ? cms_driver_error_name(&b->drv, res) : "no device");
-		cms_driver_close(&b->drv);
-		return -1;
-	}
 	snprintf(b->drv_path, sizeof(b->drv_path), "%s", path);
 	b->drv_open = true;
 	b->sim = b->drv.is_sim != 0;

@@ -29,6 +29,15 @@ const char *cmsctl_sim_path(const char **where);
 const char *cmsctl_driver_path(int *from_env);
 
 /*
+ * cmsctl_open_device_driver - opens the driver library at path into *drv and
+ * checks that it has a device. Returns 0; a negative cms_status when the
+ * library could not be opened (why: the loader's message); or 1 when it has no
+ * device (why says so, drv closed).
+ */
+struct cms_driver;
+int cmsctl_open_device_driver(struct cms_driver *drv, const char *path, char *why, size_t len);
+
+/*
  * cmsctl_bad_option - after getopt_long (opterr = 0, optstring starting with
  * ':') returned '?' or ':' (c), prints "<cmd>: unknown option ..." or
  * "<cmd>: option ... needs an argument" on stderr.

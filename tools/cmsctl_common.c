@@ -150,3 +150,21 @@ const char *cmsctl_driver_path(int *from_env)
 		*from_env = 0;
 	return CMS_DRIVER_DEFAULT;
 }
+
+int cmsctl_open_device_driver(struct cms_driver *drv, const char *path, char *why, size_t len)
+{
+	int st, count = 0;
+	CUresult res;
+
+	st = cms_driver_open(drv, path, why, len);
+	if (st)
+		return st;
+	res = drv->cuDeviceGetCount(&count);
+	if (res != CUDA_SUCCESS || count < 1) {
+		snprintf(why, len, "%s reports %s", path,
+			 res != CUDA_SUCCESS ? cms_driver_error_name(drv, res) : "no device");
+		cms_driver_close(drv);
+		return 1;
+	}
+	return 0;
+}

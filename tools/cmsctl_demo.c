@@ -360,24 +360,16 @@ static int demo_try_gpu(struct demo *d, char *why, size_t len)
 {
 	const char *path = cmsctl_driver_path(NULL);
 	char err[512];
-	int st, count = 0;
-	CUresult res;
+	int st;
 
-	st = cms_driver_open(&d->drv, path, err, sizeof(err));
-	if (st) {
+	st = cmsctl_open_device_driver(&d->drv, path, err, sizeof(err));
+	if (st < 0 && demo_lib_is_sim(path)) {
 		snprintf(why, len, "%s: %s", cms_status_name(st), err);
-		if (demo_lib_is_sim(path)) {
-			snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
-			return -2;
-		}
-		snprintf(why, len, "%s", err);
-		return -1;
+		snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
+		return -2;
 	}
-	res = d->drv.cuDeviceGetCount(&count);
-	if (res != CUDA_SUCCESS || count < 1) {
-		snprintf(why, len, "%s reports %s", path,
-			 res != CUDA_SUCCESS ? cms_driver_error_name(&d->drv, res) : "no device");
-		cms_driver_close(&d->drv);
+	if (st) {
+		snprintf(why, len, "%s", err);
 		return -1;
 	}
 	snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
