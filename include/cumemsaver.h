@@ -56,6 +56,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* ssize_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,7 +71,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define CMS_VERSION_MAJOR 1
-#define CMS_VERSION_MINOR 0
+#define CMS_VERSION_MINOR 1
 #define CMS_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch */
 #define CMS_VERSION_NUMBER \
@@ -509,6 +510,78 @@ CMS_API cms_status cms_region_pause(cms_region *region, const cms_pause_options 
 				    cms_pause_result *result);
 CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_options *opts,
 				     cms_resume_result *result);
+
+/* ---- Allocator hooks (since 1.1) ------------------------------------------
+ *
+ * Entry points for allocators that cannot pass a region: PyTorch's
+ * CUDAPluggableAllocator (cms_torch_alloc / cms_torch_free, loaded by name
+ * from this library) and the LD_PRELOAD interposer libcumemsaver-preload.so.
+ * A process-wide hook context receives frees; a per-thread stack of regions
+ * says where the calling thread's allocations go.
+ */
+
+/*
+ * cms_hook_context_set - makes ctx the process-wide hook context: the one
+ * cms_torch_free and the preload interposer free into and look pointers up
+ * in. NULL clears it. The caller keeps ownership of ctx and must clear the
+ * hook context (or stop all hooked allocators) before destroying it.
+ * Thread-safe (an atomic store). Returns CMS_OK or CMS_ERR_FORKED.
+ */
+CMS_API cms_status cms_hook_context_set(cms_context *ctx);
+
+/*
+ * cms_hook_region_push - makes region the calling thread's active region,
+ * above the ones pushed before (at most CMS_HOOK_DEPTH_MAX deep). Hooked
+ * allocations of this thread go to the region on top. The region must
+ * belong to the hook context and stay alive until popped. Affects only the
+ * calling thread. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, or the
+ * stack is full), CMS_ERR_FORKED.
+ */
+#define CMS_HOOK_DEPTH_MAX 16
+CMS_API cms_status cms_hook_region_push(cms_region *region);
+
+/*
+ * cms_hook_region_pop - removes the calling thread's top active region.
+ * Returns CMS_OK, CMS_ERR_NOT_FOUND (the stack is empty), CMS_ERR_FORKED.
+ */
+CMS_API cms_status cms_hook_region_pop(void);
+
+/*
+ * cms_hook_region_current - the calling thread's top active region, or NULL
+ * when none is active. Borrowed; never fails. Thread-safe (per thread).
+ */
+CMS_API cms_region *cms_hook_region_current(void);
+
+/*
+ * cms_hook_free - frees ptr into the hook context with cms_free: for
+ * interposers that must tell their own pointers from others'. Thread-safe.
+ * Returns CMS_OK, CMS_ERR_NOT_FOUND (ptr is in no allocation of the hook
+ * context: not ours, free it elsewhere), CMS_ERR_NOT_BASE (inside one of
+ * ours but not its base), CMS_ERR_INVALID_ARGUMENT (ptr NULL, or no hook
+ * context), CMS_ERR_FORKED, or what cms_free returns.
+ */
+CMS_API cms_status cms_hook_free(void *ptr);
+
+/*
+ * cms_torch_alloc - PyTorch CUDAPluggableAllocator allocation entry point:
+ * size bytes on device ordinal device (stream ignored: the memory is usable
+ * from any stream). Allocates with cms_alloc in the calling thread's active
+ * region (cms_hook_region_push), which must be on device. Returns the device
+ * pointer, or NULL (PyTorch then reports out-of-memory) when no region is
+ * active, size <= 0, the device differs, or cms_alloc fails; the reason is in
+ * cms_last_error(). Thread-safe.
+ */
+CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream);
+
+/*
+ * cms_torch_free - PyTorch CUDAPluggableAllocator free entry point: frees
+ * ptr (from cms_torch_alloc) into the hook context with cms_free, from any
+ * thread, whether or not a region is active; waits for nothing (PyTorch has
+ * already synchronized its streams' uses). size, device and stream are
+ * ignored. NULL or an unknown pointer is ignored and recorded in
+ * cms_last_error() and the log. Thread-safe.
+ */
+CMS_API void cms_torch_free(void *ptr, ssize_t size, int device, void *stream);
 
 #ifdef __cplusplus
 }

@@ -92,6 +92,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
+	cms_hook_forget_context(ctx);
 	while (ctx->regions) {
 		st = cms_region_destroy(ctx->regions);
 		if (st)

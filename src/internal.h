@@ -152,6 +152,10 @@ struct cms_context {
 	atomic_int warned_register; /* cuMemHostRegister failure logged */
 };
 
+/* ---- hooks/hooks.c ---- */
+/* Clears the hook context if it is ctx (cms_context_destroy). */
+void cms_hook_forget_context(cms_context *ctx);
+
 /* ---- context.c ---- */
 /* Bumped in the child by a pthread_atfork handler. */
 extern volatile unsigned cms_fork_generation;

@@ -44,4 +44,4 @@ from .api import (  # noqa: F401
     version_tuple,
 )
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"

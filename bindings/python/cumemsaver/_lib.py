@@ -15,7 +15,7 @@ SONAME = "libcumemsaver.so.1"
 
 # ---- Versions ---------------------------------------------------------------
 CMS_VERSION_MAJOR = 1
-CMS_VERSION_MINOR = 0
+CMS_VERSION_MINOR = 1
 CMS_VERSION_PATCH = 0
 CMS_VERSION_NUMBER = (CMS_VERSION_MAJOR << 16) | (CMS_VERSION_MINOR << 8) | CMS_VERSION_PATCH
 

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_preload.c - libcumemsaver-preload.so interposing cudaMalloc/cudaFree
+ * of a library loaded with RTLD_LOCAL (ctest runs it with LD_PRELOAD set;
+ * without the interposer the "goes to the region" checks fail). Runs against
+ * the simulation or a GPU; the CUDA runtime is a counting stand-in.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+struct consumer {
+	int (*malloc_fn)(void **ptr, size_t size);
+	int (*free_fn)(void *ptr);
+	int (*calls)(int frees_not_mallocs);
+};
+
+static struct consumer consumer(void)
+{
+	const char *path = getenv("CMS_TEST_CONSUMER");
+	struct consumer c;
+	void *h;
+
+	ck_assert_msg(path != NULL, "CMS_TEST_CONSUMER is not set");
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(h != NULL, "dlopen %s: %s", path, dlerror());
+	*(void **)&c.malloc_fn = dlsym(h, "consumer_malloc");
+	*(void **)&c.free_fn = dlsym(h, "consumer_free");
+	*(void **)&c.calls = dlsym(h, "consumer_runtime_calls");
+	ck_assert(c.malloc_fn && c.free_fn && c.calls);
+	return c;
+}
+
+START_TEST(outside_a_region_the_real_runtime_serves)
+{
+	struct consumer c = consumer();
+	void *p = NULL;
+
+	ck_assert_int_eq(c.malloc_fn(&p, 1000), 0);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, 1000); /* host memory from the stand-in */
+	ck_assert_int_eq(c.calls(0), 1);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_assert_int_eq(c.calls(1), 1);
+	ck_assert_int_eq(c.free_fn(NULL), 0); /* context creation idiom: real runtime */
+	ck_assert_int_eq(c.calls(1), 2);
+}
+END_TEST
+
+START_TEST(inside_a_region_the_library_serves)
+{
+	struct consumer c = consumer();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+	void *p = NULL, *q = NULL;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_assert_int_eq(c.malloc_fn(&p, 5 * MiB), 0);
+	ck_assert_int_eq(c.malloc_fn(&q, 0), 0);
+	ck_assert_ptr_null(q);
+	ck_assert_int_eq(c.malloc_fn(NULL, 10), 1);
+	ck_ok(cms_hook_region_pop());
+	ck_assert_int_eq(c.calls(0), 0);
+	ck_ok(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &pi));
+	ck_assert_ptr_eq(pi.region, r);
+	ck_assert_int_eq(t_fill(0, (uint64_t)(uintptr_t)p, 5 * MiB, 11), 0);
+	ck_ok(cms_pause(ctx, NULL, NULL, NULL));
+	ck_ok(cms_resume(ctx, NULL, NULL, NULL));
+	ck_assert_int_eq(t_check(0, (uint64_t)(uintptr_t)p, 5 * MiB, 11), -1);
+	/* Interior pointer of ours: refused, not passed to the runtime. */
+	ck_assert_int_eq(c.free_fn((char *)p + 4096), 1);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_assert_int_eq(c.calls(1), 0);
+	ck_status(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &pi), CMS_ERR_NOT_FOUND);
+	/* A region whose allocation fails reports cudaErrorMemoryAllocation. */
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_pause(ctx, NULL, NULL, NULL));
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 2);
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("preload");
+	TCase *tc = tcase_create("preload");
+
+	tcase_add_test(tc, outside_a_region_the_real_runtime_serves);
+	tcase_add_test(tc, inside_a_region_the_library_serves);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_DEVICE);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_hooks.c - the allocator hooks (since 1.1): hook context, per-thread
+ * region stack, and PyTorch's pluggable-allocator entry points, called the
+ * way PyTorch calls them (allocation on the region's thread, frees from any
+ * thread).
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "common.h"
+
+START_TEST(push_pop_and_current)
+{
+	cms_context *ctx = t_ctx(), *other = t_ctx();
+	cms_region *a = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_region *b = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	cms_region *foreign = t_region(other, "weights", 0, CMS_POLICY_HOST);
+	int i;
+
+	ck_assert_ptr_null(cms_hook_region_current());
+	ck_status(cms_hook_region_push(a), CMS_ERR_INVALID_ARGUMENT); /* no hook context */
+	ck_ok(cms_hook_context_set(ctx));
+	ck_status(cms_hook_region_push(NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_push(foreign), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_pop(), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_hook_region_push(a));
+	ck_ok(cms_hook_region_push(b));
+	ck_assert_ptr_eq(cms_hook_region_current(), b);
+	ck_ok(cms_hook_region_pop());
+	ck_assert_ptr_eq(cms_hook_region_current(), a);
+	ck_ok(cms_hook_region_pop());
+	ck_assert_ptr_null(cms_hook_region_current());
+	for (i = 0; i < CMS_HOOK_DEPTH_MAX; i++)
+		ck_ok(cms_hook_region_push(a));
+	ck_status(cms_hook_region_push(a), CMS_ERR_INVALID_ARGUMENT);
+	for (i = 0; i < CMS_HOOK_DEPTH_MAX; i++)
+		ck_ok(cms_hook_region_pop());
+	ck_status(cms_hook_region_pop(), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_context_destroy(other));
+	ck_ok(cms_context_destroy(ctx));
+	/* Destroying the hook context clears it. */
+	ck_status(cms_hook_free((void *)0x1000), CMS_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+static void *thread_sees_no_region(void *arg)
+{
+	(void)arg;
+	return cms_hook_region_current();
+}
+
+static void *thread_frees(void *arg)
+{
+	cms_torch_free(arg, 0, 0, NULL);
+	return NULL;
+}
+
+START_TEST(torch_alloc_goes_to_the_threads_region)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_pointer_info info = { .struct_size = sizeof(info) };
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	pthread_t th;
+	void *p, *seen;
+
+	ck_ok(cms_hook_context_set(ctx));
+	cms_last_error_message(NULL, 0);
+	ck_assert_ptr_null(cms_torch_alloc(4 * MiB, 0, NULL)); /* no region active */
+	ck_assert_msg(strstr(cms_last_error(), "no region") != NULL, "%s", cms_last_error());
+	ck_ok(cms_hook_region_push(r));
+	ck_assert_ptr_null(cms_torch_alloc(0, 0, NULL));
+	ck_assert_ptr_null(cms_torch_alloc(-5, 0, NULL));
+	ck_assert_ptr_null(cms_torch_alloc(4 * MiB, 1, NULL)); /* not the region's device */
+	ck_assert_msg(strstr(cms_last_error(), "device") != NULL, "%s", cms_last_error());
+	p = cms_torch_alloc(3 * MiB + 5, 0, (void *)0x1234);
+	ck_assert_msg(p != NULL, "%s", cms_last_error());
+	ck_ok(pthread_create(&th, NULL, thread_sees_no_region, NULL) ? CMS_ERR_INTERNAL : CMS_OK);
+	pthread_join(th, &seen);
+	ck_assert_ptr_null(seen);
+	ck_ok(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &info));
+	ck_assert_ptr_eq(info.region, r);
+	ck_assert_uint_eq(info.size, 3 * MiB + 5);
+	ck_assert_int_eq(t_fill(0, (uint64_t)(uintptr_t)p, 3 * MiB, 7), 0);
+	ck_ok(cms_hook_region_pop());
+	/* The content survives a cycle (HOST policy) at the same address. */
+	ck_ok(cms_pause(ctx, "weights", NULL, NULL));
+	ck_ok(cms_resume(ctx, "weights", NULL, NULL));
+	ck_assert_int_eq(t_check(0, (uint64_t)(uintptr_t)p, 3 * MiB, 7), -1);
+	/* Freed from another thread with no region active (the garbage collector). */
+	ck_ok(pthread_create(&th, NULL, thread_frees, p) ? CMS_ERR_INTERNAL : CMS_OK);
+	pthread_join(th, NULL);
+	ck_status(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &info), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.allocations, 0);
+	/* Unknown and NULL pointers are ignored, not fatal. */
+	cms_torch_free(NULL, 0, 0, NULL);
+	cms_torch_free((void *)0x10, 0, 0, NULL);
+	ck_status(cms_hook_free((void *)0x10), CMS_ERR_NOT_FOUND);
+	ck_status(cms_hook_free(NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(paused_region_refuses_and_free_while_paused_works)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	void *p;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	p = cms_torch_alloc(2 * MiB, 0, NULL);
+	ck_assert_ptr_nonnull(p);
+	ck_ok(cms_pause(ctx, "kv", NULL, NULL));
+	ck_assert_ptr_null(cms_torch_alloc(2 * MiB, 0, NULL));
+	ck_assert_msg(strstr(cms_last_error(), "paused") != NULL, "%s", cms_last_error());
+	cms_torch_free(p, 2 * MiB, 0, NULL); /* empty_cache while paused */
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.allocations, 0);
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("hooks");
+	TCase *tc = tcase_create("hooks");
+
+	tcase_add_test(tc, push_pop_and_current);
+	tcase_add_test(tc, torch_alloc_goes_to_the_threads_region);
+	tcase_add_test(tc, paused_region_refuses_and_free_while_paused_works);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_DEVICE);
+}
