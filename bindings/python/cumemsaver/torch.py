@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: MIT
+"""Pausable PyTorch tensors and CUDA-graph pools (imported only where torch is installed).
+
+    import cumemsaver.torch as cmt
+    saver = cmt.Saver()                       # one per process; hook_mode="torch" by default
+    with saver.region("weights", policy=cmt.Policy.HOST):
+        model = build_model().cuda()          # these tensors' memory is cumemsaver's
+    with saver.region("kv_cache"):
+        kv = torch.empty(..., device="cuda")
+    saver.pause("kv_cache"); saver.pause("weights")   # memory goes back to the driver
+    saver.resume("weights"); saver.resume("kv_cache") # same addresses; weights restored
+
+How it works. hook_mode="torch": one torch.cuda.MemPool per (tag, policy, device) whose
+allocator is torch.cuda.memory.CUDAPluggableAllocator over the library's exported
+cms_torch_alloc / cms_torch_free. Inside region(), that pool is the thread's current pool
+and the region is pushed on the library's per-thread hook stack, so every new segment the
+pool needs is a cms_alloc in that region; no other tag's pool can ever receive it. Frees
+(garbage collector, empty_cache, any thread) go to cms_free through the process-wide hook
+context. hook_mode="preload": the process was started with libcumemsaver-preload.so in
+LD_PRELOAD (see cumemsaver.preload); each (tag, policy, device) still gets its own MemPool,
+with PyTorch's native allocator, whose cudaMalloc calls the interposer serves.
+
+Rules: do not allocate in a paused tag's region (region() refuses); pause/resume wait for
+the device (cuCtxSynchronize by default); a tag has one policy per device.
+"""
+
+import contextlib
+import os
+import threading
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from . import _lib as L
+from . import preload as _preload
+from .api import Context, Policy, Region, RegionInfo, _call
+
+__all__ = ["Saver", "Policy", "check_allocator_config", "library_path"]
+
+
+def check_allocator_config() -> None:
+    """Raises RuntimeError when PyTorch's allocator is configured with expandable segments:
+    its segments then bypass pluggable allocators, and a pause would silently free nothing."""
+    for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        for item in os.environ.get(var, "").split(","):
+            key, _, value = item.partition(":")
+            if key.strip() == "expandable_segments" and value.strip().lower() in ("true", "1"):
+                raise RuntimeError(
+                    f"cumemsaver: {var} has expandable_segments:True; PyTorch then maps its "
+                    "own segments and never calls cumemsaver's allocator, so nothing could be "
+                    "paused. Remove expandable_segments (or set it to False) for this process."
+                )
+
+
+def library_path() -> str:
+    """Path of the loaded libcumemsaver.so.1 (PyTorch dlopens it by path to find the
+    allocator's entry points; the same file resolves to the same loaded library)."""
+    L.lib()
+    path = _preload._loaded_path(L.SONAME)
+    if not path:
+        raise OSError("libcumemsaver.so.1 is loaded but not found in /proc/self/maps")
+    return path
+
+
+def _device_index(device) -> int:
+    if device is None:
+        return torch.cuda.current_device()
+    if isinstance(device, int):
+        return device
+    d = torch.device(device)
+    if d.type != "cuda":
+        raise ValueError(f"cumemsaver regions are on CUDA devices, not {d}")
+    return d.index if d.index is not None else torch.cuda.current_device()
+
+
+class Saver:
+    """Pausable PyTorch memory for one process.
+
+    hook_mode: "torch" (CUDAPluggableAllocator, the default) or "preload" (the process runs
+    with libcumemsaver-preload.so in LD_PRELOAD). context: an existing cumemsaver Context
+    (else one is created, with driver_path). The Saver makes its context the library's hook
+    context; only one Saver should be live in a process.
+    """
+
+    def __init__(
+        self,
+        hook_mode: str = "torch",
+        context: Optional[Context] = None,
+        driver_path: Optional[str] = None,
+    ):
+        check_allocator_config()
+        if hook_mode not in ("torch", "preload"):
+            raise ValueError(f"hook_mode must be 'torch' or 'preload', not {hook_mode!r}")
+        if hook_mode == "preload" and not _preload.active():
+            raise RuntimeError(
+                "cumemsaver: hook_mode='preload' but libcumemsaver-preload.so does not "
+                "interpose cudaMalloc in this process: start it with "
+                "cumemsaver.preload.env() (LD_PRELOAD) or use hook_mode='torch'"
+            )
+        self.hook_mode = hook_mode
+        self._own_ctx = context is None
+        self.context = context if context is not None else Context(driver_path=driver_path)
+        self._lock = threading.Lock()
+        self._regions: Dict[Tuple[str, int], Tuple[Region, Policy]] = {}
+        self._pools: Dict[Tuple[str, Policy, int], object] = {}
+        self._allocator = None
+        if hook_mode == "torch":
+            self._allocator = torch.cuda.memory.CUDAPluggableAllocator(
+                library_path(), "cms_torch_alloc", "cms_torch_free"
+            )
+        _call("cms_hook_context_set", self.context._h())
+
+    # -- regions and pools
+    def _region(self, tag: str, policy: Policy, device: int) -> Region:
+        key = (tag, device)
+        with self._lock:
+            if key in self._regions:
+                region, have = self._regions[key]
+                if have != policy:
+                    raise ValueError(
+                        f"tag {tag!r} on device {device} already has policy {have.name}; "
+                        f"a tag has one policy per device (asked for {Policy(policy).name})"
+                    )
+                return region
+            region = self.context.region(tag, device=device, policy=policy)
+            self._regions[key] = (region, Policy(policy))
+            return region
+
+    def _pool(self, tag: str, policy: Policy, device: int):
+        key = (tag, Policy(policy), device)
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is None:
+                if self._allocator is not None:
+                    pool = torch.cuda.MemPool(self._allocator.allocator())
+                else:
+                    pool = torch.cuda.MemPool()
+                self._pools[key] = pool
+            return pool
+
+    @contextlib.contextmanager
+    def _pushed(self, region: Region):
+        if region.info().paused:
+            raise RuntimeError(
+                f"cumemsaver: region {region.info().tag!r} is paused: resume it before "
+                "allocating in it"
+            )
+        _call("cms_hook_region_push", region._h())
+        try:
+            yield region
+        finally:
+            L.lib().cms_hook_region_pop()
+
+    @contextlib.contextmanager
+    def region(self, tag: str = "default", policy: Policy = Policy.DISCARD, device=None):
+        """Tensors allocated by this thread inside the block come from region (tag, device)
+        with the given restore policy. Yields the cumemsaver Region."""
+        dev = _device_index(device)
+        region = self._region(tag, Policy(policy), dev)
+        pool = self._pool(tag, Policy(policy), dev)
+        with torch.cuda.device(dev), torch.cuda.use_mem_pool(pool):
+            with self._pushed(region):
+                yield region
+
+    @contextlib.contextmanager
+    def cuda_graph(
+        self,
+        cuda_graph,
+        tag: str = "cuda_graph",
+        policy: Policy = Policy.DISCARD,
+        stream=None,
+        capture_error_mode: str = "global",
+        device=None,
+    ):
+        """torch.cuda.graph(...) whose private memory pool is this tag's pausable pool: the
+        memory the captured graph allocates is paused and resumed with tag. Replaying a graph
+        while its tag is paused is an illegal access: resume first."""
+        dev = _device_index(device)
+        region = self._region(tag, Policy(policy), dev)
+        pool = self._pool(tag, Policy(policy), dev)
+        with torch.cuda.device(dev):
+            with torch.cuda.graph(
+                cuda_graph, pool=pool.id, stream=stream, capture_error_mode=capture_error_mode
+            ):
+                with self._pushed(region):
+                    yield region
+
+    @contextlib.contextmanager
+    def disable(self):
+        """Inside a region(), allocations made in the block go to PyTorch's own allocator (a
+        fresh default pool, dropped after the block) instead of the region."""
+        lib = L.lib()
+        stack = []  # the thread's active regions, top first: all set aside for the block
+        while lib.cms_hook_region_current():
+            stack.append(lib.cms_hook_region_current())
+            lib.cms_hook_region_pop()
+        try:
+            pool = torch.cuda.MemPool()
+            with torch.cuda.use_mem_pool(pool):
+                yield
+            del pool
+        finally:
+            for handle in reversed(stack):
+                _call("cms_hook_region_push", handle)
+
+    # -- pause / resume / stats
+    def pause(self, tag: Optional[str] = None):
+        """Pauses tag's regions on every device (every tag when None); see Context.pause."""
+        return self.context.pause(tag)
+
+    def resume(self, tag: Optional[str] = None):
+        """Resumes tag's regions at the same addresses; see Context.resume."""
+        return self.context.resume(tag)
+
+    def stats(self) -> List[RegionInfo]:
+        """Region info (bytes, state, epoch) of every region this Saver made."""
+        with self._lock:
+            regions = [r for r, _ in self._regions.values()]
+        return [r.info() for r in regions]
+
+    def region_of(self, tensor) -> Optional[Region]:
+        """The cumemsaver region holding tensor's memory, or None."""
+        try:
+            return self.context.pointer_info(tensor.data_ptr()).region
+        except Exception:
+            return None
+
+    def close(self) -> None:
+        """Clears the hook context, drops the pools and (if it made it) closes the context.
+        Tensors still holding cumemsaver memory must be gone first."""
+        L.lib().cms_hook_context_set(None)
+        with self._lock:
+            self._pools.clear()
+            self._regions.clear()
+        if self._own_ctx:
+            self.context.close()
+

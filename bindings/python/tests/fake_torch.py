@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""A stand-in for the few torch.cuda pieces cumemsaver.torch uses, for tests without torch.
+
+It does what PyTorch's caching allocator does on a miss in a pool: calls the pool's
+pluggable allocator's C entry point, found by name in the library file, exactly as
+torch.cuda.memory.CUDAPluggableAllocator does (dlopen + dlsym). Tensors are just pointers.
+"""
+
+import contextlib
+import ctypes
+import sys
+import threading
+import types
+
+_tls = threading.local()
+
+
+class CUDAPluggableAllocator:
+    def __init__(self, path, alloc_name, free_name):
+        lib = ctypes.CDLL(path)
+        self.alloc_fn = getattr(lib, alloc_name)
+        self.alloc_fn.restype = ctypes.c_void_p
+        self.alloc_fn.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        self.free_fn = getattr(lib, free_name)
+        self.free_fn.restype = None
+        self.free_fn.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+
+    def allocator(self):
+        return self
+
+
+_pools = {}
+
+
+class MemPool:
+    def __init__(self, allocator=None):
+        self.allocator = allocator
+        self.id = (id(self), 1)
+        self.segments = []
+        _pools[self.id] = self
+
+    def malloc(self, nbytes):
+        if self.allocator is None:
+            self.segments.append(("native", nbytes))
+            return 0
+        ptr = self.allocator.alloc_fn(nbytes, current_device(), None)
+        if not ptr:
+            raise MemoryError("CUDA out of memory (pluggable allocator returned NULL)")
+        self.segments.append((ptr, nbytes))
+        return ptr
+
+    def empty_cache(self):
+        """What torch.cuda.empty_cache does to a pool's unused segments."""
+        for ptr, nbytes in self.segments:
+            if ptr:
+                self.allocator.free_fn(ptr, nbytes, current_device(), None)
+        self.segments = []
+
+
+@contextlib.contextmanager
+def use_mem_pool(pool, device=None):
+    prev = getattr(_tls, "pool", None)
+    _tls.pool = pool
+    try:
+        yield
+    finally:
+        _tls.pool = prev
+
+
+@contextlib.contextmanager
+def device(dev):
+    yield
+
+
+def current_device():
+    return 0
+
+
+class graph:
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
+        self.pool_id = pool
+        cuda_graph.pool_id = pool
+
+    def __enter__(self):
+        """Capture: allocations go to the graph's pool, as PyTorch's private pools do."""
+        self.prev = getattr(_tls, "pool", None)
+        _tls.pool = _pools[self.pool_id]
+        return self
+
+    def __exit__(self, *exc):
+        _tls.pool = self.prev
+        return False
+
+
+def empty(nbytes):
+    """Allocates like a tensor of nbytes would on a pool miss; returns the pointer."""
+    pool = getattr(_tls, "pool", None)
+    if pool is None:
+        raise RuntimeError("fake torch: no pool active")
+    return pool.malloc(nbytes)
+
+
+def install():
+    """Puts a fake 'torch' module in sys.modules (only where torch is not installed)."""
+    torch = types.ModuleType("torch")
+    cuda = types.ModuleType("torch.cuda")
+    memory = types.ModuleType("torch.cuda.memory")
+    memory.CUDAPluggableAllocator = CUDAPluggableAllocator
+    cuda.memory = memory
+    cuda.MemPool = MemPool
+    cuda.use_mem_pool = use_mem_pool
+    cuda.device = device
+    cuda.current_device = current_device
+    cuda.graph = graph
+    torch.cuda = cuda
+    torch.device = lambda d: types.SimpleNamespace(type="cuda", index=0)
+    torch.fake = True
+    torch.empty = empty
+    sys.modules["torch"] = torch
+    sys.modules["torch.cuda"] = cuda
+    sys.modules["torch.cuda.memory"] = memory
+    return torch
