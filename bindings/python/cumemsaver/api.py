@@ -396,7 +396,9 @@ class Context:
 
     def __del__(self):
         try:
-            if self._handle is not None:
+            # keep_at_exit: left to process exit (cumemsaver.torch sets it at interpreter
+            # exit, so that PyTorch's late frees still find the context).
+            if self._handle is not None and not getattr(self, "keep_at_exit", False):
                 L.lib().cms_context_destroy(self._handle)
                 self._handle = None
         except Exception:

@@ -24,9 +24,11 @@ Rules: do not allocate in a paused tag's region (region() refuses); pause/resume
 the device (cuCtxSynchronize by default); a tag has one policy per device.
 """
 
+import atexit
 import contextlib
 import os
 import threading
+import weakref
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -109,6 +111,7 @@ class Saver:
                 library_path(), "cms_torch_alloc", "cms_torch_free"
             )
         _call("cms_hook_context_set", self.context._h())
+        atexit.register(_at_exit, weakref.ref(self))
 
     # -- regions and pools
     def _region(self, tag: str, policy: Policy, device: int) -> Region:
@@ -226,12 +229,23 @@ class Saver:
             return None
 
     def close(self) -> None:
-        """Clears the hook context, drops the pools and (if it made it) closes the context.
-        Tensors still holding cumemsaver memory must be gone first."""
-        L.lib().cms_hook_context_set(None)
+        """Drops the pools (PyTorch frees their cached segments through the hook), clears
+        the hook context and, if it made it, closes the context. Tensors still holding
+        cumemsaver memory must be gone first."""
         with self._lock:
             self._pools.clear()
+        if hasattr(torch.cuda, "empty_cache"):
+            torch.cuda.empty_cache()
+        L.lib().cms_hook_context_set(None)
+        with self._lock:
             self._regions.clear()
         if self._own_ctx:
             self.context.close()
 
+def _at_exit(ref):
+    """At interpreter exit PyTorch frees its pools' segments late (MemPool destructors run
+    during teardown, after atexit). The Saver's context stays the hook context until the
+    process ends, so those frees still succeed; the driver releases everything at exit."""
+    saver = ref()
+    if saver is not None and not saver.context.closed:
+        saver.context.keep_at_exit = True
