@@ -3,7 +3,8 @@
 #   build/       RelWithDebInfo: unit + simulation suites (+ GPU suites where a GPU exists)
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
 #   build-tsan/  ThreadSanitizer over the same suites (stress and fork included)
-#   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs and tags, 60 s each
+#   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs, tags and the IPC protocol, 60 s each
+# plus the Python package (unittest), and the Rust and Go bindings (tools/test-bindings.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
@@ -39,6 +40,8 @@ if [ $py_rc -ne 0 ]; then
 	echo "(full log: build/python-tests.log)"
 	exit $py_rc
 fi
+echo "== bindings (C, Rust, Go against a staged install of build/, found through pkg-config)"
+bash tools/test-bindings.sh build
 awk '/fault sweep: .*: [0-9]+ points/ { for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^points/) n += $i }
      END { print "fault points exercised: " n }' build/ctest-full.log
 grep -hoE "(bad input|stress): .*" build/ctest-full.log | sort -u || true

@@ -1,0 +1,3 @@
+module github.com/cumemsaver/cumemsaver-go
+
+go 1.19
