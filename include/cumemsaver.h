@@ -130,8 +130,24 @@ typedef int32_t cms_status;
 /* Called in a child process created by fork() after the context was created: the GPU
  * state belongs to the parent. The child can only create new contexts. */
 #define CMS_ERR_FORKED (-18)
+/* Since 1.1 (IPC, docs/ipc.md): a message from a peer is malformed, of an unknown type or of
+ * an unsupported protocol version; the connection is dropped. */
+#define CMS_ERR_PROTOCOL (-19)
+/* Since 1.1: the peer's uid (SO_PEERCRED) is not allowed, or the exporter refused us for it. */
+#define CMS_ERR_PERMISSION (-20)
+/* Since 1.1: a peer did not answer in time (the message names it: pid, uid, name). */
+#define CMS_ERR_TIMEOUT (-21)
+/* Since 1.1: the peer process closed its socket or exited (crashed). */
+#define CMS_ERR_DISCONNECTED (-22)
+/* Since 1.1: an exporter's region no longer has the layout an importer mapped (allocations
+ * added or freed between exports); nothing was mapped. */
+#define CMS_ERR_LAYOUT_CHANGED (-23)
+/* Since 1.1: an importer or the application's control callback refused the request. */
+#define CMS_ERR_REFUSED (-24)
+/* Since 1.1: a system call on a socket or file failed (the message names it and errno). */
+#define CMS_ERR_IO (-25)
 /* Lowest status number in use (for bindings and tests). */
-#define CMS_STATUS_MIN (-18)
+#define CMS_STATUS_MIN (-25)
 
 /* cms_status_name - "CMS_OK", "CMS_ERR_NOT_FOUND", ...; "CMS_ERR_UNKNOWN_STATUS" for numbers not
  * listed. Never NULL. */
@@ -213,6 +229,8 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  * their device pointers become invalid), releases the primary contexts
  * (cuDevicePrimaryCtxRelease) and unloads the driver. Not thread-safe against
  * other calls on the same context. NULL is accepted. Returns CMS_OK;
+ * CMS_ERR_INVALID_ARGUMENT (since 1.1) while an exporter, import or control
+ * socket of the context is still open (nothing is touched);
  * CMS_ERR_DRIVER (or another driver status) if freeing an allocation failed:
  * then the context stays valid, holding the regions and allocations not yet
  * freed (each as it was), and the call may be retried; CMS_ERR_FORKED in a
@@ -256,6 +274,28 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * cost) and a resumed region holds no host memory.
  */
 #define CMS_REGION_RELEASE_HOST 0x1ull
+/*
+ * Region flag (since 1.1): shareable with other processes (docs/ipc.md). Its
+ * physical allocations are created with the POSIX file descriptor handle type
+ * (cuMemCreate, requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+ * so that cms_exporter_publish() can hand them to importers. Needs
+ * CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED (else
+ * cms_region_create returns CMS_ERR_NOT_SUPPORTED).
+ */
+#define CMS_REGION_SHAREABLE 0x2ull
+/*
+ * Region flag (since 1.1): also request fabric handles (CU_MEM_HANDLE_TYPE_FABRIC,
+ * for multi-node NVLink), with or without CMS_REGION_SHAREABLE. Needs
+ * CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED (else CMS_ERR_NOT_SUPPORTED).
+ * The IPC of this library passes POSIX descriptors only; the fabric type is
+ * reported in cms_region_info.handle_types for the application's own use.
+ */
+#define CMS_REGION_SHAREABLE_FABRIC 0x4ull
+
+/* Handle types of a region's physical allocations (cms_region_info.handle_types, since 1.1);
+ * the values of CUmemAllocationHandleType. */
+#define CMS_HANDLE_TYPE_POSIX_FD 0x1u
+#define CMS_HANDLE_TYPE_FABRIC 0x8u
 
 typedef struct cms_region_options {
 	size_t struct_size; /* sizeof(cms_region_options) */
@@ -329,6 +369,13 @@ typedef struct cms_region_info {
 	uint64_t host_bytes;	 /* host memory held by backup buffers (kept across cycles) */
 	uint32_t restore_pending; /* 1 while an async resume's restore copies may still run */
 	uint32_t reserved2;	  /* 0 */
+	/* Since 1.1: CMS_HANDLE_TYPE_* bits its physical allocations are created with (0: not
+	 * shareable). */
+	uint32_t handle_types;
+	uint32_t reserved3; /* 0 */
+	/* Since 1.1: the devices given access besides the region's own (bit d = ordinal d;
+	 * cms_region_peer_devices_set). */
+	uint64_t peer_device_mask;
 } cms_region_info;
 
 /*
@@ -338,13 +385,44 @@ typedef struct cms_region_info {
  */
 CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info);
 
+/*
+ * cms_region_peer_devices_set (since 1.1) - gives other devices read-write
+ * access to the region's memory: device_mask has bit d set for device
+ * ordinal d (0: only the region's own device), so that kernels on those
+ * devices read and write it through NVLink or PCIe peer access (a tensor on
+ * GPU 0 read by a kernel on GPU 1). Access belongs to each mapping: every
+ * allocation made later is mapped with it, every resume grants it again (a
+ * new mapping has no access), and the allocations mapped now get it at once
+ * (cuMemSetAccess of each, one descriptor per device: read-write for the
+ * region's device and each device of the mask, none for a device dropped
+ * from the previous mask). Peer access of VMM memory needs no
+ * cuCtxEnablePeerAccess; none is called. Call it right after
+ * cms_region_create to have every allocation mapped for the peers from the
+ * start. Checks: every bit names an existing device (cuDeviceGetCount), not
+ * the region's own, that can access the region's device's memory
+ * (cuDeviceCanAccessPeer(peer, device)). All or nothing: if setting the
+ * access of an allocation fails, those already changed get their previous
+ * access back and the mask stays as it was. cms_region_info.peer_device_mask
+ * reports the mask. Thread-safe: takes the region's lock (waits for a pause
+ * or resume of it in progress).
+ * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL region, device_mask naming
+ * the region's device), CMS_ERR_INVALID_DEVICE (a bit beyond the device
+ * count), CMS_ERR_NOT_SUPPORTED (a device that cannot access the region's
+ * device), a driver status (cuMemSetAccess failed; nothing changed), or
+ * CMS_ERR_ROLLBACK_FAILED (restoring the previous access failed too: the
+ * message names the allocation; the new mask is kept, so that the next
+ * resume maps every allocation with it).
+ */
+CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t device_mask);
+
 /* ---- Allocations ----------------------------------------------------------- */
 
 /*
  * cms_alloc - allocates size bytes in an active region: reserves a virtual
  * range (cuMemAddressReserve, size rounded up to the granularity, aligned to
  * it), creates a physical allocation (cuMemCreate) and maps it read-write
- * for the region's device (cuMemMap, cuMemSetAccess). Content is undefined,
+ * for the region's device and its peer devices (cuMemMap, one cuMemSetAccess
+ * with a descriptor per device). Content is undefined,
  * as with cudaMalloc. *ptr receives the device pointer; it stays the same
  * until cms_free(), whatever pauses and resumes happen in between.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, size 0, size overflowing
@@ -387,7 +465,7 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
 /* ---- Pause and resume ------------------------------------------------------ */
 
 /* Pause flag: the caller guarantees no GPU work uses the memory; skip waiting. */
-#define CMS_PAUSE_NO_SYNC 0x1u
+#define CMS_PAUSE_NO_SYNC 0x1ull
 
 typedef struct cms_pause_options {
 	size_t struct_size; /* sizeof(cms_pause_options) */
@@ -406,6 +484,28 @@ typedef struct cms_pause_options {
 	}
 CMS_API cms_status cms_pause_options_init(cms_pause_options *opts);
 
+/*
+ * Per-device results (since 1.1). A pause or resume spanning several devices
+ * runs one worker thread per device (see cms_pause); each reports here.
+ * Entries are in ascending device order; a call over more than
+ * CMS_DEVICE_RESULTS_MAX devices reports the first CMS_DEVICE_RESULTS_MAX.
+ */
+#define CMS_DEVICE_RESULTS_MAX 16
+
+typedef struct cms_device_result {
+	int32_t device; /* CUDA device ordinal */
+	/* CMS_OK: this device's part succeeded (on a failed call it was then rolled back
+	 * because another device failed); else the status of this device's own failure
+	 * (CMS_ERR_ROLLBACK_FAILED when undoing its part failed too). */
+	cms_status status;
+	uint64_t regions;     /* regions of this device in the call */
+	uint64_t allocations; /* allocations paused / re-backed (0 on a failed call) */
+	uint64_t bytes;	      /* pause: physical bytes released; resume: bytes created and mapped */
+	uint64_t bytes_copied; /* pause: bytes copied to host backups; resume: bytes restored */
+	/* Wall time of this device's work, without its waits for the other devices. */
+	uint64_t elapsed_ns;
+} cms_device_result;
+
 typedef struct cms_pause_result {
 	size_t struct_size;	     /* sizeof(cms_pause_result), set by the caller */
 	uint64_t regions;	     /* regions paused by this call */
@@ -416,6 +516,11 @@ typedef struct cms_pause_result {
 				      */
 	uint64_t driver_free_after;  /* ... and after the release */
 	uint64_t elapsed_ns;	     /* wall time of the call */
+	/* Since 1.1 (see cms_device_result): devices the call worked on, and on failure the
+	 * device whose own step failed first (lowest ordinal among them); -1 when none did. */
+	uint32_t devices;
+	int32_t failed_device;
+	cms_device_result device_results[CMS_DEVICE_RESULTS_MAX];
 } cms_pause_result;
 
 /*
@@ -452,6 +557,10 @@ typedef struct cms_resume_result {
 	uint64_t bytes_backed;	 /* physical bytes created and mapped */
 	uint64_t bytes_restored; /* bytes copied back from host backups */
 	uint64_t elapsed_ns;
+	/* Since 1.1: as in cms_pause_result. */
+	uint32_t devices;
+	int32_t failed_device;
+	cms_device_result device_results[CMS_DEVICE_RESULTS_MAX];
 } cms_resume_result;
 
 /*
@@ -466,6 +575,18 @@ typedef struct cms_resume_result {
  * zeroed, DISCARD undefined) and the status says what failed.
  * Locks: holds the locks of the regions it pauses, never the context's for
  * long; alloc/free in other regions proceed.
+ * Several devices (since 1.1): the regions are grouped by device and every
+ * device is processed at the same time by a worker thread of its own (the
+ * calling thread takes the lowest device; one device means no extra thread),
+ * with that device's primary context current and its own copy streams. The
+ * devices agree before releasing anything and again before committing: if
+ * one fails, every device is rolled back as above, so the call stays all or
+ * nothing across devices (memory another device had already released by
+ * then is re-backed per policy). Log lines of the workers reach the log
+ * callback on the calling thread, after them. result (if its struct_size
+ * covers the 1.1 fields) also reports each device (cms_device_result),
+ * and then is written on failure too: the 1.0 fields 0, failed_device and
+ * each device's status saying what failed where.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,
  * CMS_ERR_NOT_FOUND (no region has tag), CMS_ERR_ALREADY_PAUSED (all its
  * regions are paused; also for tag NULL), CMS_ERR_OUT_OF_HOST_MEMORY (a host
@@ -474,7 +595,11 @@ typedef struct cms_resume_result {
  * step failed too; every allocation is then left in an exact state (mapped,
  * or released with its HOST backup kept) that the next pause, resume or free
  * completes. The driver's free-memory readings in the result are only
- * measurements: a failure to read them gives 0, not an error.
+ * measurements: a failure to read them gives 0, not an error. With several
+ * devices the status and message are those of the device that failed
+ * (message prefixed "device N: "), or CMS_ERR_ROLLBACK_FAILED naming each
+ * device whose rollback failed; CMS_ERR_OUT_OF_HOST_MEMORY also when a
+ * worker thread cannot be started (nothing was done then).
  */
 CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_options *opts,
 			     cms_pause_result *result);
@@ -490,7 +615,12 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * create, map and restore of one allocation overlap with the next's; copies
  * are spread over the library's own streams. All or nothing: on failure every touched
  * allocation stays paused with its backup. Regions already active are
- * skipped. opts and result may be NULL.
+ * skipped. opts and result may be NULL. Several devices are resumed at the
+ * same time, one worker thread each, and agree before committing, exactly
+ * as cms_pause describes (results per device, all or nothing across devices;
+ * with CMS_RESUME_ASYNC, opts->stream is made to wait for every device's
+ * restore). Peer access (cms_region_options.peer_device_mask) is granted
+ * again with every mapping.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,
  * CMS_ERR_NOT_FOUND, CMS_ERR_NOT_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY (from
  * cuMemCreate: distinguishable, retry when memory is available),
@@ -515,47 +645,75 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *
  * Entry points for allocators that cannot pass a region: PyTorch's
  * CUDAPluggableAllocator (cms_torch_alloc / cms_torch_free, loaded by name
- * from this library) and the LD_PRELOAD interposer libcumemsaver-preload.so.
- * A process-wide hook context receives frees; a per-thread stack of regions
- * says where the calling thread's allocations go.
+ * from this library) and the LD_PRELOAD interposer libcumemsaver-preload.so
+ * (cms_hook_alloc / cms_hook_free). A process-wide hook context receives
+ * frees from any thread; a per-thread stack of regions says where the
+ * calling thread's allocations go. Allocations of the hook context that a
+ * region or context destroy released are remembered, so that a free of one
+ * arriving later (PyTorch frees its pools' segments late) is a no-op success
+ * rather than an unknown pointer. After fork() the child's stacks are empty
+ * and the parent's hook context answers CMS_ERR_FORKED.
  */
 
 /*
- * cms_hook_context_set - makes ctx the process-wide hook context: the one
- * cms_torch_free and the preload interposer free into and look pointers up
- * in. NULL clears it. The caller keeps ownership of ctx and must clear the
- * hook context (or stop all hooked allocators) before destroying it.
- * Thread-safe (an atomic store). Returns CMS_OK or CMS_ERR_FORKED.
+ * cms_hook_context_set - makes ctx the process-wide hook context (NULL
+ * clears it): the context hooked frees go to and hooked allocations' regions
+ * must belong to. Replacing or clearing it waits until no hooked call that
+ * may use the previous one is in flight, so the previous context can then be
+ * destroyed safely. cms_context_destroy clears it when it destroys the hook
+ * context (after releasing its allocations). The caller keeps ownership of
+ * ctx. Thread-safe. Returns CMS_OK or CMS_ERR_FORKED (ctx was created before
+ * a fork). No CUDA call.
  */
 CMS_API cms_status cms_hook_context_set(cms_context *ctx);
 
 /*
  * cms_hook_region_push - makes region the calling thread's active region,
  * above the ones pushed before (at most CMS_HOOK_DEPTH_MAX deep). Hooked
- * allocations of this thread go to the region on top. The region must
- * belong to the hook context and stay alive until popped. Affects only the
- * calling thread. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, or the
- * stack is full), CMS_ERR_FORKED.
+ * allocations of this thread go to the region on top. region is borrowed: if
+ * it is destroyed while on a stack, hooked allocations refuse it (they never
+ * touch it). Affects only the calling thread. Returns CMS_OK,
+ * CMS_ERR_INVALID_ARGUMENT (region NULL; no hook context; region of another
+ * context than the hook context; stack full), CMS_ERR_FORKED. No CUDA call.
  */
 #define CMS_HOOK_DEPTH_MAX 16
 CMS_API cms_status cms_hook_region_push(cms_region *region);
 
 /*
  * cms_hook_region_pop - removes the calling thread's top active region.
- * Returns CMS_OK, CMS_ERR_NOT_FOUND (the stack is empty), CMS_ERR_FORKED.
+ * Affects only the calling thread; never blocks. Returns CMS_OK or
+ * CMS_ERR_NOT_FOUND (the stack is empty, which it always is in a child
+ * after fork()). No CUDA call.
  */
 CMS_API cms_status cms_hook_region_pop(void);
 
 /*
  * cms_hook_region_current - the calling thread's top active region, or NULL
- * when none is active. Borrowed; never fails. Thread-safe (per thread).
+ * when none is active. Borrowed; never fails; affects and reads only the
+ * calling thread.
  */
 CMS_API cms_region *cms_hook_region_current(void);
 
 /*
- * cms_hook_free - frees ptr into the hook context with cms_free: for
- * interposers that must tell their own pointers from others'. Thread-safe.
- * Returns CMS_OK, CMS_ERR_NOT_FOUND (ptr is in no allocation of the hook
+ * cms_hook_alloc - allocates size bytes with cms_alloc (cuMemAddressReserve,
+ * cuMemCreate, cuMemMap, cuMemSetAccess) in the calling thread's active
+ * region, which must be on device ordinal device (device < 0: any). *ptr
+ * receives the device pointer (0 on failure), owned by the region until
+ * cms_hook_free / cms_free. Thread-safe. Returns CMS_OK, CMS_ERR_NOT_FOUND
+ * (no region is active on this thread: not ours to serve),
+ * CMS_ERR_INVALID_DEVICE (the active region is on another device),
+ * CMS_ERR_INVALID_ARGUMENT (ptr NULL, size 0, no hook context, or the active
+ * region was destroyed), CMS_ERR_FORKED, or what cms_alloc returns
+ * (CMS_ERR_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY, ...).
+ */
+CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
+
+/*
+ * cms_hook_free - frees ptr into the hook context with cms_free (cuMemUnmap,
+ * cuMemRelease, cuMemAddressFree): for interposers that must tell their own
+ * pointers from others'. Thread-safe; never waits for GPU work. Returns
+ * CMS_OK (also for an allocation already released by its region's or
+ * context's destroy), CMS_ERR_NOT_FOUND (in no allocation of the hook
  * context: not ours, free it elsewhere), CMS_ERR_NOT_BASE (inside one of
  * ours but not its base), CMS_ERR_INVALID_ARGUMENT (ptr NULL, or no hook
  * context), CMS_ERR_FORKED, or what cms_free returns.
@@ -563,25 +721,332 @@ CMS_API cms_region *cms_hook_region_current(void);
 CMS_API cms_status cms_hook_free(void *ptr);
 
 /*
- * cms_torch_alloc - PyTorch CUDAPluggableAllocator allocation entry point:
- * size bytes on device ordinal device (stream ignored: the memory is usable
- * from any stream). Allocates with cms_alloc in the calling thread's active
- * region (cms_hook_region_push), which must be on device. Returns the device
- * pointer, or NULL (PyTorch then reports out-of-memory) when no region is
- * active, size <= 0, the device differs, or cms_alloc fails; the reason is in
- * cms_last_error(). Thread-safe.
+ * cms_torch_alloc - PyTorch CUDAPluggableAllocator allocation entry point
+ * (signature fixed by PyTorch): cms_hook_alloc of size bytes on device
+ * ordinal device; stream is ignored (the memory is usable from any stream).
+ * Returns the device pointer, owned by the region until cms_torch_free, or
+ * NULL (PyTorch then reports out-of-memory) when no region is active, size
+ * <= 0, device < 0 or differs from the region's, the region is paused or
+ * destroyed, or the allocation fails; the reason is in cms_last_error().
+ * Thread-safe.
  */
 CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream);
 
 /*
- * cms_torch_free - PyTorch CUDAPluggableAllocator free entry point: frees
- * ptr (from cms_torch_alloc) into the hook context with cms_free, from any
- * thread, whether or not a region is active; waits for nothing (PyTorch has
- * already synchronized its streams' uses). size, device and stream are
- * ignored. NULL or an unknown pointer is ignored and recorded in
- * cms_last_error() and the log. Thread-safe.
+ * cms_torch_free - PyTorch CUDAPluggableAllocator free entry point
+ * (signature fixed by PyTorch): cms_hook_free(ptr), from any thread, whether
+ * or not a region is active; never waits for GPU work (PyTorch has already
+ * ordered its streams' uses). size, device and stream are ignored. Cannot
+ * fail visibly: NULL, unknown pointers and failures are recorded in
+ * cms_last_error() only. Thread-safe.
  */
 CMS_API void cms_torch_free(void *ptr, ssize_t size, int device, void *stream);
+
+/* ---- Sharing between processes (since 1.1) --------------------------------
+ *
+ * A process (the exporter) publishes regions created with
+ * CMS_REGION_SHAREABLE on a Unix domain socket; other processes (importers)
+ * of an allowed uid connect, receive the region's layout and its physical
+ * allocations as file descriptors (SCM_RIGHTS), and map them at addresses of
+ * their own. When the exporter pauses such a region, every importer first
+ * waits for its own GPU work, drops its mappings and acknowledges; only then
+ * is the memory released, so it really goes back to the driver. On resume
+ * every importer maps the new memory at the SAME addresses in its process and
+ * sees the new epoch. Protocol, security model and failure semantics:
+ * docs/ipc.md. A socket path is at most 107 bytes; its file is created with
+ * mode 0600, and every peer's uid is checked with SO_PEERCRED.
+ *
+ * Destroy every exporter, import and control socket of a context before the
+ * context (cms_context_destroy refuses otherwise). None of them is usable in
+ * a forked child (CMS_ERR_FORKED).
+ */
+
+typedef struct cms_exporter cms_exporter;
+typedef struct cms_import cms_import;
+typedef struct cms_control cms_control;
+
+/* Access granted to importers of a published region. */
+#define CMS_ACCESS_READ 1u	/* map read-only (CU_MEM_ACCESS_FLAGS_PROT_READ) */
+#define CMS_ACCESS_READWRITE 3u /* map read-write (CU_MEM_ACCESS_FLAGS_PROT_READWRITE) */
+
+typedef struct cms_exporter_options {
+	size_t struct_size; /* sizeof(cms_exporter_options) */
+	/* uids allowed to import (SO_PEERCRED). NULL / 0: this process's uid only. With a
+	 * list, only the listed uids (add getuid() to keep your own). Copied. */
+	const uint32_t *allowed_uids;
+	uint32_t nallowed_uids;
+	/* How long a pause waits for every importer to drop its mappings (ms; 0: 10000). */
+	uint32_t revoke_timeout_ms;
+	uint64_t flags; /* reserved, must be 0 */
+} cms_exporter_options;
+
+#define CMS_EXPORTER_OPTIONS_INIT                           \
+	{                                                   \
+		sizeof(cms_exporter_options), NULL, 0, 0, 0 \
+	}
+/* cms_exporter_options_init - fills *opts like CMS_EXPORTER_OPTIONS_INIT. Returns
+ * CMS_ERR_INVALID_ARGUMENT on NULL. */
+CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
+
+/*
+ * cms_exporter_create - listens on the Unix socket path (created, mode 0600;
+ * a stale socket file left by a dead process is replaced) and starts the
+ * exporter's server thread, which accepts importers, checks their uid,
+ * answers their requests and never calls back into the application. opts may
+ * be NULL. Nothing is published yet (cms_exporter_publish).
+ * Ownership: *out belongs to the caller; cms_exporter_destroy frees it.
+ * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, empty or too long path,
+ * flags), CMS_ERR_STRUCT_SIZE, CMS_ERR_EXISTS (path in use by a live socket
+ * or another file), CMS_ERR_IO (socket, bind, listen, thread creation),
+ * CMS_ERR_OUT_OF_HOST_MEMORY. Thread-safe.
+ */
+CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
+				       const cms_exporter_options *opts, cms_exporter **out);
+
+/*
+ * cms_exporter_publish - offers region (created with CMS_REGION_SHAREABLE, of
+ * the exporter's context) to importers, granting access (CMS_ACCESS_*). An
+ * importer asks for it by tag (and device). Each grant exports every
+ * allocation's physical handle as a POSIX descriptor
+ * (cuMemExportToShareableHandle) at the time of the grant; the layout the
+ * importer maps is the region's allocations at that time, in address order.
+ * Allocations made or freed later reach importers at their next grant (after
+ * a resume), which they report as CMS_ERR_LAYOUT_CHANGED. From now on a pause
+ * of the region revokes importers' mappings first (see cms_pause).
+ * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, not shareable, another
+ * context, unknown access), CMS_ERR_EXISTS (already published here),
+ * CMS_ERR_NOT_FOUND (region destroyed), CMS_ERR_OUT_OF_HOST_MEMORY.
+ * Thread-safe; waits for a pause or resume of the region in progress.
+ */
+CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, uint32_t access);
+
+/*
+ * cms_exporter_importers - number of importers connected now (through all
+ * published regions). Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT. Thread-safe.
+ */
+CMS_API cms_status cms_exporter_importers(cms_exporter *exp, uint64_t *count);
+
+/*
+ * cms_exporter_destroy - stops publishing: waits for a pause or resume of a
+ * published region in progress, stops the server thread, closes every
+ * importer's connection (their next call returns CMS_ERR_DISCONNECTED; memory
+ * they still map stays valid for them until they close the import) and
+ * removes the socket file. NULL is accepted. Returns CMS_OK, CMS_ERR_FORKED.
+ * Not thread-safe against other calls on the same exporter.
+ */
+CMS_API cms_status cms_exporter_destroy(cms_exporter *exp);
+
+/* Import states (cms_import_info.state). */
+#define CMS_IMPORT_MAPPED 0u	     /* the memory is mapped at the import's addresses */
+#define CMS_IMPORT_REVOKED 1u	     /* exporter paused: addresses reserved, not accessible */
+#define CMS_IMPORT_LAYOUT_CHANGED 2u /* the exporter's layout changed: nothing mapped */
+#define CMS_IMPORT_DISCONNECTED 3u   /* the exporter closed or exited */
+#define CMS_IMPORT_FAILED 4u	     /* mapping a grant failed (info.error says why) */
+
+/* Import events (cms_import_event_fn). */
+#define CMS_IMPORT_EVENT_REVOKED 1u	   /* mappings dropped for an exporter's pause */
+#define CMS_IMPORT_EVENT_REMAPPED 2u	   /* mapped again at the same addresses, new epoch */
+#define CMS_IMPORT_EVENT_LAYOUT_CHANGED 3u /* a grant with another layout: not mapped */
+#define CMS_IMPORT_EVENT_DISCONNECTED 4u   /* the exporter is gone */
+#define CMS_IMPORT_EVENT_FAILED 5u	   /* a grant could not be mapped */
+
+/*
+ * Quiesce callback: the exporter is about to pause. Stop using the memory
+ * (finish or wait for GPU work reading or writing it) and return CMS_OK to
+ * consent: the library then unmaps it. Return a negative status to refuse:
+ * the exporter's pause fails with CMS_ERR_REFUSED naming this importer.
+ * Called on the import's own thread; it may call cms_import_info_get and
+ * cms_import_alloc_get but must not close the import. epoch: the epoch mapped.
+ */
+typedef cms_status (*cms_import_quiesce_fn)(void *user, cms_import *imp, uint64_t epoch);
+/*
+ * Event callback (CMS_IMPORT_EVENT_*), called on the import's thread after the
+ * state changed; epoch is the exporter's epoch now mapped (REMAPPED: re-register
+ * the memory with NCCL/RDMA). Same restrictions as the quiesce callback.
+ */
+typedef void (*cms_import_event_fn)(void *user, cms_import *imp, uint32_t event, uint64_t epoch);
+
+/* Import flag: ask for read-only access (the exporter may grant less than asked, never more). */
+#define CMS_IMPORT_READ_ONLY 0x1ull
+
+typedef struct cms_import_options {
+	size_t struct_size; /* sizeof(cms_import_options) */
+	int32_t device;	    /* local CUDA device ordinal to map on (default 0) */
+	/* The exporter's device of the region (the exporter's ordinal); -1: any (default). */
+	int32_t exporter_device;
+	uint64_t flags;	     /* CMS_IMPORT_* */
+	uint32_t timeout_ms; /* connect + first grant (ms; 0: 10000) */
+	/* uids the exporter may run as (SO_PEERCRED). NULL / 0: this process's uid only. */
+	uint32_t nallowed_uids;
+	const uint32_t *allowed_uids;
+	/* NULL: before unmapping, synchronize the local device's primary context. */
+	cms_import_quiesce_fn quiesce_fn;
+	cms_import_event_fn event_fn; /* may be NULL */
+	void *user;		      /* passed to both callbacks */
+	const char *name;	      /* shown in the exporter's messages (<= 63 bytes; NULL: "") */
+} cms_import_options;
+
+#define CMS_IMPORT_OPTIONS_INIT                                                          \
+	{                                                                                \
+		sizeof(cms_import_options), 0, -1, 0, 0, 0, NULL, NULL, NULL, NULL, NULL \
+	}
+/* cms_import_options_init - fills *opts like CMS_IMPORT_OPTIONS_INIT. Returns
+ * CMS_ERR_INVALID_ARGUMENT on NULL. */
+CMS_API cms_status cms_import_options_init(cms_import_options *opts);
+
+/*
+ * cms_import_open - connects to the exporter at path, checks its uid, asks for
+ * the region tagged tag and maps it: reserves one address range for all its
+ * allocations (cuMemAddressReserve, aligned to the granularity), imports each
+ * descriptor (cuMemImportFromShareableHandle; descriptors are closed right
+ * after), maps (cuMemMap) and sets access for opts->device (cuMemSetAccess,
+ * read-write or read-only as granted). If the exporter's region is paused,
+ * the import starts REVOKED and is mapped at its resume. Then a thread of the
+ * import serves the exporter's revocations and grants. Blocks up to
+ * opts->timeout_ms. opts may be NULL.
+ * Ownership: *out belongs to the caller; cms_import_close frees it.
+ * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, bad tag or path, flags),
+ * CMS_ERR_STRUCT_SIZE, CMS_ERR_NOT_FOUND (no socket at path, or the exporter
+ * publishes no such region), CMS_ERR_PERMISSION (the exporter refused our uid,
+ * or its uid is not allowed), CMS_ERR_TIMEOUT, CMS_ERR_DISCONNECTED,
+ * CMS_ERR_PROTOCOL, CMS_ERR_IO, CMS_ERR_OUT_OF_HOST_MEMORY, or a driver
+ * status (CMS_ERR_OUT_OF_DEVICE_MEMORY: no address space). On failure
+ * nothing is held. Thread-safe.
+ */
+CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const char *tag,
+				   const cms_import_options *opts, cms_import **out);
+
+/*
+ * cms_import_close - stops the import's thread, unmaps (cuMemUnmap), releases
+ * the imported handles (cuMemRelease), frees the reservation
+ * (cuMemAddressFree) and closes the connection. The caller must have finished
+ * GPU work on the memory. NULL is accepted. Returns CMS_OK, CMS_ERR_FORKED,
+ * or a driver status (the import is freed anyway; the message names what
+ * could not be undone). Not thread-safe against other calls on the same import.
+ */
+CMS_API cms_status cms_import_close(cms_import *imp);
+
+typedef struct cms_import_info {
+	size_t struct_size; /* sizeof(cms_import_info), set by the caller */
+	char tag[CMS_TAG_MAX + 1];
+	int32_t exporter_device; /* the region's device in the exporter */
+	int32_t device;		 /* local device mapped on */
+	uint32_t state;		 /* CMS_IMPORT_* */
+	uint32_t access;	 /* CMS_ACCESS_* granted */
+	uint64_t epoch;		 /* exporter's epoch of the memory mapped (or last mapped) */
+	uint64_t allocations;	 /* allocations in the layout */
+	uint64_t base;		 /* start of the reserved range (device pointer) */
+	uint64_t bytes;		 /* bytes reserved (sum of the allocations' physical sizes) */
+	int32_t exporter_pid;
+	uint32_t exporter_uid;
+	int32_t error;	   /* status that led to LAYOUT_CHANGED, DISCONNECTED or FAILED; else 0 */
+	uint32_t reserved; /* 0 */
+} cms_import_info;
+
+/*
+ * cms_import_info_get - a snapshot of the import's state; works in every
+ * state (also after the exporter is gone). Returns CMS_OK,
+ * CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE, CMS_ERR_FORKED. Thread-safe.
+ */
+CMS_API cms_status cms_import_info_get(cms_import *imp, cms_import_info *info);
+
+/*
+ * cms_import_alloc_get - the local device pointer and logical size of the
+ * index-th allocation of the layout (address order of the exporter). The
+ * pointer stays the same for the life of the import, across revocations;
+ * it is accessible while the state is CMS_IMPORT_MAPPED. ptr or size may be
+ * NULL. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL imp, index out of
+ * range), CMS_ERR_DISCONNECTED (the exporter is gone), CMS_ERR_LAYOUT_CHANGED,
+ * or the status that made the import FAILED. Thread-safe.
+ */
+CMS_API cms_status cms_import_alloc_get(cms_import *imp, uint64_t index, uint64_t *ptr,
+					uint64_t *size);
+
+/*
+ * cms_import_translate - the local address of an address of the exporter's
+ * (exporter_ptr inside one of the layout's allocations, as the exporter sees
+ * it: cms_alloc's pointer plus an offset). Returns as cms_import_alloc_get,
+ * and CMS_ERR_NOT_FOUND when exporter_ptr is in no allocation of the layout.
+ */
+CMS_API cms_status cms_import_translate(cms_import *imp, uint64_t exporter_ptr, uint64_t *ptr);
+
+/* ---- Control socket (since 1.1) --------------------------------------------
+ *
+ * Lets another process of an allowed uid (cmsctl --socket PATH ...) ask for
+ * the status of the context's regions, or to pause / resume a tag. Pause and
+ * resume requests reach the application through a callback that decides.
+ */
+
+/* Control operations (cms_control_request.op). */
+#define CMS_CONTROL_STATUS 1u
+#define CMS_CONTROL_PAUSE 2u
+#define CMS_CONTROL_RESUME 3u
+/* Phases of a pause/resume request (cms_control_request.phase). */
+#define CMS_CONTROL_BEFORE 0u /* decide: return CMS_OK to let the library act, else refuse */
+#define CMS_CONTROL_AFTER 1u  /* informed: result holds the outcome; the return is ignored */
+
+typedef struct cms_control_request {
+	size_t struct_size; /* sizeof(cms_control_request) of the library */
+	uint32_t op;	    /* CMS_CONTROL_PAUSE or CMS_CONTROL_RESUME */
+	uint32_t phase;	    /* CMS_CONTROL_BEFORE / CMS_CONTROL_AFTER */
+	const char *tag;    /* valid during the call */
+	int32_t peer_pid;   /* the requesting process (SO_PEERCRED) */
+	uint32_t peer_uid;
+	cms_status result; /* AFTER: what cms_pause / cms_resume returned */
+	uint32_t reserved;
+} cms_control_request;
+
+/*
+ * Control callback, called on the control socket's thread. BEFORE: stop
+ * launching work on the tag's memory (or start again after a resume: see
+ * AFTER) and return CMS_OK to let the library call cms_pause / cms_resume
+ * with the tag, or a negative status (e.g. CMS_ERR_REFUSED) to refuse; the
+ * requester gets that status. The callback may call the library (but not
+ * destroy the control socket).
+ */
+typedef cms_status (*cms_control_fn)(void *user, const cms_control_request *req);
+
+/* Control flag: without a callback, act on every pause/resume request (default: refuse). */
+#define CMS_CONTROL_ALLOW_ALL 0x1ull
+
+typedef struct cms_control_options {
+	size_t struct_size; /* sizeof(cms_control_options) */
+	uint64_t flags;	    /* CMS_CONTROL_* flags */
+	cms_control_fn fn;  /* NULL: status only, unless CMS_CONTROL_ALLOW_ALL */
+	void *user;
+	/* uids allowed to connect; NULL / 0: this process's uid only. Copied. */
+	const uint32_t *allowed_uids;
+	uint32_t nallowed_uids;
+	uint32_t reserved; /* 0 */
+} cms_control_options;
+
+#define CMS_CONTROL_OPTIONS_INIT                                       \
+	{                                                              \
+		sizeof(cms_control_options), 0, NULL, NULL, NULL, 0, 0 \
+	}
+/* cms_control_options_init - fills *opts like CMS_CONTROL_OPTIONS_INIT. Returns
+ * CMS_ERR_INVALID_ARGUMENT on NULL. */
+CMS_API cms_status cms_control_options_init(cms_control_options *opts);
+
+/*
+ * cms_control_create - listens on the Unix socket path (mode 0600, as
+ * cms_exporter_create) and serves one request at a time on its own thread:
+ * STATUS (a table of every region: cms_region_info and importers), PAUSE tag
+ * and RESUME tag (after the callback consents: cms_pause / cms_resume of the
+ * context, with progress messages to the requester). opts may be NULL.
+ * Ownership: *out belongs to the caller; cms_control_destroy frees it.
+ * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,
+ * CMS_ERR_EXISTS, CMS_ERR_IO, CMS_ERR_OUT_OF_HOST_MEMORY. Thread-safe.
+ */
+CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
+				      const cms_control_options *opts, cms_control **out);
+
+/*
+ * cms_control_destroy - stops the thread (after the request in progress),
+ * closes the socket and removes its file. NULL is accepted. Returns CMS_OK,
+ * CMS_ERR_FORKED. Must not be called from the control callback.
+ */
+CMS_API cms_status cms_control_destroy(cms_control *ctl);
 
 #ifdef __cplusplus
 }

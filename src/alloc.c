@@ -53,6 +53,7 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	if (st)
 		goto err_unback;
 	pthread_mutex_unlock(&r->lock);
+	cms_hook_unretire(a->base); /* the address is an allocation again */
 	*ptr = a->base;
 	return CMS_OK;
 

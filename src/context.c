@@ -92,12 +92,17 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	cms_hook_forget_context(ctx);
+	if (atomic_load(&ctx->ipc_objects))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "%d exporters, imports or control sockets of this context are "
+				     "still open: destroy them first",
+				     atomic_load(&ctx->ipc_objects));
 	while (ctx->regions) {
 		st = cms_region_destroy(ctx->regions);
 		if (st)
 			return st; /* the context stays usable; a retry continues */
 	}
+	cms_hook_forget_context(ctx); /* after its allocations are retired */
 	for (i = 0; i < CMS_MAX_DEVICES; i++) {
 		struct cms_device *d = &ctx->devices[i];
 

@@ -4,6 +4,7 @@
 #define CMS_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,10 +53,10 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 #define CMS_REGION_OPTIONS_SIZE_VER0 sizeof(cms_region_options)
 #define CMS_PAUSE_OPTIONS_SIZE_VER0 sizeof(cms_pause_options)
 #define CMS_RESUME_OPTIONS_SIZE_VER0 sizeof(cms_resume_options)
-#define CMS_REGION_INFO_SIZE_VER0 sizeof(cms_region_info)
+#define CMS_REGION_INFO_SIZE_VER0 offsetof(cms_region_info, handle_types) /* 1.0 */
 #define CMS_POINTER_INFO_SIZE_VER0 sizeof(cms_pointer_info)
-#define CMS_PAUSE_RESULT_SIZE_VER0 sizeof(cms_pause_result)
-#define CMS_RESUME_RESULT_SIZE_VER0 sizeof(cms_resume_result)
+#define CMS_PAUSE_RESULT_SIZE_VER0 offsetof(cms_pause_result, devices)	 /* 1.0 */
+#define CMS_RESUME_RESULT_SIZE_VER0 offsetof(cms_resume_result, devices) /* 1.0 */
 
 /* Copies a caller's option struct (struct_size first) into ours, see the header. */
 cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
@@ -132,6 +133,9 @@ struct cms_region {
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
+	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
+	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
+	struct cms_ipc_pub *ipc; /* exporters publishing it (ipc_export.c); under lock */
 };
 
 struct cms_context {
@@ -150,11 +154,17 @@ struct cms_context {
 	void *index;		    /* tsearch tree of struct cms_alloc by address range */
 	unsigned fork_generation;   /* cms_fork_generation when created */
 	atomic_int warned_register; /* cuMemHostRegister failure logged */
+	atomic_int ipc_objects;	    /* exporters, importers, control sockets alive (ipc_*.c) */
 };
 
 /* ---- hooks/hooks.c ---- */
-/* Clears the hook context if it is ctx (cms_context_destroy). */
+/* Clears the hook context if it is ctx, once no hooked call uses it (cms_context_destroy). */
 void cms_hook_forget_context(cms_context *ctx);
+/* Remembers ptr, an allocation of ctx being released by a region or context destroy, if ctx
+ * is the hook context: a later hooked free of it succeeds as a no-op. */
+void cms_hook_retire(cms_context *ctx, uint64_t ptr);
+/* Forgets ptr as retired (its address is an allocation again). */
+void cms_hook_unretire(uint64_t ptr);
 
 /* ---- context.c ---- */
 /* Bumped in the child by a pthread_atfork handler. */
@@ -217,6 +227,9 @@ cms_status cms_vmm_create(struct cms_alloc *a);
 cms_status cms_vmm_release(struct cms_alloc *a);
 /* cuMemMap of a->handle at a->base + cuMemSetAccess read-write; sets mapped. */
 cms_status cms_vmm_map(struct cms_alloc *a);
+/* cuMemSetAccess of a mapped allocation: its region's device and the devices of mask
+ * read-write, those of revoke not in mask none. On failure nothing changed. */
+cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke);
 /* cuMemUnmap if mapped; clears mapped on success. */
 cms_status cms_vmm_unmap(struct cms_alloc *a);
 /* Whatever is missing of handle + mapping; on failure as before. */
@@ -225,6 +238,7 @@ cms_status cms_vmm_back(struct cms_alloc *a);
 cms_status cms_vmm_unback(struct cms_alloc *a);
 
 /* ---- pause.c / resume.c: transactional engine over regions (their locks held) ---- */
+/* Across devices: multidev.c runs the *_dev engines below, one worker thread per device. */
 cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t n,
 			    const cms_pause_options *opts, cms_pause_result *res);
 /* The allocations of the regions for which want() is true (NULL when none). */
@@ -247,6 +261,73 @@ cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, CUstream s
 cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t n,
 			     const cms_resume_options *opts, cms_resume_result *res);
 
+/* ---- multidev.c: pause/resume across devices, one worker thread per device ---- */
+/* A device worker's part in the agreement of the devices of one call; NULL: one device. */
+struct cms_xvote;
+/* Status of a device that failed only because another one did: never returned to callers. */
+#define CMS_XDEV_ABORTED 1
+/*
+ * An agreement point: waits until every device of the call got here (or failed before);
+ * CMS_OK when none failed, else CMS_XDEV_ABORTED (with a message): roll back. CMS_OK at once
+ * for xv NULL. A device's engine votes at the same points every call, and nothing may fail
+ * after its last vote (the other devices commit then).
+ */
+cms_status cms_xdev_vote(struct cms_xvote *xv);
+/* The engines of one device (regions all on one device when xv is not NULL). */
+cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, size_t n,
+				const cms_pause_options *opts, cms_pause_result *res,
+				struct cms_xvote *xv);
+cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, size_t n,
+				 const cms_resume_options *opts, cms_resume_result *res,
+				 struct cms_xvote *xv);
+/*
+ * Writes a pause/resume result to the caller: on success; on failure only when the engine
+ * ran (devices != 0) and the caller's struct_size covers the 1.1 fields (ver0 is the 1.0
+ * size), so that a 1.0 caller sees no change.
+ */
+void cms_result_out(void *theirs, const void *ours, size_t ours_size, size_t ver0, uint32_t devices,
+		    cms_status st);
+
+/*
+ * Checks a region's peer_device_mask for device: existing devices (cuDeviceGetCount), not
+ * device itself, each able to access device's memory (cuDeviceCanAccessPeer). Driver loaded.
+ */
+cms_status cms_check_peers(cms_context *ctx, int32_t device, uint64_t mask);
+
+/* ---- log.c: log lines of worker threads ---- */
+struct cms_logline {
+	int32_t level;
+	char text[512];
+};
+struct cms_logq {
+	struct cms_logline *v;
+	size_t n, cap;
+	size_t dropped; /* lines that found no room */
+};
+/* From now on cms_log() on the calling thread queues into q (NULL: logs again). */
+void cms_log_defer(struct cms_logq *q);
+/* Emits q's lines through ctx's log path on the calling thread and empties q. */
+void cms_log_flush(const cms_context *ctx, struct cms_logq *q);
+
 uint64_t cms_now_ns(void);
+
+/* ---- ipc_share.c: shareable regions ---- */
+/* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
+cms_status cms_ipc_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
+
+/* ---- ipc_export.c: hooks of pause/resume into IPC (region locks held) ---- */
+/*
+ * Before a pause releases anything: asks every importer of the published regions among
+ * regions[0..n) to drop its mappings and waits for the acknowledgements. On failure (timeout,
+ * refusal) the importers that already dropped theirs are granted the memory again and the
+ * status names the importer that did not consent. CMS_OK at once when nothing is published.
+ */
+cms_status cms_ipc_revoke(cms_context *ctx, struct cms_region **regions, size_t n);
+/* After a resume (or a failed pause): grants the memory again to every importer that dropped
+ * it; they re-map at their same addresses. Never fails (problems reach the importers). */
+void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n);
+/* Before a published region is destroyed (its lock held): revokes its importers, best effort
+ * (a failure is logged; the thread's error message is kept). */
+void cms_ipc_region_gone(struct cms_region *r);
 
 #endif /* CMS_INTERNAL_H */

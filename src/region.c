@@ -62,6 +62,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 				     const cms_region_options *opts, cms_region **out)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	uint32_t handle_types = 0;
 	struct cms_region *r;
 	cms_status st;
 
@@ -83,10 +84,14 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	if (o.policy > CMS_POLICY_HOST)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
-	if (o.flags & ~(uint64_t)CMS_REGION_RELEASE_HOST)
+	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
+				  CMS_REGION_SHAREABLE_FABRIC))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
 	st = cms_ctx_device(ctx, o.device, NULL);
+	if (st)
+		return st;
+	st = cms_ipc_handle_types(ctx, o.device, o.flags, &handle_types);
 	if (st)
 		return st;
 	r = calloc(1, sizeof(*r));
@@ -106,6 +111,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	r->device = o.device;
 	r->policy = o.policy;
 	r->flags = o.flags;
+	r->handle_types = handle_types;
 	r->state = CMS_STATE_ACTIVE;
 	r->refs = 1;
 
@@ -215,6 +221,7 @@ static cms_status release_all_locked(struct cms_region *r)
 				pthread_mutex_unlock(&ctx->lock);
 				return st;
 			}
+			cms_hook_retire(ctx, a->base);
 			cms_region_unlink_alloc(r, a);
 			free(a);
 		}
@@ -241,6 +248,7 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 	if (st)
 		return st;
 	pthread_mutex_lock(&r->lock);
+	cms_ipc_region_gone(r); /* importers drop their mappings first (ipc_export.c) */
 	st = release_all_locked(r);
 	if (!st) {
 		pthread_mutex_lock(&ctx->lock);
@@ -312,6 +320,8 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.restore_pending = region->restore_pending;
 	o.epoch = region->epoch;
 	o.granularity = region->ctx->devices[region->device].granularity;
+	o.handle_types = region->handle_types;
+	o.peer_device_mask = region->peer_mask;
 	pthread_mutex_unlock(&region->lock);
 	cms_copy_out(info, &o, sizeof(o));
 	return CMS_OK;

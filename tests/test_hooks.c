@@ -6,7 +6,10 @@
  * thread).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -126,6 +129,140 @@ START_TEST(paused_region_refuses_and_free_while_paused_works)
 }
 END_TEST
 
+/* A region destroyed while on the thread's stack is refused, never touched (ASan). */
+START_TEST(destroyed_region_on_stack_is_refused)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	uint64_t p = 1;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_region_destroy(r));
+	ck_assert_ptr_null(cms_torch_alloc(2 * MiB, 0, NULL));
+	ck_status(cms_hook_alloc(2 * MiB, 0, &p), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_uint_eq(p, 0);
+	ck_ok(cms_hook_region_pop());
+	ck_status(cms_hook_alloc(2 * MiB, 0, &p), CMS_ERR_NOT_FOUND); /* not ours to serve */
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* PyTorch frees its pools' segments late: after the region or the whole context was
+ * destroyed, such a free succeeds as a no-op (once), instead of being an unknown pointer. */
+START_TEST(free_after_destroy_is_a_no_op)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	cms_region *w = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	uint64_t a = 0, b = 0, c = 0;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_alloc(2 * MiB, 0, &a));
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_region_push(w));
+	ck_ok(cms_hook_alloc(2 * MiB, -1, &b));
+	ck_status(cms_hook_alloc(2 * MiB, 1, &c), CMS_ERR_INVALID_DEVICE);
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_region_destroy(r));
+	ck_ok(cms_hook_free((void *)(uintptr_t)a)); /* region gone: retired */
+	ck_status(cms_hook_free((void *)(uintptr_t)a), CMS_ERR_NOT_FOUND); /* only once */
+	ck_ok(cms_context_destroy(ctx)); /* clears the hook context */
+	ck_ok(cms_hook_free((void *)(uintptr_t)b));
+	ck_status(cms_hook_free((void *)(uintptr_t)b), CMS_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* A failed cms_context_destroy leaves the context usable, and still the hook context. */
+START_TEST(failed_destroy_keeps_hook_context)
+{
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p = 0;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_alloc(2 * MiB, 0, &p));
+	ck_ok(cms_hook_region_pop());
+	t_sim()->fail_call("cuMemUnmap", 1, 999);
+	ck_assert_int_ne(cms_context_destroy(ctx), CMS_OK);
+	t_sim()->clear_faults();
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* A forked child starts with an empty stack: its allocations are not ours. */
+START_TEST(forked_child_has_an_empty_stack)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	int status = 0;
+	pid_t pid;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	pid = fork();
+	if (pid == 0) {
+		uint64_t p;
+		int bad = 0;
+
+		if (cms_hook_region_current() != NULL)
+			bad |= 1;
+		if (cms_hook_region_pop() != CMS_ERR_NOT_FOUND)
+			bad |= 2;
+		if (cms_hook_alloc(MiB, 0, &p) != CMS_ERR_NOT_FOUND)
+			bad |= 4;
+		if (cms_hook_free((void *)0x1000) != CMS_ERR_FORKED)
+			bad |= 8; /* the interposer hands such frees to the runtime */
+		_exit(bad);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d",
+		      WEXITSTATUS(status));
+	ck_assert_ptr_eq(cms_hook_region_current(), r); /* the parent's stack is intact */
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static atomic_int stop_freeing;
+
+static void *free_loop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_freeing))
+		cms_torch_free((void *)0x1000, 0, 0, NULL); /* the garbage collector */
+	return NULL;
+}
+
+/* Clearing the hook context waits for frees in flight, so destroying the context right after
+ * never races one (ASan/TSan find the use after free this used to be). */
+START_TEST(clear_then_destroy_with_frees_in_flight)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		cms_context *ctx = t_ctx();
+		pthread_t th;
+
+		ck_ok(cms_hook_context_set(ctx));
+		atomic_store(&stop_freeing, 0);
+		ck_assert_int_eq(pthread_create(&th, NULL, free_loop, NULL), 0);
+		ck_ok(cms_hook_context_set(NULL));
+		ck_ok(cms_context_destroy(ctx));
+		atomic_store(&stop_freeing, 1);
+		pthread_join(th, NULL);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hooks");
@@ -134,6 +271,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, push_pop_and_current);
 	tcase_add_test(tc, torch_alloc_goes_to_the_threads_region);
 	tcase_add_test(tc, paused_region_refuses_and_free_while_paused_works);
+	tcase_add_test(tc, destroyed_region_on_stack_is_refused);
+	tcase_add_test(tc, free_after_destroy_is_a_no_op);
+	tcase_add_test(tc, failed_destroy_keeps_hook_context);
+	tcase_add_test(tc, forked_child_has_an_empty_stack);
+	tcase_add_test(tc, clear_then_destroy_with_frees_in_flight);
 	suite_add_tcase(s, tc);
 	return s;
 }

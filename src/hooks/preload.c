@@ -40,36 +40,50 @@ typedef int (*rt_free_fn)(void *ptr);
 static _Atomic(rt_malloc_fn) real_malloc;
 static _Atomic(rt_free_fn) real_free;
 
+/* rt_lookup below; declared for the accessors. */
+static void *rt_lookup(const char *name);
+
+#define RT_NAME_MAX 512
+
 struct rt_search {
-	const char *name;
-	void *fn;
+	char path[RT_NAME_MAX];
 };
 
+/* Records the first loaded libcudart; dlopen happens after the walk (dl_iterate_phdr holds a
+ * loader lock that a concurrent dlopen takes in the other order). */
 static int rt_visit(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct rt_search *s = data;
-	void *h;
+	size_t n;
 
 	(void)size;
 	if (!info->dlpi_name || !strstr(info->dlpi_name, "libcudart.so"))
 		return 0;
-	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
+	n = strlen(info->dlpi_name);
+	if (n >= sizeof(s->path))
 		return 0;
-	s->fn = dlsym(h, s->name);
-	dlclose(h); /* RTLD_NOLOAD took a reference: the object stays loaded */
-	return s->fn != NULL;
+	memcpy(s->path, info->dlpi_name, n + 1);
+	return 1;
 }
 
 static void *rt_lookup(const char *name)
 {
-	struct rt_search s = { name, NULL };
+	struct rt_search s = { { 0 } };
+	void *fn = dlsym(RTLD_NEXT, name), *h;
 
-	s.fn = dlsym(RTLD_NEXT, name);
-	if (!s.fn)
-		dl_iterate_phdr(rt_visit, &s);
-	return s.fn;
+	if (fn || !dl_iterate_phdr(rt_visit, &s))
+		return fn;
+	h = dlopen(s.path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	fn = dlsym(h, name);
+	dlclose(h); /* RTLD_NOLOAD took a reference: the object stays loaded */
+	return fn;
 }
+
+typedef int (*rt_get_device_fn)(int *device);
+
+static _Atomic(rt_get_device_fn) real_get_device;
 
 static rt_malloc_fn rt_malloc(void)
 {
@@ -93,28 +107,55 @@ static rt_free_fn rt_free(void)
 	return fn;
 }
 
+/* The runtime's current device of the calling thread, or -1 when it cannot be asked. */
+static int rt_device(void)
+{
+	rt_get_device_fn fn = atomic_load(&real_get_device);
+	int dev = -1;
+
+	if (!fn) {
+		fn = (rt_get_device_fn)(uintptr_t)rt_lookup("cudaGetDevice");
+		atomic_store(&real_get_device, fn);
+	}
+	if (!fn || fn(&dev) != RT_SUCCESS)
+		return -1;
+	return dev;
+}
+
+static int real_cuda_malloc(void **ptr, size_t size)
+{
+	rt_malloc_fn fn = rt_malloc();
+
+	return fn ? fn(ptr, size) : RT_INITIALIZATION_ERROR;
+}
+
 CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size);
 CMS_API_PRELOAD int cudaFree(void *ptr);
 
 CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size)
 {
-	cms_region *region = cms_hook_region_current();
 	uint64_t dptr = 0;
-	rt_malloc_fn fn;
+	cms_status st;
 
-	if (!region) {
-		fn = rt_malloc();
-		return fn ? fn(ptr, size) : RT_INITIALIZATION_ERROR;
-	}
+	if (!cms_hook_region_current())
+		return real_cuda_malloc(ptr, size);
 	if (!ptr)
 		return RT_INVALID_VALUE;
 	*ptr = NULL;
 	if (!size)
 		return RT_SUCCESS; /* the runtime's answer to a 0-byte request */
-	if (cms_alloc(region, size, &dptr) != CMS_OK)
+	st = cms_hook_alloc(size, rt_device(), &dptr);
+	switch (st) {
+	case CMS_OK:
+		*ptr = (void *)(uintptr_t)dptr;
+		return RT_SUCCESS;
+	case CMS_ERR_NOT_FOUND:	     /* no region (after fork, say) */
+	case CMS_ERR_INVALID_DEVICE: /* the thread works on another device now */
+	case CMS_ERR_FORKED:
+		return real_cuda_malloc(ptr, size);
+	default:
 		return RT_MEMORY_ALLOCATION;
-	*ptr = (void *)(uintptr_t)dptr;
-	return RT_SUCCESS;
+	}
 }
 
 CMS_API_PRELOAD int cudaFree(void *ptr)
@@ -126,8 +167,9 @@ CMS_API_PRELOAD int cudaFree(void *ptr)
 
 		if (st == CMS_OK)
 			return RT_SUCCESS;
-		if (st != CMS_ERR_NOT_FOUND && st != CMS_ERR_INVALID_ARGUMENT)
-			return RT_INVALID_VALUE; /* ours, but not freeable as asked */
+		if (st == CMS_ERR_NOT_BASE)
+			return RT_INVALID_VALUE; /* inside one of ours, not its base */
+		/* NOT_FOUND, no hook context, FORKED, ...: not ours (any more) */
 	}
 	fn = rt_free();
 	return fn ? fn(ptr) : RT_INITIALIZATION_ERROR;

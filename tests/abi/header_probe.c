@@ -488,6 +488,7 @@ _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_push, cms_status (*)(cms_region *
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_pop, cms_status (*)(void)), "cms_hook_region_pop prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_current, cms_region *(*)(void)), "cms_hook_region_current prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_free, cms_status (*)(void *)), "cms_hook_free prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_hook_alloc, cms_status (*)(uint64_t, int32_t, uint64_t *)), "cms_hook_alloc prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_torch_alloc, void *(*)(ssize_t, int, void *)), "cms_torch_alloc prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_torch_free, void (*)(void *, ssize_t, int, void *)), "cms_torch_free prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_region_peer_devices_set, cms_status (*)(cms_region *, uint64_t)), "cms_region_peer_devices_set prototype");
@@ -538,6 +539,7 @@ int main(void)
 	cms_status (*p_cms_hook_region_pop)(void) = cms_hook_region_pop;
 	cms_region *(*p_cms_hook_region_current)(void) = cms_hook_region_current;
 	cms_status (*p_cms_hook_free)(void *) = cms_hook_free;
+	cms_status (*p_cms_hook_alloc)(uint64_t, int32_t, uint64_t *) = cms_hook_alloc;
 	void *(*p_cms_torch_alloc)(ssize_t, int, void *) = cms_torch_alloc;
 	void (*p_cms_torch_free)(void *, ssize_t, int, void *) = cms_torch_free;
 	cms_status (*p_cms_region_peer_devices_set)(cms_region *, uint64_t) = cms_region_peer_devices_set;
@@ -584,6 +586,7 @@ int main(void)
 	(void)p_cms_hook_region_pop;
 	(void)p_cms_hook_region_current;
 	(void)p_cms_hook_free;
+	(void)p_cms_hook_alloc;
 	(void)p_cms_torch_alloc;
 	(void)p_cms_torch_free;
 	(void)p_cms_region_peer_devices_set;
@@ -601,7 +604,7 @@ int main(void)
 	(void)p_cms_import_translate;
 	(void)p_cms_control_create;
 	(void)p_cms_control_destroy;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 69, 46);
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 69, 47);
 	return 0;
 }
 /* clang-format on */

@@ -12,10 +12,17 @@
 int cudaMalloc(void **ptr, size_t size);
 int cudaFree(void *ptr);
 int fake_cudart_calls(int frees_not_mallocs);
+void fake_cudart_set_device(int dev);
 
 CONSUMER_API int consumer_malloc(void **ptr, size_t size);
 CONSUMER_API int consumer_free(void *ptr);
 CONSUMER_API int consumer_runtime_calls(int frees_not_mallocs);
+CONSUMER_API void consumer_set_device(int dev);
+
+CONSUMER_API void consumer_set_device(int dev)
+{
+	fake_cudart_set_device(dev);
+}
 
 CONSUMER_API int consumer_malloc(void **ptr, size_t size)
 {

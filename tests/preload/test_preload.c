@@ -15,6 +15,7 @@ struct consumer {
 	int (*malloc_fn)(void **ptr, size_t size);
 	int (*free_fn)(void *ptr);
 	int (*calls)(int frees_not_mallocs);
+	void (*set_device)(int dev);
 };
 
 static struct consumer consumer(void)
@@ -29,7 +30,8 @@ static struct consumer consumer(void)
 	*(void **)&c.malloc_fn = dlsym(h, "consumer_malloc");
 	*(void **)&c.free_fn = dlsym(h, "consumer_free");
 	*(void **)&c.calls = dlsym(h, "consumer_runtime_calls");
-	ck_assert(c.malloc_fn && c.free_fn && c.calls);
+	*(void **)&c.set_device = dlsym(h, "consumer_set_device");
+	ck_assert(c.malloc_fn && c.free_fn && c.calls && c.set_device);
 	return c;
 }
 
@@ -86,6 +88,56 @@ START_TEST(inside_a_region_the_library_serves)
 }
 END_TEST
 
+/* The runtime's current device decides: a region on device 0 does not serve a thread that
+ * works on device 1 (the real runtime does). */
+START_TEST(another_device_goes_to_the_runtime)
+{
+	struct consumer c = consumer();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_DISCARD);
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+	void *p = NULL;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	c.set_device(1);
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
+	ck_assert_int_eq(c.calls(0), 1);
+	ck_status(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &pi), CMS_ERR_NOT_FOUND);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	c.set_device(0);
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
+	ck_assert_int_eq(c.calls(0), 1);
+	ck_ok(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &pi));
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* PyTorch frees a pool's segments after the context is gone (interpreter exit, close()
+ * with live tensors): the interposer must answer success, never hand our addresses to the
+ * runtime (which refuses them; PyTorch then terminates the process). */
+START_TEST(free_after_context_destroy_stays_ours)
+{
+	struct consumer c = consumer();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "weights", 0, CMS_POLICY_DISCARD);
+	void *p = NULL, *q = NULL;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
+	ck_assert_int_eq(c.malloc_fn(&q, MiB), 0);
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_region_destroy(r));
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_eq(c.free_fn(q), 0);
+	ck_assert_int_eq(c.calls(1), 0); /* the runtime saw neither */
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("preload");
@@ -93,6 +145,8 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, outside_a_region_the_real_runtime_serves);
 	tcase_add_test(tc, inside_a_region_the_library_serves);
+	tcase_add_test(tc, another_device_goes_to_the_runtime);
+	tcase_add_test(tc, free_after_context_destroy_stays_ours);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -421,6 +421,11 @@ func c_cms_hook_free(ptr unsafe.Pointer) C.cms_status {
 	return C.cms_hook_free(ptr)
 }
 
+// c_cms_hook_alloc calls cms_hook_alloc (since 1.1).
+func c_cms_hook_alloc(size C.uint64_t, device C.int32_t, ptr *C.uint64_t) C.cms_status {
+	return C.cms_hook_alloc(size, device, ptr)
+}
+
 // c_cms_torch_alloc calls cms_torch_alloc (since 1.1).
 func c_cms_torch_alloc(size C.ssize_t, device C.int, stream unsafe.Pointer) unsafe.Pointer {
 	return C.cms_torch_alloc(size, device, stream)

@@ -101,11 +101,18 @@ def active() -> bool:
     path = _loaded_path(PRELOAD_NAME)
     if not path:
         return False
+    def addr(fn):
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
     try:
         ours = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
         glob = ctypes.CDLL(None)
-        return ctypes.cast(glob.cudaMalloc, ctypes.c_void_p).value == ctypes.cast(
-            ours.cudaMalloc, ctypes.c_void_p
-        ).value
+        if addr(glob.cudaMalloc) != addr(ours.cudaMalloc):
+            return False
+        # The interposer and these bindings must share one libcumemsaver.so.1 (one
+        # per-thread region stack): compare what each resolves.
+        from . import _lib
+
+        return addr(glob.cms_hook_region_current) == addr(_lib.lib().cms_hook_region_current)
     except (OSError, AttributeError):
         return False

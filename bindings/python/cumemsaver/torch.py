@@ -42,15 +42,18 @@ __all__ = ["Saver", "Policy", "check_allocator_config", "library_path"]
 
 def check_allocator_config() -> None:
     """Raises RuntimeError when PyTorch's allocator is configured with expandable segments:
-    its segments then bypass pluggable allocators, and a pause would silently free nothing."""
+    PyTorch then maps its own segments with the driver's VMM calls instead of calling
+    cudaMalloc (so the preload interposer sees nothing) and refuses or bypasses custom
+    allocators in pools; a pause would free nothing."""
     for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         for item in os.environ.get(var, "").split(","):
             key, _, value = item.partition(":")
             if key.strip() == "expandable_segments" and value.strip().lower() in ("true", "1"):
                 raise RuntimeError(
                     f"cumemsaver: {var} has expandable_segments:True; PyTorch then maps its "
-                    "own segments and never calls cumemsaver's allocator, so nothing could be "
-                    "paused. Remove expandable_segments (or set it to False) for this process."
+                    "own segments instead of asking cumemsaver's allocator, so nothing could "
+                    "be paused. Remove expandable_segments (or set it to False) for this "
+                    "process."
                 )
 
 
@@ -73,6 +76,49 @@ def _device_index(device) -> int:
     if d.type != "cuda":
         raise ValueError(f"cumemsaver regions are on CUDA devices, not {d}")
     return d.index if d.index is not None else torch.cuda.current_device()
+
+
+_live_lock = threading.Lock()
+_live = None  # weakref to the live Saver (the one whose context is the hook context)
+
+
+def _set_live(saver) -> None:
+    global _live
+    with _live_lock:
+        _live = weakref.ref(saver) if saver is not None else None
+
+
+def _check_preload_backend() -> None:
+    for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        for item in os.environ.get(var, "").split(","):
+            key, _, value = item.partition(":")
+            if key.strip() == "backend" and value.strip() == "cudaMallocAsync":
+                raise RuntimeError(
+                    f"cumemsaver: {var} selects backend:cudaMallocAsync, which never calls "
+                    "cudaMalloc: the preload interposer would see nothing to pause"
+                )
+
+
+def _pool_routing(entry, on: bool) -> None:
+    """Stops (on=False) or restarts PyTorch's routing of this thread's allocations to a pool
+    that torch.cuda.use_mem_pool started: PyTorch serves a thread from the first pool it
+    was routed to, so an inner block must stop the outer routing while it runs. Pairs like
+    use_mem_pool's own end/release and begin."""
+    dev, pool = entry
+    c = torch._C
+    begin = getattr(c, "_cuda_beginAllocateCurrentThreadToPool", None)
+    end = getattr(c, "_cuda_endAllocateToPool", None)
+    release = getattr(c, "_cuda_releasePool", None)
+    if not (begin and end and release):
+        raise RuntimeError(
+            "cumemsaver: nested region() or disable() needs PyTorch's pool routing "
+            f"functions (torch {torch.__version__} lacks them)"
+        )
+    if on:
+        begin(dev, pool.id)
+    else:
+        end(dev, pool.id)
+        release(dev, pool.id)
 
 
 class Saver:
@@ -99,6 +145,20 @@ class Saver:
                 "interpose cudaMalloc in this process: start it with "
                 "cumemsaver.preload.env() (LD_PRELOAD) or use hook_mode='torch'"
             )
+        if not L.available("cms_hook_region_push"):
+            raise RuntimeError(
+                "cumemsaver: the loaded libcumemsaver.so.1 is older than 1.1 (no allocator "
+                "hooks); PyTorch integration needs 1.1"
+            )
+        if hook_mode == "preload":
+            _check_preload_backend()
+        with _live_lock:
+            other = _live() if _live is not None else None
+            if other is not None and not other.context.closed:
+                raise RuntimeError(
+                    "cumemsaver: another Saver is live in this process (one hook context per "
+                    "process); use it, or close() it first"
+                )
         self.hook_mode = hook_mode
         self._own_ctx = context is None
         self.context = context if context is not None else Context(driver_path=driver_path)
@@ -110,7 +170,9 @@ class Saver:
             self._allocator = torch.cuda.memory.CUDAPluggableAllocator(
                 library_path(), "cms_torch_alloc", "cms_torch_free"
             )
+        self._tls = threading.local()
         _call("cms_hook_context_set", self.context._h())
+        _set_live(self)
         atexit.register(_at_exit, weakref.ref(self))
 
     # -- regions and pools
@@ -154,16 +216,41 @@ class Saver:
         finally:
             L.lib().cms_hook_region_pop()
 
+    def _pool_stack(self) -> list:
+        """(device, pool) of this thread's region() blocks, innermost last."""
+        stack = getattr(self._tls, "pools", None)
+        if stack is None:
+            stack = self._tls.pools = []
+        return stack
+
     @contextlib.contextmanager
     def region(self, tag: str = "default", policy: Policy = Policy.DISCARD, device=None):
         """Tensors allocated by this thread inside the block come from region (tag, device)
-        with the given restore policy. Yields the cumemsaver Region."""
+        with the given restore policy. Yields the cumemsaver Region. Blocks nest: an inner
+        region() of another tag routes the block's allocations to the inner tag only (PyTorch
+        would otherwise keep serving them from the outer pool)."""
         dev = _device_index(device)
         region = self._region(tag, Policy(policy), dev)
         pool = self._pool(tag, Policy(policy), dev)
-        with torch.cuda.device(dev), torch.cuda.use_mem_pool(pool):
+        stack = self._pool_stack()
+        if stack and stack[-1] == (dev, pool):  # the same region again: nothing to switch
             with self._pushed(region):
                 yield region
+            return
+        outer = stack[-1] if stack else None
+        if outer:
+            _pool_routing(outer, False)
+        try:
+            with torch.cuda.device(dev), torch.cuda.use_mem_pool(pool):
+                stack.append((dev, pool))
+                try:
+                    with self._pushed(region):
+                        yield region
+                finally:
+                    stack.pop()
+        finally:
+            if outer:
+                _pool_routing(outer, True)
 
     @contextlib.contextmanager
     def cuda_graph(
@@ -190,20 +277,25 @@ class Saver:
 
     @contextlib.contextmanager
     def disable(self):
-        """Inside a region(), allocations made in the block go to PyTorch's own allocator (a
-        fresh default pool, dropped after the block) instead of the region."""
+        """Inside a region(), allocations of this thread in the block go to PyTorch's own
+        allocator (its default pool) instead of the region."""
         lib = L.lib()
-        stack = []  # the thread's active regions, top first: all set aside for the block
+        stack = self._pool_stack()
+        outer = stack[-1] if stack else None
+        regions = []  # the thread's active regions, top first: all set aside for the block
         while lib.cms_hook_region_current():
-            stack.append(lib.cms_hook_region_current())
+            regions.append(lib.cms_hook_region_current())
             lib.cms_hook_region_pop()
         try:
-            pool = torch.cuda.MemPool()
-            with torch.cuda.use_mem_pool(pool):
+            if outer:
+                _pool_routing(outer, False)
+            try:
                 yield
-            del pool
+            finally:
+                if outer:
+                    _pool_routing(outer, True)
         finally:
-            for handle in reversed(stack):
+            for handle in reversed(regions):
                 _call("cms_hook_region_push", handle)
 
     # -- pause / resume / stats
@@ -237,6 +329,7 @@ class Saver:
         if hasattr(torch.cuda, "empty_cache"):
             torch.cuda.empty_cache()
         L.lib().cms_hook_context_set(None)
+        _set_live(None)
         with self._lock:
             self._regions.clear()
         if self._own_ctx:

@@ -18,6 +18,8 @@ Differences from torch_memory_saver (docs/python.md has the full list):
   "preload" needs the process started with cumemsaver.preload.env() / configure_subprocess().
 - pause(tag)/resume(tag) of a tag with nothing to pause/resume (unknown, already paused,
   not paused) is a no-op, as in torch_memory_saver; other failures raise.
+- cuda_graph(pool=...) is accepted and not used: graphs captured under one tag share that
+  tag's pausable pool (the sharing a common pool gives).
 - A tag used with and without enable_cpu_backup becomes two library regions ("tag" and
   "tag+cpu_backup"), paused and resumed together by pause(tag) (one after the other).
 - memory_margin_bytes is checked before a resume: if the driver's free memory minus the
@@ -108,10 +110,10 @@ class TorchMemorySaver:
         tag: str = _TAG_DEFAULT,
         enable_cpu_backup: bool = False,
     ):
-        if pool is not None:
-            raise ValueError(
-                "cumemsaver: cuda_graph() uses the tag's own pool; pool= is not supported"
-            )
+        # pool (SGLang passes one shared graph pool for all its captures) is accepted and
+        # not used: every graph captured under a tag shares that tag's one pausable pool,
+        # which gives the same sharing between captures.
+        del pool
         saver = self._ensure()
         ctag = _ctag(tag, enable_cpu_backup)
         self._tags.setdefault(tag, set()).add(ctag)

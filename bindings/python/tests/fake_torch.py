@@ -3,7 +3,9 @@
 
 It does what PyTorch's caching allocator does on a miss in a pool: calls the pool's
 pluggable allocator's C entry point, found by name in the library file, exactly as
-torch.cuda.memory.CUDAPluggableAllocator does (dlopen + dlsym). Tensors are just pointers.
+torch.cuda.memory.CUDAPluggableAllocator does (dlopen + dlsym). Like PyTorch 2.11, a thread
+routed to several pools (use_mem_pool, graph capture) is served by the first one, and a pool
+cannot be routed twice. Tensors are just pointers.
 """
 
 import contextlib
@@ -57,14 +59,36 @@ class MemPool:
         self.segments = []
 
 
+def _routes():
+    routes = getattr(_tls, "routes", None)
+    if routes is None:
+        routes = _tls.routes = []
+    return routes
+
+
+def _begin(device, pool_id):
+    """As PyTorch's beginAllocateCurrentThreadToPool: refuses a pool already routed."""
+    if pool_id in _routes():
+        raise RuntimeError("beginAllocateToPool: already recording to mempool_id")
+    _routes().append(pool_id)
+
+
+def _end(device, pool_id):
+    _routes().remove(pool_id)
+
+
+def _release(device, pool_id):
+    pass
+
+
 @contextlib.contextmanager
 def use_mem_pool(pool, device=None):
-    prev = getattr(_tls, "pool", None)
-    _tls.pool = pool
+    _begin(device, pool.id)
     try:
         yield
     finally:
-        _tls.pool = prev
+        _end(device, pool.id)
+        _release(device, pool.id)
 
 
 @contextlib.contextmanager
@@ -83,21 +107,22 @@ class graph:
 
     def __enter__(self):
         """Capture: allocations go to the graph's pool, as PyTorch's private pools do."""
-        self.prev = getattr(_tls, "pool", None)
-        _tls.pool = _pools[self.pool_id]
+        _begin(0, self.pool_id)
         return self
 
     def __exit__(self, *exc):
-        _tls.pool = self.prev
+        _end(0, self.pool_id)
         return False
 
 
 def empty(nbytes):
-    """Allocates like a tensor of nbytes would on a pool miss; returns the pointer."""
-    pool = getattr(_tls, "pool", None)
-    if pool is None:
-        raise RuntimeError("fake torch: no pool active")
-    return pool.malloc(nbytes)
+    """Allocates like a tensor of nbytes would on a pool miss; returns the pointer. As in
+    PyTorch, the FIRST pool this thread was routed to serves it; none: the native
+    allocator (pointer 0 in the stand-in)."""
+    routes = _routes()
+    if not routes:
+        return 0
+    return _pools[routes[0]].malloc(nbytes)
 
 
 def install():
@@ -113,10 +138,17 @@ def install():
     cuda.current_device = current_device
     cuda.graph = graph
     torch.cuda = cuda
+    c = types.ModuleType("torch._C")
+    c._cuda_beginAllocateCurrentThreadToPool = _begin
+    c._cuda_endAllocateToPool = _end
+    c._cuda_releasePool = _release
+    torch._C = c
+    torch.__version__ = "0+fake"
     torch.device = lambda d: types.SimpleNamespace(type="cuda", index=0)
     torch.fake = True
     torch.empty = empty
     sys.modules["torch"] = torch
     sys.modules["torch.cuda"] = cuda
     sys.modules["torch.cuda.memory"] = memory
+    sys.modules["torch._C"] = c
     return torch

@@ -83,8 +83,7 @@ class TestSaver(unittest.TestCase):
             kv = torch.empty(2 * MiB)
         self.assertEqual(self.saver.context.pointer_info(w).region, region)
         self.assertEqual(self.saver.context.pointer_info(kv).region.info().tag, "kv")
-        with self.assertRaises(RuntimeError):
-            torch.empty(MiB)  # outside any region: no pool in the stand-in
+        self.assertEqual(torch.empty(MiB), 0)  # outside any region: PyTorch's own memory
         write(w, b"weights!" * 1000)
         self.saver.pause("weights")
         infos = {i.tag: i for i in self.saver.stats()}
@@ -103,15 +102,32 @@ class TestSaver(unittest.TestCase):
         torch = sys.modules["torch"]
         lib = L.lib()
         with self.saver.region("outer") as outer:
+            a = torch.empty(MiB)
             with self.saver.region("inner") as inner:
                 p = torch.empty(MiB)
+                with self.saver.region("inner"):  # the same region again
+                    p2 = torch.empty(MiB)
                 with self.saver.disable():
                     self.assertIsNone(lib.cms_hook_region_current())
-                    self.assertEqual(torch.empty(MiB), 0)  # the stand-in's native pool
+                    self.assertEqual(torch.empty(MiB), 0)  # PyTorch's own allocator
                 self.assertEqual(lib.cms_hook_region_current(), inner.handle)
+                p3 = torch.empty(MiB)
             self.assertEqual(lib.cms_hook_region_current(), outer.handle)
+            b = torch.empty(MiB)
         self.assertIsNone(lib.cms_hook_region_current())
-        self.assertEqual(self.saver.context.pointer_info(p).region, inner)
+        info = self.saver.context.pointer_info
+        for ptr in (p, p2, p3):
+            self.assertEqual(info(ptr).region, inner)
+        for ptr in (a, b):
+            self.assertEqual(info(ptr).region, outer)
+        # Each pool holds only its own tag's segments.
+        for (tag, _, _), pool in self.saver._pools.items():
+            for seg, _ in pool.segments:
+                self.assertEqual(info(seg).region.info().tag, tag)
+
+    def test_one_live_saver(self):
+        with self.assertRaisesRegex(RuntimeError, "another Saver"):
+            self.cmt.Saver(driver_path=SIM)
 
     def test_cuda_graph_pool_is_the_tags(self):
         torch = sys.modules["torch"]

@@ -866,8 +866,9 @@ extern "C" {
         result: *mut cms_resume_result,
     ) -> cms_status;
 
-    /// Makes ctx the process-wide hook context that cms_torch_free and the preload interposer free
-    /// into and look pointers up in. Thread safety: Thread-safe (an atomic store). (since 1.1)
+    /// Makes ctx the process-wide hook context that hooked allocations and frees use (NULL clears
+    /// it). Thread safety: Thread-safe; waits until no hooked call that may use the previous hook
+    /// context is in flight. (since 1.1)
     pub fn cms_hook_context_set(ctx: *mut cms_context) -> cms_status;
 
     /// Makes region the calling thread's active region, above the ones pushed before (at most
@@ -875,8 +876,9 @@ extern "C" {
     /// safety: Affects only the calling thread. (since 1.1)
     pub fn cms_hook_region_push(region: *mut cms_region) -> cms_status;
 
-    /// Removes the calling thread's top active region (CMS_ERR_NOT_FOUND: the stack is empty).
-    /// Thread safety: Affects only the calling thread. (since 1.1)
+    /// Removes the calling thread's top active region (CMS_ERR_NOT_FOUND: the stack is empty, as it
+    /// always is in a child after fork()). Thread safety: Affects only the calling thread; never
+    /// blocks. (since 1.1)
     pub fn cms_hook_region_pop() -> cms_status;
 
     /// The calling thread's top active region. Thread safety: Thread-safe (per thread); never
@@ -884,17 +886,23 @@ extern "C" {
     pub fn cms_hook_region_current() -> *mut cms_region;
 
     /// Frees ptr into the hook context with cms_free: for interposers that must tell their own
-    /// pointers from others'. CMS_ERR_INVALID_ARGUMENT: ptr NULL or no hook context. Otherwise
-    /// returns what cms_free returns. Thread safety: Thread-safe. (since 1.1)
+    /// pointers from others'. CMS_OK also for an allocation already released by its region's or
+    /// context's destroy. CMS_ERR_INVALID_ARGUMENT: ptr NULL or no hook context. Otherwise returns
+    /// what cms_free returns. Thread safety: Thread-safe. (since 1.1)
     pub fn cms_hook_free(ptr: *mut c_void) -> cms_status;
 
-    /// PyTorch CUDAPluggableAllocator allocation entry point: cms_alloc in the calling thread's
-    /// active region (cms_hook_region_push). Thread safety: Thread-safe. (since 1.1)
+    /// cms_alloc in the calling thread's active region, for interposers: CMS_ERR_NOT_FOUND when no
+    /// region is active (not ours to serve), CMS_ERR_INVALID_DEVICE when the region is on another
+    /// device, CMS_ERR_INVALID_ARGUMENT when it was destroyed. Thread safety: Thread-safe. (since
+    /// 1.1)
+    pub fn cms_hook_alloc(size: u64, device: i32, ptr: *mut u64) -> cms_status;
+
+    /// PyTorch CUDAPluggableAllocator allocation entry point: cms_hook_alloc in the calling
+    /// thread's active region (cms_hook_region_push). Thread safety: Thread-safe. (since 1.1)
     pub fn cms_torch_alloc(size: isize, device: c_int, stream: *mut c_void) -> *mut c_void;
 
-    /// PyTorch CUDAPluggableAllocator free entry point: cms_free into the hook context; waits for
-    /// nothing. Thread safety: Thread-safe; from any thread, whether or not a region is active.
-    /// (since 1.1)
+    /// PyTorch CUDAPluggableAllocator free entry point: cms_hook_free; waits for nothing. Thread
+    /// safety: Thread-safe; from any thread, whether or not a region is active. (since 1.1)
     pub fn cms_torch_free(ptr: *mut c_void, size: isize, device: c_int, stream: *mut c_void);
 
     /// Gives other devices read-write access to the region's memory (peer access): the allocations
