@@ -600,6 +600,13 @@ typedef struct cms_resume_result {
  * (message prefixed "device N: "), or CMS_ERR_ROLLBACK_FAILED naming each
  * device whose rollback failed; CMS_ERR_OUT_OF_HOST_MEMORY also when a
  * worker thread cannot be started (nothing was done then).
+ * Since 1.1, before anything else, every importer of a region published with
+ * cms_exporter_publish is asked to drop its mappings, and the pause waits for
+ * all of them (cms_exporter_options.revoke_timeout_ms): CMS_ERR_TIMEOUT or
+ * CMS_ERR_REFUSED, naming the importer, when one does not consent in time;
+ * nothing is released then and the importers that had dropped their
+ * mappings get the memory again. After a successful cms_resume every such
+ * importer maps the memory again at its same addresses (docs/ipc.md).
  */
 CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_options *opts,
 			     cms_pause_result *result);

@@ -147,6 +147,51 @@ CMSSIM_API void cmssim_host_free_hook(size_t bytes);
  */
 CMSSIM_API int cmssim_get_counters(cmssim_counters *out);
 
+/* ---- several devices ------------------------------------------------------ */
+
+/*
+ * Like cmssim_fail_call, but counts only the calls made while a context of
+ * @device is current on the calling thread (cuCtxPushCurrent). With one
+ * worker thread per device, as cumemsaver runs a pause or resume spanning
+ * devices, the @nth such call is the same from run to run although the
+ * devices' threads interleave differently. Calls made with no context
+ * current (VMM calls from a thread that pushed none) never match. Returns
+ * 0, or -1 as cmssim_fail_call or for an invalid @device.
+ */
+CMSSIM_API int cmssim_fail_call_device(const char *fn, int device, uint64_t nth, int result);
+
+/*
+ * Whether @device may access memory of @peer (cuDeviceCanAccessPeer, and
+ * cuMemSetAccess of a mapping of @peer's memory for @device). Every pair of
+ * distinct devices can by default (CMS_SIM_PEER=0 makes none able to); a
+ * device is never its own peer. Returns 0, or -1 for invalid devices or
+ * @device == @peer.
+ */
+CMSSIM_API int cmssim_set_peer_access(int device, int peer, int can);
+
+/*
+ * Access flags (CU_MEM_ACCESS_FLAGS_PROT_NONE 0, READ 1, READWRITE 3) that
+ * the last cuMemSetAccess covering the mapped byte at @addr gave @device
+ * (0 when none did since it was mapped: a new mapping has no access), or -1
+ * when @addr is not mapped or @device is invalid. Copies and memsets check
+ * the access of the device whose context is current.
+ */
+CMSSIM_API int cmssim_get_access(uint64_t addr, int device);
+
+/*
+ * Copy gate: a test's proof that several threads copy at once. After
+ * cmssim_copy_gate(@threads, @timeout_ms), each copy or memset call
+ * (cuMemcpy*, cuMemset*, cuGraphLaunch) waits, before it touches anything,
+ * until @threads calls are waiting together (the gate then opens for all:
+ * "met") or until @timeout_ms passed for one of them (it opens: "timed
+ * out"). Calls on one thread can never meet it. @threads <= 0 disarms it.
+ * Returns 0, or -1 if @threads is larger than 64.
+ */
+CMSSIM_API int cmssim_copy_gate(int threads, uint32_t timeout_ms);
+
+/* The gate's outcome: 1 met, 0 timed out, -1 still armed (or never armed). */
+CMSSIM_API int cmssim_copy_gate_result(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -73,6 +73,7 @@ enum {
 #define CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 102
 #define CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED 103
 #define CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED 110
+#define CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED 128
 /* stream / event / capture flags */
 #define CU_STREAM_DEFAULT 0x0
 #define CU_STREAM_NON_BLOCKING 0x1
@@ -124,6 +125,7 @@ typedef struct CUmemAccessDesc_st {
 	X(cuDeviceGetCount, CUresult, (int *count))                                             \
 	X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                              \
 	X(cuDeviceGetAttribute, CUresult, (int *value, int attrib, CUdevice dev))               \
+	X(cuDeviceCanAccessPeer, CUresult, (int *can_access, CUdevice dev, CUdevice peer))      \
 	X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                  \
 	X(cuDevicePrimaryCtxRelease, CUresult, (CUdevice dev))                                  \
 	X(cuCtxPushCurrent, CUresult, (CUcontext ctx))                                          \

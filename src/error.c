@@ -36,6 +36,13 @@ static const struct status_desc statuses[] = {
 	{ CMS_ERR_INTERNAL, "CMS_ERR_INTERNAL", "internal error" },
 	{ CMS_ERR_FORKED, "CMS_ERR_FORKED",
 	  "context belongs to the parent of this forked process" },
+	{ CMS_ERR_PROTOCOL, "CMS_ERR_PROTOCOL", "malformed or unsupported IPC message" },
+	{ CMS_ERR_PERMISSION, "CMS_ERR_PERMISSION", "peer not allowed" },
+	{ CMS_ERR_TIMEOUT, "CMS_ERR_TIMEOUT", "peer did not answer in time" },
+	{ CMS_ERR_DISCONNECTED, "CMS_ERR_DISCONNECTED", "peer disconnected" },
+	{ CMS_ERR_LAYOUT_CHANGED, "CMS_ERR_LAYOUT_CHANGED", "exported layout changed" },
+	{ CMS_ERR_REFUSED, "CMS_ERR_REFUSED", "request refused" },
+	{ CMS_ERR_IO, "CMS_ERR_IO", "system call failed" },
 };
 
 static const struct status_desc *find_status(cms_status st)

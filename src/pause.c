@@ -8,6 +8,9 @@
  *   3. release every physical handle   (failure: map the unreleased ones again,
  *                                       re-back the released ones per policy)
  *   4. commit: region states
+ * Across devices (multidev.c) each device runs this on its own thread, and
+ * the devices agree (cms_xdev_vote) after step 2 and after step 3: if one
+ * failed, the others roll back too.
  * Only step 3's rollback can lose content, and only for DISCARD/ZERO. A
  * rollback tries every allocation; one it cannot restore keeps its exact
  * state (and its backup), so that the next pause, resume or free completes it.
@@ -205,8 +208,9 @@ static bool has_memory(struct cms_alloc *a)
 	return a->mapped || a->handle;
 }
 
-cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t nr,
-			    const cms_pause_options *o, cms_pause_result *res)
+cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, size_t nr,
+				const cms_pause_options *o, cms_pause_result *res,
+				struct cms_xvote *xv)
 {
 	uint64_t t0 = cms_now_ns(), backed_up = 0, released = 0;
 	int32_t devs[CMS_MAX_DEVICES];
@@ -241,6 +245,9 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 		if (st)
 			goto err;
 	}
+	st = cms_xdev_vote(xv); /* every device unmapped: nothing lost yet if one failed */
+	if (st)
+		goto err;
 	for (i = 0; i < n; i++) {
 		uint64_t bytes = v[i]->handle ? v[i]->physical : 0;
 
@@ -249,6 +256,9 @@ cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_
 			goto err;
 		released += bytes;
 	}
+	st = cms_xdev_vote(xv); /* every device released: commit (nothing fails after this) */
+	if (st)
+		goto err;
 
 	/* Commit. */
 	for (i = 0; i < n; i++)

@@ -6,6 +6,9 @@
  *   2. map + set access for every allocation not mapped
  *   3. restore content per policy and synchronize
  *   4. commit: drop host backups, states, epochs
+ * Across devices (multidev.c) each device runs this on its own thread, and
+ * the devices agree (cms_xdev_vote) before step 4: if one failed, the others
+ * undo their steps 1-3 too.
  * On failure everything this call created or mapped is undone and every
  * allocation stays paused with its backup; a rollback that fails itself
  * leaves exact per-allocation state (and CMS_ERR_ROLLBACK_FAILED) for the
@@ -71,8 +74,9 @@ out:
 	return st;
 }
 
-cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t nr,
-			     const cms_resume_options *o, cms_resume_result *res)
+cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, size_t nr,
+				 const cms_resume_options *o, cms_resume_result *res,
+				 struct cms_xvote *xv)
 {
 	uint64_t t0 = cms_now_ns(), restored = 0, backed = 0;
 	int32_t devs[CMS_MAX_DEVICES], cur = -1;
@@ -116,11 +120,16 @@ cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size
 	if (!st && (o->flags & CMS_RESUME_ASYNC)) {
 		st = order_after_restore(ctx, devs, nd, (CUstream)(uintptr_t)o->stream);
 		if (!st)
+			st = cms_xdev_vote(xv); /* every device backed: commit */
+		if (!st)
 			goto commit;
+		/* else: the copies may still run, wait for them below before undoing */
 	}
 	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
+	if (!st && !(o->flags & CMS_RESUME_ASYNC))
+		st = cms_xdev_vote(xv); /* every device backed and restored: commit */
 	if (st)
 		goto err;
 commit:

@@ -76,13 +76,23 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 				"region \"%s\" gives host memory back after each resume: "
 				"CMS_RESUME_ASYNC needs its host buffers until the copies end",
 				w[i]->tag);
-	if (t->pause)
-		st = cms_engine_pause(ctx, w, m, &t->popts, result ? &t->pres : NULL);
-	else
+	if (t->pause) {
+		st = cms_ipc_revoke(ctx, w, m); /* importers drop their mappings first */
+		if (!st)
+			st = cms_engine_pause(ctx, w, m, &t->popts, result ? &t->pres : NULL);
+		if (st)
+			cms_ipc_regrant(ctx, w, m); /* the memory stays: they map it again */
+	} else {
 		st = cms_engine_resume(ctx, w, m, &t->ropts, result ? &t->rres : NULL);
-	if (!st && result)
-		cms_copy_out(result, t->pause ? (void *)&t->pres : (void *)&t->rres,
-			     t->pause ? sizeof(t->pres) : sizeof(t->rres));
+		if (!st)
+			cms_ipc_regrant(ctx, w, m); /* importers map the new memory (new epoch) */
+	}
+	if (result && t->pause)
+		cms_result_out(result, &t->pres, sizeof(t->pres), CMS_PAUSE_RESULT_SIZE_VER0,
+			       t->pres.devices, st);
+	else if (result)
+		cms_result_out(result, &t->rres, sizeof(t->rres), CMS_RESUME_RESULT_SIZE_VER0,
+			       t->rres.devices, st);
 	return st;
 }
 

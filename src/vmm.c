@@ -50,7 +50,7 @@ cms_status cms_vmm_create(struct cms_alloc *a)
 
 	memset(&prop, 0, sizeof(prop));
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+	prop.requestedHandleTypes = (int)r->handle_types; /* NONE unless shareable */
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = r->device;
 	prop.allocFlags.gpuDirectRDMACapable = ctx->devices[r->device].gdr;
@@ -72,19 +72,53 @@ out:
 	return st;
 }
 
+/*
+ * One descriptor per device: read-write for the region's device and each
+ * device of mask (peers), none for each device of revoke not in mask.
+ */
+static size_t access_descs(const struct cms_region *r, uint64_t mask, uint64_t revoke,
+			   CUmemAccessDesc *d)
+{
+	size_t n = 0;
+	int dev;
+
+	for (dev = -1; dev < CMS_MAX_DEVICES; dev++) {
+		uint64_t bit = dev < 0 ? 0 : 1ull << dev;
+
+		if (dev >= 0 && !((mask | revoke) & bit))
+			continue;
+		memset(&d[n], 0, sizeof(d[n]));
+		d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		d[n].location.id = dev < 0 ? r->device : dev;
+		d[n].flags = dev < 0 || (mask & bit) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE :
+						       CU_MEM_ACCESS_FLAGS_PROT_NONE;
+		n++;
+	}
+	return n;
+}
+
+cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke)
+{
+	cms_context *ctx = a->region->ctx;
+	CUmemAccessDesc access[CMS_MAX_DEVICES + 1];
+	size_t naccess = access_descs(a->region, mask, revoke, access);
+	cms_status st = CMS_OK;
+
+	CU_TRY(ctx, cuMemSetAccess(a->base, a->physical, access, naccess), st, out);
+out:
+	return st;
+}
+
 cms_status cms_vmm_map(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;
-	CUmemAccessDesc access;
+	CUmemAccessDesc access[CMS_MAX_DEVICES + 1];
 	cms_status st = CMS_OK;
+	size_t naccess = access_descs(a->region, a->region->peer_mask, 0, access);
 	CUresult res;
 
-	memset(&access, 0, sizeof(access));
-	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	access.location.id = a->region->device;
-	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	CU_TRY(ctx, cuMemMap(a->base, a->physical, 0, a->handle, 0), st, out);
-	CU_TRY(ctx, cuMemSetAccess(a->base, a->physical, &access, 1), st, err_unmap);
+	CU_TRY(ctx, cuMemSetAccess(a->base, a->physical, access, naccess), st, err_unmap);
 	cms_alloc_set_mapped(a, true);
 	return CMS_OK;
 

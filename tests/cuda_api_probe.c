@@ -14,6 +14,6 @@ int main(void)
 		printf("src/cuda_api.h disagrees with cuda.h\n");
 		return 1;
 	}
-	printf("src/cuda_api.h agrees with cuda.h: layouts and 16 constants\n");
+	printf("src/cuda_api.h agrees with cuda.h: layouts and 18 constants\n");
 	return 0;
 }

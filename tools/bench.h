@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "cumemsaver.h"
@@ -108,6 +109,37 @@ struct bench_work {
 	char note[1100];
 };
 
+/* Multi-device mode (--devices, bench_multi.c): (a) and (c) on 1 device, then on all listed. */
+#define BENCH_MAX_MDEV 16
+enum { BENCH_MA, BENCH_MC, BENCH_NMWORK };
+
+/* One phase of a multi-device workload: the tag on 1 device or on all listed. */
+struct bench_mphase {
+	unsigned int ndev;
+	unsigned int cycles_done;
+	uint64_t *pause_ns; /* per cycle: the cms_pause / cms_resume call */
+	uint64_t *resume_ns;
+	uint64_t *dev_pause_ns; /* [cycle * ndev + i]: cms_device_result.elapsed_ns */
+	uint64_t *dev_resume_ns;
+};
+
+struct bench_mwork {
+	char id;	  /* 'a', 'c' */
+	const char *what; /* at --scale 1 */
+	uint32_t policy;
+	uint64_t count0, size0;
+	bool selected;
+	bool ran;
+	bool failed;
+	uint64_t count; /* per device */
+	uint64_t size;
+	uint64_t window; /* bytes checked at the start and end of each allocation */
+	struct bench_mphase one, all;
+	unsigned int peer_reads; /* peer reads after a resume that matched */
+	bool peer_kernel;	 /* cms_affine_u32 (else cuMemcpyDtoDAsync: simulation) */
+	char note[1100];
+};
+
 struct bench {
 	/* options */
 	unsigned int scale;
@@ -116,6 +148,9 @@ struct bench {
 	enum bench_mode mode;
 	bool verify_full;
 	bool only_floor;
+	unsigned int nmdev; /* --devices: 0, or the number of devices listed (>= 2) */
+	int mdev[BENCH_MAX_MDEV];
+	struct bench_mwork mwork[BENCH_NMWORK];
 	const char *json_path;
 	char *cmdline;
 
@@ -208,9 +243,22 @@ int bench_copy_floor(struct bench *b);
 void bench_works_init(struct bench *b);
 int bench_work_run(struct bench *b, struct bench_work *w);
 
+/* ---- bench_multi.c: --devices ---- */
+
+/* Parses "0,1" into b->mdev (2..BENCH_MAX_MDEV distinct ordinals). Returns 0 or -1. */
+int bench_multi_parse(struct bench *b, const char *arg);
+/* Runs the selected multi-device workloads (after the driver and device 0 are set up). */
+void bench_multi_run(struct bench *b);
+void bench_multi_report(const struct bench *b);
+/* Writes "  \"multi_device\": ...,\n" into the JSON file (null without --devices). */
+void bench_multi_json(const struct bench *b, FILE *f);
+void bench_multi_free(struct bench *b);
+
 /* ---- bench_report.c ---- */
 
 void bench_report_table(const struct bench *b);
+/* A JSON number ("%.6g"), or null for NaN and infinities. */
+void bench_json_num(FILE *f, double v);
 int bench_report_json(struct bench *b);
 /* What a time of a workload's cycle is: the pause call, the resume call (with
  * CMS_RESUME_ASYNC: until it returns), or (f) until the work enqueued after it is done. */

@@ -291,7 +291,7 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void json_num(FILE *f, double v)
+void bench_json_num(FILE *f, double v)
 {
 	if (isnan(v) || isinf(v))
 		fputs("null", f);
@@ -306,21 +306,21 @@ static void json_row(FILE *f, const struct bench *b, const struct bench_work *w,
 	bench_row(b, w, median, BENCH_PAUSE, &pr);
 	bench_row(b, w, median, BENCH_RESUME, &rr);
 	fputs("{\"pause_ms\": ", f);
-	json_num(f, pr.ms);
+	bench_json_num(f, pr.ms);
 	fputs(", \"resume_ms\": ", f);
-	json_num(f, rr.ms);
+	bench_json_num(f, rr.ms);
 	fputs(", \"pause_gbs\": ", f);
-	json_num(f, pr.gbs);
+	bench_json_num(f, pr.gbs);
 	fputs(", \"resume_gbs\": ", f);
-	json_num(f, rr.gbs);
+	bench_json_num(f, rr.gbs);
 	fputs(", \"pause_floor\": ", f);
-	json_num(f, pr.floor);
+	bench_json_num(f, pr.floor);
 	fputs(", \"resume_floor\": ", f);
-	json_num(f, rr.floor);
+	bench_json_num(f, rr.floor);
 	fputs(", \"pause_ratio\": ", f);
-	json_num(f, pr.ratio);
+	bench_json_num(f, pr.ratio);
 	fputs(", \"resume_ratio\": ", f);
-	json_num(f, rr.ratio);
+	bench_json_num(f, rr.ratio);
 	fputs(", \"pause_target\": ", f);
 	if (pr.spec)
 		json_str(f, pr.spec);
@@ -336,15 +336,15 @@ static void json_row(FILE *f, const struct bench *b, const struct bench_work *w,
 	if (w->async) { /* resume_* is the return of the call; ready_* the work after it */
 		bench_row(b, w, median, BENCH_READY, &dr);
 		fputs(", \"ready_ms\": ", f);
-		json_num(f, dr.ms);
+		bench_json_num(f, dr.ms);
 		fputs(", \"ready_gbs\": ", f);
-		json_num(f, dr.gbs);
+		bench_json_num(f, dr.gbs);
 		fputs(", \"ready_floor\": ", f);
-		json_num(f, dr.floor);
+		bench_json_num(f, dr.floor);
 		fputs(", \"ready_ratio\": ", f);
-		json_num(f, dr.ratio);
+		bench_json_num(f, dr.ratio);
 		fputs(", \"ready_to_sync_resume\": ", f);
-		json_num(f, w->sync_done ? dr.ms * 1e6 / (double)w->sync_resume_ns : NAN);
+		bench_json_num(f, w->sync_done ? dr.ms * 1e6 / (double)w->sync_resume_ns : NAN);
 	}
 	fputs("}", f);
 }
@@ -384,19 +384,19 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 	fputs(",\n     \"pause_ms\": [", f);
 	for (c = 0; c < w->cycles_done; c++) {
 		fputs(c ? ", " : "", f);
-		json_num(f, (double)w->pause_ns[c] / 1e6);
+		bench_json_num(f, (double)w->pause_ns[c] / 1e6);
 	}
 	fputs("], \"resume_ms\": [", f);
 	for (c = 0; c < w->cycles_done; c++) {
 		fputs(c ? ", " : "", f);
-		json_num(f, (double)w->resume_ns[c] / 1e6);
+		bench_json_num(f, (double)w->resume_ns[c] / 1e6);
 	}
 	fputs("]", f);
 	if (w->async) {
 		fputs(", \"ready_ms\": [", f);
 		for (c = 0; c < w->cycles_done; c++) {
 			fputs(c ? ", " : "", f);
-			json_num(f, (double)w->ready_ns[c] / 1e6);
+			bench_json_num(f, (double)w->ready_ns[c] / 1e6);
 		}
 		fprintf(f,
 			"],\n     \"resume_flags\": \"CMS_RESUME_ASYNC\", \"ready_work\": \"%s\", "
@@ -408,22 +408,23 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 			fputs("null", f);
 		} else {
 			fputs("{\"pause_ms\": ", f);
-			json_num(f, (double)w->sync_pause_ns / 1e6);
+			bench_json_num(f, (double)w->sync_pause_ns / 1e6);
 			fputs(", \"resume_ms\": ", f);
-			json_num(f, (double)w->sync_resume_ns / 1e6);
+			bench_json_num(f, (double)w->sync_resume_ns / 1e6);
 			fputs(", \"resume_gbs\": ", f);
-			json_num(f, (double)w->logical / (double)w->sync_resume_ns);
+			bench_json_num(f, (double)w->logical / (double)w->sync_resume_ns);
 			fputs("}", f);
 		}
 		fputs(", \"h2d_floor_ms\": ", f);
-		json_num(f, b->copy.measured ? (double)w->logical / (b->copy.h2d_gbs * 1e6) : NAN);
+		bench_json_num(f, b->copy.measured ? (double)w->logical / (b->copy.h2d_gbs * 1e6) :
+						     NAN);
 	}
 	fputs(",\n     \"first\": ", f);
 	json_row(f, b, w, false);
 	fputs(",\n     \"median\": ", f);
 	json_row(f, b, w, true);
 	fputs(",\n     \"fill_s\": ", f);
-	json_num(f, w->policy == CMS_POLICY_HOST ? w->fill_s : NAN);
+	bench_json_num(f, w->policy == CMS_POLICY_HOST ? w->fill_s : NAN);
 	fprintf(f,
 		", \"vmrss_after_first_pause_bytes\": %" PRIu64
 		", \"vmhwm_reset\": %s, \"vmhwm_after_bytes\": %" PRIu64
@@ -471,13 +472,13 @@ int bench_report_json(struct bench *b)
 			", \"reps\": %u, \"back_ms\": ",
 			first ? "" : ",", v->label, v->count, v->size, v->count * v->size, v->reps);
 		first = 0;
-		json_num(f, v->back_ms);
+		bench_json_num(f, v->back_ms);
 		fputs(", \"release_ms\": ", f);
-		json_num(f, v->release_ms);
+		bench_json_num(f, v->release_ms);
 		fputs(", \"back_min_ms\": ", f);
-		json_num(f, v->back_min_ms);
+		bench_json_num(f, v->back_min_ms);
 		fputs(", \"release_min_ms\": ", f);
-		json_num(f, v->release_min_ms);
+		bench_json_num(f, v->release_min_ms);
 		fputs("}", f);
 	}
 	fputs("],\n    \"copy\": ", f);
@@ -488,15 +489,15 @@ int bench_report_json(struct bench *b)
 			"{\"bytes\": %" PRIu64 ", \"chunk_bytes\": %" PRIu64
 			", \"reps\": %u, \"touch_threads\": %u, \"touch_s\": ",
 			cf->bytes, cf->chunk, cf->reps, cf->touch_threads);
-		json_num(f, cf->touch_s);
+		bench_json_num(f, cf->touch_s);
 		fputs(", \"register_s\": ", f);
-		json_num(f, cf->register_s);
+		bench_json_num(f, cf->register_s);
 		fputs(", \"d2h_gbs\": ", f);
-		json_num(f, cf->d2h_gbs);
+		bench_json_num(f, cf->d2h_gbs);
 		fputs(", \"h2d_gbs\": ", f);
-		json_num(f, cf->h2d_gbs);
+		bench_json_num(f, cf->h2d_gbs);
 		fputs(", \"bidir_gbs\": ", f);
-		json_num(f, cf->bidir_gbs);
+		bench_json_num(f, cf->bidir_gbs);
 		fputs("}", f);
 	}
 	fputs("\n  },\n  \"workloads\": [\n", f);
@@ -504,7 +505,9 @@ int bench_report_json(struct bench *b)
 		json_work(f, b, &b->work[i]);
 		fputs(i + 1 < BENCH_NWORK ? ",\n" : "\n", f);
 	}
-	fprintf(f, "  ],\n  \"checks\": %u, \"result\": \"%s\", \"failure\": ", b->checks,
+	fputs("  ],\n", f);
+	bench_multi_json(b, f);
+	fprintf(f, "  \"checks\": %u, \"result\": \"%s\", \"failure\": ", b->checks,
 		b->failed ? "fail" : "pass");
 	if (b->failed)
 		json_str(f, b->failure);

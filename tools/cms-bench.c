@@ -387,6 +387,7 @@ static void bench_free(struct bench *b)
 		free(b->work[i].resume_ns);
 		free(b->work[i].ready_ns);
 	}
+	bench_multi_free(b);
 	free(b->stage);
 	free(b->cmdline);
 	free(b);
@@ -411,6 +412,9 @@ static void bench_usage(FILE *f)
 		"  -j, --json FILE    also write the results as JSON to FILE\n"
 		"      --verify-full  check the whole content of HOST allocations after every\n"
 		"                     cycle (default: a sample at the start, middle and end)\n"
+		"      --devices LIST multi-device mode: (a) and (c) with the same bytes per\n"
+		"                     device in one tag on every listed device (e.g. 0,1),\n"
+		"                     next to the same on the first device alone; no floors\n"
 		"      --sim          run on the host simulation\n"
 		"      --gpu          run on the real driver (fail if there is no GPU)\n"
 		"exit status: 0 when every correctness check passed, 1 otherwise, 2 on bad usage\n",
@@ -474,6 +478,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "verify-full", no_argument, NULL, 'F' },
+		{ "devices", required_argument, NULL, 'D' },
 		{ "sim", no_argument, NULL, 'S' },
 		{ "gpu", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
@@ -513,6 +518,15 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 			break;
 		case 'F':
 			b->verify_full = true;
+			break;
+		case 'D':
+			if (bench_multi_parse(b, optarg)) {
+				fprintf(stderr,
+					"cms-bench: bad --devices '%s' (2..%d distinct device "
+					"ordinals, comma-separated)\n",
+					optarg, BENCH_MAX_MDEV);
+				return 2;
+			}
 			break;
 		case 'S':
 		case 'G':
@@ -605,6 +619,12 @@ static void bench_run(struct bench *b)
 			   (unsigned long long)BENCH_STAGE_BYTES);
 		return;
 	}
+	if (b->nmdev) { /* multi-device mode: its own workloads and report, no floors */
+		bench_multi_run(b);
+		for (i = 0; i < BENCH_NWORK; i++)
+			b->work[i].selected = false;
+		return;
+	}
 	bench_want_floors(b);
 	for (i = 0; i < BENCH_NVMM; i++)
 		bench_scale(b, b->vmm[i].count, b->vmm[i].size, &b->vmm[i].count, &b->vmm[i].size);
@@ -654,8 +674,10 @@ int main(int argc, char **argv)
 	bench_run(b);
 	ran = b->drv_open;
 	bench_close_driver(b);
-	if (ran)
+	if (ran) {
 		bench_report_table(b);
+		bench_multi_report(b);
+	}
 	if (b->json_path && bench_report_json(b))
 		bench_fail(b, "cannot write %s: %s", b->json_path, strerror(errno));
 	if (b->failed) {

@@ -34,6 +34,12 @@ static void usage(FILE *f)
 		   "  version  print the library version and the driver library it would load\n"
 		   "  help     print this text\n"
 		   "\n"
+		   "  --socket PATH [--json] status | pause TAG | resume TAG\n"
+		   "           ask a running process through its control socket\n"
+		   "           (cms_control_create, docs/ipc.md): a table of its regions, or\n"
+		   "           pause / resume a tag when the application consents. Progress\n"
+		   "           on stderr; exit status 1 with the library's message on failure.\n"
+		   "\n"
 		   "environment:\n"
 		   "  CMS_DRIVER_LIBRARY  driver library to load instead of libcuda.so.1\n"
 		   "  CMS_LOG             library log level on stderr (0-3)\n"
@@ -98,10 +104,12 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *cmd;
-	int c;
+	const char *cmd, *socket_path = NULL;
+	int c, json = 0;
 
 	/* "+": stop at the subcommand; its options are its own. */
 	while ((c = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
@@ -111,11 +119,19 @@ int main(int argc, char **argv)
 			return 0;
 		case 'V':
 			return cmd_version(1, argv);
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
 		default:
 			usage(stderr);
 			return 2;
 		}
 	}
+	if (socket_path)
+		return cmsctl_remote(socket_path, json, argc - optind, argv + optind);
 	if (optind >= argc) {
 		usage(stderr);
 		return 2;

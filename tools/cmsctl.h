@@ -46,5 +46,8 @@ void cmsctl_bad_option(const char *cmd, char *const *argv, int c);
 
 /* Subcommands: argv[0] is the subcommand's name; return the exit status. */
 int cmsctl_demo(int argc, char **argv);
+/* `cmsctl --socket PATH [--json] status | pause TAG | resume TAG` (cmsctl_remote.c):
+ * argv[0] is the operation. Returns the exit status. */
+int cmsctl_remote(const char *path, int json, int argc, char **argv);
 
 #endif /* CMSCTL_H */

@@ -177,6 +177,7 @@ def main():
     except Exception as e:  # only reported
         report["transformers"] = f"not importable: {e}"
 
+    tms = None
     if args.mode == "compat":
         from cumemsaver.torch_memory_saver import torch_memory_saver as tms
 
@@ -212,14 +213,27 @@ def main():
     with region_w():  # kept across a pause (HOST): the positions table must survive
         io = (torch.zeros(1, dtype=torch.long, device="cuda"), torch.zeros(1, dtype=torch.long, device="cuda"),
               torch.arange(c["max_len"], device="cuda"))
-    ctx = saver.context if saver else None
-    if ctx is None:
-        from cumemsaver.torch_memory_saver import torch_memory_saver as tms
-
-        ctx = tms.saver.context
+    ctx = saver.context if saver else tms.saver.context
     owned = [t for t in model.weight_tensors() + [kcache, vcache] + list(io)]
     not_ours = [t for t in owned if _region_tag(ctx, t) is None]
     check("tensors_in_regions", not not_ours, f"{len(owned) - len(not_ours)}/{len(owned)} tensors in cumemsaver memory")
+
+    # Nesting and disable(): the inner block's allocations go to the inner tag only, and
+    # disable() sends them to PyTorch's own allocator.
+    disable_ctx = tms.disable if args.mode == "compat" else saver.disable
+    with region_w():
+        a = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")
+        with region_kv():
+            b = torch.empty(5 << 20, dtype=torch.uint8, device="cuda")
+            with disable_ctx():
+                d = torch.empty(7 << 20, dtype=torch.uint8, device="cuda")
+            b2 = torch.empty(5 << 20, dtype=torch.uint8, device="cuda")
+        a2 = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")
+    tags = [_region_tag(ctx, t) for t in (a, b, d, b2, a2)]
+    want = [tags[0], tags[1], None, tags[1], tags[0]]
+    check("nested_regions_and_disable", tags == want and tags[0] != tags[1] and tags[0] is not None,
+          f"tags {tags}")
+    del a, b, d, b2, a2
 
     runner = Runner(model, kcache, vcache, io)
     prompt = torch.randint(0, c["vocab"], (PROMPT_LEN,), generator=torch.Generator().manual_seed(7)).tolist()

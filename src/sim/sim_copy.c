@@ -44,8 +44,8 @@ static CUresult check_host(uint64_t host, uint64_t bytes)
 	return sim_check_host_registration(host, bytes);
 }
 
-/* Read lock. */
-static CUresult op_validate(const struct sim_op *op)
+/* Read lock. The device bytes must be accessible to device dev (the current context's). */
+static CUresult op_validate(const struct sim_op *op, int dev)
 {
 	CUresult rc;
 
@@ -55,20 +55,20 @@ static CUresult op_validate(const struct sim_op *op)
 	case SIM_OP_DTOH:
 		rc = check_host(op->dst, op->bytes);
 		if (rc == CUDA_SUCCESS)
-			rc = sim_check_access(op->src, op->bytes, 0);
+			rc = sim_check_access(op->src, op->bytes, 0, dev);
 		return rc;
 	case SIM_OP_HTOD:
 		rc = check_host(op->src, op->bytes);
 		if (rc == CUDA_SUCCESS)
-			rc = sim_check_access(op->dst, op->bytes, 1);
+			rc = sim_check_access(op->dst, op->bytes, 1, dev);
 		return rc;
 	case SIM_OP_DTOD:
-		rc = sim_check_access(op->src, op->bytes, 0);
+		rc = sim_check_access(op->src, op->bytes, 0, dev);
 		if (rc == CUDA_SUCCESS)
-			rc = sim_check_access(op->dst, op->bytes, 1);
+			rc = sim_check_access(op->dst, op->bytes, 1, dev);
 		return rc;
 	default:
-		return sim_check_access(op->dst, op->bytes, 1);
+		return sim_check_access(op->dst, op->bytes, 1, dev);
 	}
 }
 
@@ -122,6 +122,7 @@ static CUresult submit(const struct sim_op *ops, size_t count, CUstream stream)
 	rc = sim_current_device(&dev);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	sim_copy_gate_pass(); /* a test's rendezvous of copying threads (cmssim_copy_gate) */
 	sim_rdlock();
 	rc = find_stream(stream, &st);
 	if (rc != CUDA_SUCCESS)
@@ -140,7 +141,7 @@ static CUresult submit(const struct sim_op *ops, size_t count, CUstream stream)
 		goto out_unlock;
 	}
 	for (k = 0; k < count && rc == CUDA_SUCCESS; k++)
-		rc = op_validate(&ops[k]);
+		rc = op_validate(&ops[k], dev);
 	if (rc != CUDA_SUCCESS)
 		goto out_unlock;
 	for (k = 0; k < count; k++)

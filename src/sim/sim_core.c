@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim_internal.h"
@@ -27,6 +28,7 @@ static int config_error; /* a CMS_SIM_* variable was malformed: cuInit fails */
 
 struct sim_fault {
 	int host;	     /* host allocation fault */
+	int device;	     /* only calls with a context of this device current; -1: any */
 	char fn[SIM_FN_MAX]; /* "" = any counted call */
 	uint64_t left;	     /* matching calls until it fires */
 	CUresult result;
@@ -99,7 +101,7 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-static int arm_fault(int host, const char *fn, uint64_t nth, CUresult result)
+static int arm_fault(int host, int device, const char *fn, uint64_t nth, CUresult result)
 {
 	struct sim_fault *f;
 	int rc = -1;
@@ -114,6 +116,7 @@ static int arm_fault(int host, const char *fn, uint64_t nth, CUresult result)
 	f = &faults[nfaults];
 	memset(f, 0, sizeof(*f));
 	f->host = host;
+	f->device = device;
 	if (!host && fn && strcmp(fn, "any"))
 		strcpy(f->fn, fn); /* length checked by sim_known_function */
 	f->left = nth;
@@ -159,7 +162,7 @@ static int parse_faults(const char *spec)
 			rc = -1;
 			continue;
 		}
-		if (arm_fault(host, strcmp(tok, "any") ? tok : NULL, nth, (CUresult)result))
+		if (arm_fault(host, -1, strcmp(tok, "any") ? tok : NULL, nth, (CUresult)result))
 			rc = -1;
 	}
 	free(copy);
@@ -171,7 +174,7 @@ static void setup_once_fn(void)
 	const char *s;
 	uint64_t cap = SIM_DEFAULT_CAPACITY;
 	long v;
-	int ok, i;
+	int ok, i, j;
 
 	sim.ndev = 1;
 	sim.gran = SIM_DEFAULT_GRAN;
@@ -216,9 +219,15 @@ static void setup_once_fn(void)
 		else
 			sim.poison = v ? (int)v : -1;
 	}
+	s = getenv("CMS_SIM_PEER");
+	v = 1;
+	if (s && *s && parse_int(s, 0, 1, &v))
+		config_error = 1;
 	for (i = 0; i < CMSSIM_MAX_DEVICES; i++) {
 		sim.capacity[i] = cap;
 		sim.ctx[i].device = i;
+		for (j = 0; j < CMSSIM_MAX_DEVICES; j++)
+			sim.peer[i][j] = (unsigned char)(v && j != i);
 	}
 	s = getenv("CMS_SIM_FAIL");
 	if (s && *s && parse_faults(s))
@@ -262,16 +271,18 @@ void sim_unlock(void)
 CUresult sim_enter(const char *fn, int need_init)
 {
 	CUresult rc = CUDA_SUCCESS;
-	int i, fired = 0;
+	int i, fired = 0, dev;
 
 	sim_setup();
 	atomic_fetch_add(&call_count, 1);
 	if (__atomic_load_n(&nfaults, __ATOMIC_ACQUIRE)) {
+		dev = sim_thread_device();
 		pthread_mutex_lock(&fault_lock);
 		for (i = 0; i < nfaults;) {
 			struct sim_fault *f = &faults[i];
 
-			if (f->host || (f->fn[0] && strcmp(f->fn, fn)) || --f->left) {
+			if (f->host || (f->device >= 0 && f->device != dev) ||
+			    (f->fn[0] && strcmp(f->fn, fn)) || --f->left) {
 				i++;
 				continue;
 			}
@@ -412,13 +423,123 @@ SIM_EXPORT uint64_t cmssim_call_count(void)
 SIM_EXPORT int cmssim_fail_call(const char *fn, uint64_t nth, int result)
 {
 	sim_setup();
-	return arm_fault(0, fn, nth, (CUresult)result);
+	return arm_fault(0, -1, fn, nth, (CUresult)result);
+}
+
+SIM_EXPORT int cmssim_fail_call_device(const char *fn, int device, uint64_t nth, int result)
+{
+	sim_setup();
+	if (device < 0 || device >= sim.ndev)
+		return -1;
+	return arm_fault(0, device, fn, nth, (CUresult)result);
+}
+
+SIM_EXPORT int cmssim_set_peer_access(int device, int peer, int can)
+{
+	sim_setup();
+	if (device < 0 || device >= sim.ndev || peer < 0 || peer >= sim.ndev || device == peer)
+		return -1;
+	sim_wrlock();
+	sim.peer[device][peer] = can != 0;
+	sim_unlock();
+	return 0;
+}
+
+/* ---- copy gate ---------------------------------------------------------------- */
+
+#define SIM_GATE_MAX_THREADS 64
+
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond;
+static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
+static int gate_armed; /* atomic reads outside gate_lock */
+static int gate_want, gate_waiting, gate_result = -1;
+static uint32_t gate_timeout_ms;
+
+static void gate_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&gate_cond, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* Opens the gate with this result (gate_lock held). */
+static void gate_open(int result)
+{
+	gate_result = result;
+	gate_want = 0;
+	__atomic_store_n(&gate_armed, 0, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&gate_cond);
+}
+
+void sim_copy_gate_pass(void)
+{
+	struct timespec deadline;
+
+	if (!__atomic_load_n(&gate_armed, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&gate_lock);
+	if (!gate_want) {
+		pthread_mutex_unlock(&gate_lock);
+		return;
+	}
+	if (++gate_waiting >= gate_want) {
+		gate_open(1);
+		gate_waiting--;
+		pthread_mutex_unlock(&gate_lock);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += gate_timeout_ms / 1000;
+	deadline.tv_nsec += (long)(gate_timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (gate_want) {
+		if (pthread_cond_timedwait(&gate_cond, &gate_lock, &deadline) == ETIMEDOUT) {
+			if (gate_want)
+				gate_open(0);
+			break;
+		}
+	}
+	gate_waiting--;
+	pthread_mutex_unlock(&gate_lock);
+}
+
+SIM_EXPORT int cmssim_copy_gate(int threads, uint32_t timeout_ms)
+{
+	if (threads > SIM_GATE_MAX_THREADS)
+		return -1;
+	pthread_once(&gate_once, gate_init);
+	pthread_mutex_lock(&gate_lock);
+	gate_want = threads > 0 ? threads : 0;
+	gate_timeout_ms = timeout_ms;
+	gate_result = -1;
+	__atomic_store_n(&gate_armed, gate_want > 0, __ATOMIC_RELEASE);
+	if (!gate_want)
+		pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	return 0;
+}
+
+SIM_EXPORT int cmssim_copy_gate_result(void)
+{
+	int r;
+
+	pthread_mutex_lock(&gate_lock);
+	r = gate_result;
+	pthread_mutex_unlock(&gate_lock);
+	return r;
 }
 
 SIM_EXPORT int cmssim_fail_host_alloc(uint64_t nth)
 {
 	sim_setup();
-	return arm_fault(1, NULL, nth, CUDA_ERROR_OUT_OF_MEMORY);
+	return arm_fault(1, -1, NULL, nth, CUDA_ERROR_OUT_OF_MEMORY);
 }
 
 SIM_EXPORT void cmssim_clear_faults(void)

@@ -32,6 +32,11 @@ CUresult sim_current_device(int *device)
 	return CUDA_SUCCESS;
 }
 
+int sim_thread_device(void)
+{
+	return ctx_depth ? ctx_stack[ctx_depth - 1]->device : -1;
+}
+
 SIM_EXPORT CUresult cuInit(unsigned int flags)
 {
 	CUresult rc = sim_enter("cuInit", 0);
@@ -115,6 +120,19 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
 		*value = 0;
 		break;
 	}
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *can_access, CUdevice dev, CUdevice peer)
+{
+	SIM_ENTER("cuDeviceCanAccessPeer");
+	if (!can_access)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_device(dev) || !valid_device(peer))
+		return CUDA_ERROR_INVALID_DEVICE;
+	sim_rdlock();
+	*can_access = sim.peer[dev][peer]; /* 0 for dev == peer, as the driver */
+	sim_unlock();
 	return CUDA_SUCCESS;
 }
 

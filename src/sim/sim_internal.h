@@ -66,7 +66,8 @@ struct sim_reservation {
 struct sim_mapping {
 	struct sim_range r;
 	struct sim_phys *phys;
-	unsigned char *prot; /* access flags per granule */
+	unsigned char *prot;	 /* access flags per granule: the widest given to any device */
+	unsigned char *dev_prot; /* per granule, CMSSIM_MAX_DEVICES flags each: per device */
 };
 
 /* One recorded operation (capture node / graph node). */
@@ -150,6 +151,9 @@ struct sim_state {
 	uint64_t host_bytes;
 	struct sim_set host_regs; /* cuMemHostRegister ranges */
 	uint64_t host_reg_bytes;
+
+	/* peer[d][p]: device d may access memory of device p (set once, then under lock) */
+	unsigned char peer[CMSSIM_MAX_DEVICES][CMSSIM_MAX_DEVICES];
 };
 
 extern struct sim_state sim;
@@ -164,6 +168,10 @@ void sim_rdlock(void);
 void sim_wrlock(void);
 void sim_unlock(void);
 CUresult sim_current_device(int *device);
+/* Device of the calling thread's current context, or -1 when none is current (no checks). */
+int sim_thread_device(void);
+/* Copy gate (cmssim_copy_gate): waits there when armed. No lock held. */
+void sim_copy_gate_pass(void);
 
 ssize_t sim_set_floor(const struct sim_set *s, uint64_t key);
 struct sim_range *sim_set_find(const struct sim_set *s, uint64_t key);
@@ -173,7 +181,8 @@ void sim_set_remove(struct sim_set *s, uint64_t key);
 void sim_set_remove_at(struct sim_set *s, size_t idx, size_t count);
 
 /* sim_vmm.c */
-CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write);
+/* Access check of a copy: device dev's rights (dev < 0: any device's, the widest). */
+CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write, int dev);
 int sim_in_reservation(uint64_t addr, uint64_t bytes);
 
 /* sim_host.c */

@@ -71,10 +71,10 @@ int sim_in_reservation(uint64_t addr, uint64_t bytes)
 }
 
 /*
- * Is every byte of [addr, addr + bytes) mapped with read (and write) access?
- * Read lock.
+ * Is every byte of [addr, addr + bytes) mapped with read (and write) access
+ * for device dev (dev < 0: for any device)? Read lock.
  */
-CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write)
+CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write, int dev)
 {
 	unsigned char need =
 		need_write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
@@ -94,9 +94,13 @@ CUresult sim_check_access(uint64_t addr, uint64_t bytes, int need_write)
 		uint64_t stop = end < mend ? end : mend;
 		uint64_t g, g_last = (stop - 1 - m->r.base) / sim.gran;
 
-		for (g = (cur - m->r.base) / sim.gran; g <= g_last; g++)
-			if ((m->prot[g] & need) != need)
+		for (g = (cur - m->r.base) / sim.gran; g <= g_last; g++) {
+			unsigned char have =
+				dev < 0 ? m->prot[g] : m->dev_prot[g * CMSSIM_MAX_DEVICES + dev];
+
+			if ((have & need) != need)
 				return CUDA_ERROR_INVALID_VALUE;
+		}
 		cur = stop;
 		if (cur == end)
 			return CUDA_SUCCESS;
@@ -346,7 +350,8 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	m->prot = calloc(size / sim.gran, 1);
-	if (!m->prot) {
+	m->dev_prot = calloc(size / sim.gran, CMSSIM_MAX_DEVICES);
+	if (!m->prot || !m->dev_prot) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto err_free;
 	}
@@ -386,6 +391,7 @@ err_remove:
 err_unlock:
 	sim_unlock();
 err_free:
+	free(m->dev_prot);
 	free(m->prot);
 	free(m);
 	return rc;
@@ -424,6 +430,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	for (j = 0; j < n; j++) {
 		m = (struct sim_mapping *)sim.mappings.v[(size_t)first + j];
 		phys_put(m->phys);
+		free(m->dev_prot);
 		free(m->prot);
 		free(m);
 	}
@@ -440,8 +447,8 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 				   size_t count)
 {
 	struct sim_mapping *m;
-	uint64_t end = ptr + size, cur, g;
-	int flags = CU_MEM_ACCESS_FLAGS_PROT_NONE, prot;
+	uint64_t end = ptr + size, cur, g, run;
+	int d, run_prot;
 	ssize_t i;
 	size_t k;
 
@@ -457,11 +464,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 		    desc[k].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
 		    desc[k].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
 			return CUDA_ERROR_INVALID_VALUE;
-		flags |= desc[k].flags; /* one address space: the widest access wins */
 	}
-	prot = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE :
-	       flags == CU_MEM_ACCESS_FLAGS_PROT_READ	   ? PROT_READ :
-							     PROT_NONE;
 
 	sim_wrlock();
 	/* the whole range must be mapped */
@@ -471,14 +474,44 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 	for (cur = m->r.base + m->r.size; cur < end; cur += sim.mappings.v[i]->size)
 		if ((size_t)++i >= sim.mappings.n || sim.mappings.v[i]->base != cur)
 			goto err_unlock;
-	if (mprotect((void *)(uintptr_t)ptr, size, prot)) {
-		sim_unlock();
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	for (cur = ptr; cur < end; cur += sim.gran) {
+	/* a device that is not the memory's own needs peer access to it */
+	for (cur = ptr; cur < end; cur = m->r.base + m->r.size) {
 		m = (struct sim_mapping *)sim_set_containing(&sim.mappings, cur, NULL);
-		g = (cur - m->r.base) / sim.gran;
-		m->prot[g] = (unsigned char)flags;
+		for (k = 0; k < count; k++)
+			if (desc[k].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+			    desc[k].location.id != m->phys->device &&
+			    !sim.peer[desc[k].location.id][m->phys->device]) {
+				sim_unlock();
+				return CUDA_ERROR_INVALID_DEVICE;
+			}
+	}
+	/* one address space: the host sees the widest access any device has (runs of granules) */
+	for (cur = ptr, run = ptr, run_prot = -1; cur <= end; cur += sim.gran) {
+		unsigned char *dp, widest = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+		int prot = -1;
+
+		if (cur < end) {
+			m = (struct sim_mapping *)sim_set_containing(&sim.mappings, cur, NULL);
+			g = (cur - m->r.base) / sim.gran;
+			dp = &m->dev_prot[g * CMSSIM_MAX_DEVICES];
+			for (k = 0; k < count; k++) /* devices not named keep their access */
+				dp[desc[k].location.id] = (unsigned char)desc[k].flags;
+			for (d = 0; d < CMSSIM_MAX_DEVICES; d++)
+				widest |= dp[d];
+			m->prot[g] = widest;
+			prot = widest == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ?
+				       PROT_READ | PROT_WRITE :
+			       widest == CU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ :
+									 PROT_NONE;
+		}
+		if (prot == run_prot)
+			continue;
+		if (cur > run && mprotect((void *)(uintptr_t)run, cur - run, run_prot)) {
+			sim_unlock();
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		run = cur;
+		run_prot = prot;
 	}
 	sim_unlock();
 	return CUDA_SUCCESS;
@@ -486,6 +519,23 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 err_unlock:
 	sim_unlock();
 	return CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT int cmssim_get_access(uint64_t addr, int device)
+{
+	struct sim_mapping *m;
+	int flags = -1;
+
+	sim_setup();
+	if (device < 0 || device >= sim.ndev)
+		return -1;
+	sim_rdlock();
+	m = (struct sim_mapping *)sim_set_containing(&sim.mappings, addr, NULL);
+	if (m)
+		flags = m->dev_prot[(addr - m->r.base) / sim.gran * CMSSIM_MAX_DEVICES +
+				    (uint64_t)device];
+	sim_unlock();
+	return flags;
 }
 
 SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareable,

@@ -11,6 +11,7 @@ from .api import (  # noqa: F401
     Context,
     CumemsaverError,
     DeviceMemoryInfo,
+    DeviceResult,
     DriverError,
     Exists,
     Forked,

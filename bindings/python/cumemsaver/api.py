@@ -140,6 +140,35 @@ class Forked(CumemsaverError):
     pass
 
 
+# Statuses of ABI 1.1 (IPC, docs/ipc.md).
+class ProtocolError(CumemsaverError):
+    """CMS_ERR_PROTOCOL: a peer's message is malformed or of an unsupported version."""
+
+
+class PermissionDenied(CumemsaverError):
+    """CMS_ERR_PERMISSION: the peer's uid is not allowed, or the exporter refused ours."""
+
+
+class PeerTimeout(CumemsaverError):
+    """CMS_ERR_TIMEOUT: a peer did not answer in time."""
+
+
+class Disconnected(CumemsaverError):
+    """CMS_ERR_DISCONNECTED: the peer closed its socket or exited."""
+
+
+class LayoutChanged(CumemsaverError):
+    """CMS_ERR_LAYOUT_CHANGED: the exporter's region no longer has the layout mapped."""
+
+
+class Refused(CumemsaverError):
+    """CMS_ERR_REFUSED: an importer or the control callback refused the request."""
+
+
+class IOFailure(CumemsaverError):
+    """CMS_ERR_IO: a system call on a socket or file failed."""
+
+
 ERRORS = {
     L.CMS_ERR_INVALID_ARGUMENT: InvalidArgument,
     L.CMS_ERR_NO_DRIVER: NoDriver,
@@ -159,6 +188,13 @@ ERRORS = {
     L.CMS_ERR_NO_DEVICE: NoDevice,
     L.CMS_ERR_INTERNAL: InternalError,
     L.CMS_ERR_FORKED: Forked,
+    L.CMS_ERR_PROTOCOL: ProtocolError,
+    L.CMS_ERR_PERMISSION: PermissionDenied,
+    L.CMS_ERR_TIMEOUT: PeerTimeout,
+    L.CMS_ERR_DISCONNECTED: Disconnected,
+    L.CMS_ERR_LAYOUT_CHANGED: LayoutChanged,
+    L.CMS_ERR_REFUSED: Refused,
+    L.CMS_ERR_IO: IOFailure,
 }
 
 
@@ -260,6 +296,7 @@ class RegionInfo:
     granularity: int
     host_bytes: int
     restore_pending: bool
+    peer_device_mask: int  # since 1.1: devices given access besides the region's own (mask)
 
     @property
     def paused(self) -> bool:
@@ -278,6 +315,19 @@ class PointerInfo:
 
 
 @dataclass(frozen=True)
+class DeviceResult:
+    """One device's part of a pause or resume (cms_device_result, since 1.1)."""
+
+    device: int
+    status: int  # CMS_OK, or this device's own failure
+    regions: int
+    allocations: int
+    bytes: int  # pause: released; resume: created and mapped
+    bytes_copied: int  # pause: backed up; resume: restored
+    elapsed_ns: int  # this device's work, without its waits for the others
+
+
+@dataclass(frozen=True)
 class PauseResult:
     regions: int
     allocations: int
@@ -286,6 +336,9 @@ class PauseResult:
     driver_free_before: int
     driver_free_after: int
     elapsed_ns: int
+    devices: int  # since 1.1: devices the call worked on (one worker thread each)
+    failed_device: int  # -1, or on failure the first device whose own step failed
+    device_results: tuple  # DeviceResult per device, ascending
 
 
 @dataclass(frozen=True)
@@ -295,6 +348,9 @@ class ResumeResult:
     bytes_backed: int
     bytes_restored: int
     elapsed_ns: int
+    devices: int  # since 1.1, as in PauseResult
+    failed_device: int
+    device_results: tuple
 
 
 @dataclass(frozen=True)
@@ -303,7 +359,17 @@ class DeviceMemoryInfo:
     total: int
 
 
+def _device_results(cstruct):
+    n = min(cstruct.devices, len(cstruct.device_results))
+    return tuple(
+        DeviceResult(**{f: getattr(e, f) for f in DeviceResult.__dataclass_fields__})
+        for e in cstruct.device_results[:n]
+    )
+
+
 def _fields(cstruct, cls, **override):
+    if "device_results" in cls.__dataclass_fields__ and "device_results" not in override:
+        override["device_results"] = _device_results(cstruct)
     names = [f for f in cls.__dataclass_fields__ if f not in override]
     return cls(**{n: getattr(cstruct, n) for n in names}, **override)
 
@@ -525,6 +591,13 @@ class Region:
         opts, res = _resume_args(async_stream)
         _call("cms_region_resume", self._h(), ctypes.byref(opts), ctypes.byref(res))
         return _fields(res, ResumeResult)
+
+    def set_peer_devices(self, devices) -> None:
+        """Gives other devices read-write access to this region's memory, now and after every
+        resume (cms_region_peer_devices_set). devices: an iterable of device ordinals, or a
+        bit mask (int); empty / 0: only the region's own device."""
+        mask = devices if isinstance(devices, int) else sum(1 << _i32(d, "device") for d in devices)
+        _call("cms_region_peer_devices_set", self._h(), _u64(mask, "devices"))
 
     def info(self) -> RegionInfo:
         info = L.init_struct(L.cms_region_info)

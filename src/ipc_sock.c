@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/* ipc_sock.c - Unix domain socket transport of the IPC messages (see ipc_sock.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ipc_sock.h"
+
+static cms_status sfail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static cms_status sfail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && whylen) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return st;
+}
+
+int64_t cms_ipc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int fill_addr(struct sockaddr_un *a, const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (!n || n > CMS_IPC_PATH_MAX)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path, path, n);
+	return 0;
+}
+
+/* Waits for events on fd until deadline. 0: ready; CMS_ERR_TIMEOUT; CMS_ERR_IO. */
+static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, size_t whylen)
+{
+	struct pollfd p = { fd, events, 0 };
+	int64_t left;
+	int rc;
+
+	for (;;) {
+		left = deadline < 0 ? -1 : deadline - cms_ipc_now_ms();
+		if (deadline >= 0 && left < 0)
+			left = 0;
+		rc = poll(&p, 1, left > 600000 ? 600000 : (int)left);
+		if (rc > 0)
+			return CMS_OK;
+		if (rc == 0 && deadline >= 0 && cms_ipc_now_ms() >= deadline)
+			return sfail(CMS_ERR_TIMEOUT, why, whylen, "no answer before the deadline");
+		if (rc < 0 && errno != EINTR)
+			return sfail(CMS_ERR_IO, why, whylen, "poll: %s", strerror(errno));
+	}
+}
+
+cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
+{
+	struct sockaddr_un a;
+	struct stat sb;
+	int fd, probe;
+
+	*lfd = -1;
+	if (fill_addr(&a, path))
+		return sfail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+			     "socket path is empty or longer than %d bytes", CMS_IPC_PATH_MAX);
+	if (!lstat(path, &sb)) {
+		if (!S_ISSOCK(sb.st_mode))
+			return sfail(CMS_ERR_EXISTS, why, whylen, "%s exists and is not a socket",
+				     path);
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe < 0)
+			return sfail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		if (!connect(probe, (struct sockaddr *)&a, sizeof(a))) {
+			close(probe);
+			return sfail(CMS_ERR_EXISTS, why, whylen, "%s is in use by another process",
+				     path);
+		}
+		close(probe);
+		if (unlink(path) && errno != ENOENT)
+			return sfail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
+				     strerror(errno));
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return sfail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+
+		close(fd);
+		return sfail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
+			     "bind %s: %s", path, strerror(e));
+	}
+	/* The uid check (SO_PEERCRED) is the guard; the mode keeps others from connecting. */
+	if (chmod(path, 0600) || listen(fd, 64)) {
+		int e = errno;
+
+		close(fd);
+		unlink(path);
+		return sfail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path, strerror(e));
+	}
+	*lfd = fd;
+	return CMS_OK;
+}
+
+cms_status cms_ipc_connect(const char *path, int *out, char *why, size_t whylen)
+{
+	struct sockaddr_un a;
+	int fd;
+
+	*out = -1;
+	if (fill_addr(&a, path))
+		return sfail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+			     "socket path is empty or longer than %d bytes", CMS_IPC_PATH_MAX);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sfail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+
+		close(fd);
+		return sfail(e == ENOENT || e == ECONNREFUSED ? CMS_ERR_NOT_FOUND : CMS_ERR_IO, why,
+			     whylen, "connect %s: %s", path, strerror(e));
+	}
+	if (fcntl(fd, F_SETFL, O_NONBLOCK)) {
+		close(fd);
+		return sfail(CMS_ERR_IO, why, whylen, "fcntl: %s", strerror(errno));
+	}
+	*out = fd;
+	return CMS_OK;
+}
+
+cms_status cms_ipc_peer(int fd, pid_t *pid, uid_t *uid, char *why, size_t whylen)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred))
+		return sfail(CMS_ERR_IO, why, whylen, "SO_PEERCRED: %s", strerror(errno));
+	*pid = cred.pid;
+	*uid = cred.uid;
+	return CMS_OK;
+}
+
+int cms_ipc_uid_allowed(uid_t uid, const uint32_t *list, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return uid == getuid();
+	for (i = 0; i < n; i++)
+		if (list[i] == (uint32_t)uid)
+			return 1;
+	return 0;
+}
+
+cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
+			char *why, size_t whylen)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh;
+	struct iovec iov;
+	uint8_t *buf;
+	size_t len, off = 0;
+	cms_status st;
+	ssize_t n;
+
+	st = cms_ipc_encode(m, &buf, &len, why, whylen);
+	if (st)
+		return st;
+	while (off < len) {
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = buf + off;
+		iov.iov_len = len - off;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if (!off && m->type == CMS_IPC_FDS && m->nfds) {
+			struct cmsghdr *c;
+
+			memset(&ctl, 0, sizeof(ctl));
+			mh.msg_control = ctl.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * m->nfds);
+			c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int) * m->nfds);
+			memcpy(CMSG_DATA(c), fds, sizeof(int) * m->nfds);
+		}
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			st = wait_fd(fd, POLLOUT, deadline, why, whylen);
+			if (st)
+				break;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		st = n < 0 && errno != EPIPE && errno != ECONNRESET ?
+			     sfail(CMS_ERR_IO, why, whylen, "sendmsg: %s", strerror(errno)) :
+			     sfail(CMS_ERR_DISCONNECTED, why, whylen, "the peer closed the socket");
+		break;
+	}
+	free(buf);
+	return st;
+}
+
+/* Reads exactly n bytes, collecting descriptors. */
+static cms_status read_full(int fd, uint8_t *dst, size_t n, int *fds, size_t *nfds,
+			    int64_t deadline, int at_start, char *why, size_t whylen)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	size_t off = 0;
+	cms_status st;
+	int bad = 0;
+
+	while (off < n) {
+		struct msghdr mh;
+		struct iovec iov = { dst + off, n - off };
+		struct cmsghdr *c;
+		ssize_t got;
+
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			st = wait_fd(fd, POLLIN, deadline, why, whylen);
+			if (st)
+				return st;
+			continue;
+		}
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return errno == ECONNRESET ? sfail(CMS_ERR_DISCONNECTED, why, whylen,
+							   "the peer reset the connection") :
+						     sfail(CMS_ERR_IO, why, whylen, "recvmsg: %s",
+							   strerror(errno));
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			size_t k, cnt;
+
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+				bad = 1;
+				continue;
+			}
+			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (k = 0; k < cnt; k++) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				if (*nfds < CMS_IPC_MAX_FDS)
+					fds[(*nfds)++] = v;
+				else {
+					close(v);
+					bad = 1;
+				}
+			}
+		}
+		if (mh.msg_flags & MSG_CTRUNC)
+			bad = 1;
+		if (got == 0)
+			return at_start && !off ? sfail(CMS_ERR_DISCONNECTED, why, whylen,
+							"the peer closed the connection") :
+						  sfail(CMS_ERR_PROTOCOL, why, whylen,
+							"the peer closed inside a message");
+		off += (size_t)got;
+	}
+	if (bad)
+		return sfail(CMS_ERR_PROTOCOL, why, whylen,
+			     "unexpected or too many descriptors with a message");
+	return CMS_OK;
+}
+
+cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline, char *why,
+			size_t whylen)
+{
+	uint8_t hdr[CMS_IPC_HEADER_SIZE], *buf = NULL;
+	uint32_t payload, announced;
+	size_t nfds = 0, i;
+	uint16_t type;
+	cms_status st;
+
+	memset(m, 0, sizeof(*m));
+	st = read_full(fd, hdr, sizeof(hdr), fds, &nfds, deadline, 1, why, whylen);
+	if (st)
+		goto err_close;
+	st = cms_ipc_decode_header(hdr, &type, &payload, &announced, why, whylen);
+	if (st)
+		goto err_close;
+	buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
+	if (!buf) {
+		st = sfail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen, "cannot allocate %u bytes",
+			   payload);
+		goto err_close;
+	}
+	memcpy(buf, hdr, sizeof(hdr));
+	st = read_full(fd, buf + CMS_IPC_HEADER_SIZE, payload, fds, &nfds, deadline, 0, why,
+		       whylen);
+	if (st)
+		goto err_close;
+	st = cms_ipc_decode(buf, CMS_IPC_HEADER_SIZE + (size_t)payload, nfds, m, why, whylen);
+	if (st)
+		goto err_close;
+	free(buf);
+	return CMS_OK;
+
+err_close:
+	cms_ipc_msg_free(m);
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	free(buf);
+	return st;
+}
+
+void cms_ipc_send_error(int fd, cms_status st, const char *text)
+{
+	struct cms_ipc_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_ERROR;
+	m.status = st < 0 ? st : CMS_ERR_INTERNAL;
+	snprintf(m.text, sizeof(m.text), "%s", text);
+	for (char *p = m.text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + 200, NULL, 0);
+}

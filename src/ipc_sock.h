@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ipc_sock.h - Unix domain socket transport of the IPC messages: listen,
+ * connect, peer credentials, and whole messages with descriptors
+ * (SCM_RIGHTS) under a deadline. Every socket is non-blocking and
+ * close-on-exec; waits use poll(), so no call blocks past its deadline.
+ * Self-contained like ipc_proto.h (also compiled into cmsctl and tests):
+ * reasons go into a caller's buffer.
+ */
+#ifndef CMS_IPC_SOCK_H
+#define CMS_IPC_SOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc_proto.h"
+
+/* Longest socket path (sun_path less its NUL). */
+#define CMS_IPC_PATH_MAX 107
+
+/* Monotonic milliseconds. */
+int64_t cms_ipc_now_ms(void);
+
+/*
+ * cms_ipc_listen - a listening socket at path, mode 0600. A stale socket file
+ * (nobody accepting) is replaced; a live one or any other file is
+ * CMS_ERR_EXISTS. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (path too long),
+ * CMS_ERR_EXISTS, CMS_ERR_IO.
+ */
+cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen);
+
+/* cms_ipc_connect - connects to path. CMS_ERR_NOT_FOUND (no socket), CMS_ERR_IO. */
+cms_status cms_ipc_connect(const char *path, int *fd, char *why, size_t whylen);
+
+/* cms_ipc_peer - the peer's pid and uid (SO_PEERCRED). CMS_ERR_IO. */
+cms_status cms_ipc_peer(int fd, pid_t *pid, uid_t *uid, char *why, size_t whylen);
+
+/* Whether uid may connect: the n uids of list, or (n == 0) this process's uid only. */
+int cms_ipc_uid_allowed(uid_t uid, const uint32_t *list, size_t n);
+
+/*
+ * cms_ipc_send - encodes and sends m with m->nfds descriptors fds (FDS only)
+ * before deadline_ms (cms_ipc_now_ms() clock; < 0: no deadline). The
+ * descriptors stay the caller's. Returns CMS_OK, CMS_ERR_TIMEOUT,
+ * CMS_ERR_DISCONNECTED (EPIPE, ECONNRESET), CMS_ERR_INVALID_ARGUMENT,
+ * CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_IO.
+ */
+cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline_ms,
+			char *why, size_t whylen);
+
+/*
+ * cms_ipc_recv - receives one whole message before deadline_ms and decodes
+ * it into *m. Descriptors received with it go into fds (room for
+ * CMS_IPC_MAX_FDS), their number in m->nfds; on any failure every received
+ * descriptor is closed. Returns CMS_OK, CMS_ERR_DISCONNECTED (orderly close
+ * before a message), CMS_ERR_TIMEOUT (nothing or only part of a message
+ * arrived), CMS_ERR_PROTOCOL (malformed; close the connection),
+ * CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_IO.
+ */
+cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline_ms, char *why,
+			size_t whylen);
+
+/* Sends an ERROR message (best effort, short deadline). */
+void cms_ipc_send_error(int fd, cms_status st, const char *text);
+
+#endif /* CMS_IPC_SOCK_H */

@@ -1,0 +1,983 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ipc.c - sharing between processes on the host simulation, with real
+ * descriptor passing (the simulation's physical memory is a memfd): the other
+ * process is tests/ipc_peer, started with posix_spawn (a fresh process: the
+ * library refuses calls in a forked child of an initialised process).
+ * Covers: share and read/write from the importer, read-only grants, pause
+ * with revocation (memory dropped in both processes), resume with re-map at
+ * the same addresses, importing while paused, importer crash, exporter
+ * crash, timeout and refusal naming the importer, wrong uid refused both
+ * ways, malformed messages refused, layout change detected, several
+ * exporters, and the control socket through cmsctl.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "ipc_sock.h"
+
+extern char **environ;
+
+struct peer {
+	pid_t pid;
+	int in;	 /* its stdin */
+	int out; /* its stdout */
+	char buf[4096];
+	size_t have;
+};
+
+static char sock_path[108];
+
+static const char *new_path(const char *what)
+{
+	static int n;
+
+	snprintf(sock_path, sizeof(sock_path), "/tmp/cms-ipc-%d-%s-%d.sock", (int)getpid(), what,
+		 n++);
+	return sock_path;
+}
+
+static void peer_start(struct peer *p, char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	int in[2], out[2];
+
+	memset(p, 0, sizeof(*p));
+	ck_assert_int_eq(pipe(in), 0);
+	ck_assert_int_eq(pipe(out), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addclose(&fa, in[1]);
+	posix_spawn_file_actions_addclose(&fa, out[0]);
+	ck_assert_int_eq(posix_spawn(&p->pid, argv[0], &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	p->in = in[1];
+	p->out = out[0];
+}
+
+/* The next line from the peer (60 s at most: a hang fails the test, never blocks it). */
+static const char *peer_line(struct peer *p)
+{
+	static char line[4096];
+
+	for (;;) {
+		char *nl = memchr(p->buf, '\n', p->have);
+		struct pollfd pf = { p->out, POLLIN, 0 };
+		ssize_t n;
+
+		if (nl) {
+			size_t len = (size_t)(nl - p->buf);
+
+			memcpy(line, p->buf, len);
+			line[len] = '\0';
+			memmove(p->buf, nl + 1, p->have - len - 1);
+			p->have -= len + 1;
+			return line;
+		}
+		ck_assert_msg(poll(&pf, 1, 60000) == 1, "peer %d did not answer", (int)p->pid);
+		n = read(p->out, p->buf + p->have, sizeof(p->buf) - 1 - p->have);
+		ck_assert_msg(n > 0, "peer %d exited", (int)p->pid);
+		p->have += (size_t)n;
+	}
+}
+
+static const char *peer_cmd(struct peer *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *peer_cmd(struct peer *p, const char *fmt, ...)
+{
+	char cmd[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd) - 1, fmt, ap);
+	va_end(ap);
+	cmd[n++] = '\n';
+	ck_assert_int_eq(write(p->in, cmd, (size_t)n), n);
+	return peer_line(p);
+}
+
+#define ck_peer_ok(p, ...)                                                                \
+	do {                                                                              \
+		const char *r_ = peer_cmd(p, __VA_ARGS__);                                \
+		ck_assert_msg(!strncmp(r_, "ok", 2), "peer: %s -> %s", #__VA_ARGS__, r_); \
+	} while (0)
+
+static struct peer *importer(const char *path, const char *tag, int ro)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+	char *argv[] = {
+		CMS_IPC_PEER, "import", (char *)path, (char *)tag, ro ? "ro" : NULL, NULL
+	};
+	const char *l;
+
+	ck_assert_ptr_nonnull(p);
+	peer_start(p, argv);
+	l = peer_line(p);
+	ck_assert_msg(!strncmp(l, "ok opened", 9), "importer: %s", l);
+	return p;
+}
+
+static int peer_end(struct peer *p, int kill_it)
+{
+	int status = 0;
+
+	if (kill_it)
+		kill(p->pid, SIGKILL);
+	else
+		ck_assert_int_eq(write(p->in, "quit\n", 5), 5);
+	close(p->in);
+	ck_assert_int_eq(waitpid(p->pid, &status, 0), p->pid);
+	close(p->out);
+	free(p);
+	return status;
+}
+
+/* A shareable HOST region with n allocations of bytes each, filled with seed + i. */
+static cms_region *shared_region(cms_context *ctx, const char *tag, int n, uint64_t bytes,
+				 uint32_t seed, uint64_t *ptrs)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r;
+	int i;
+
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_SHAREABLE;
+	ck_ok(cms_region_create(ctx, tag, &o, &r));
+	for (i = 0; i < n; i++) {
+		ck_ok(cms_alloc(r, bytes, &ptrs[i]));
+		ck_assert_int_eq(t_fill(0, ptrs[i], bytes, seed + (uint32_t)i), 0);
+	}
+	return r;
+}
+
+static cms_exporter *exporter(cms_context *ctx, const char *path, uint32_t timeout_ms)
+{
+	cms_exporter_options o = CMS_EXPORTER_OPTIONS_INIT;
+	cms_exporter *exp;
+
+	o.revoke_timeout_ms = timeout_ms;
+	ck_ok(cms_exporter_create(ctx, path, &o, &exp));
+	return exp;
+}
+
+static unsigned long long field(const char *line, const char *key)
+{
+	const char *at = strstr(line, key);
+
+	ck_assert_msg(at, "no %s in %s", key, line);
+	return strtoull(at + strlen(key), NULL, 0);
+}
+
+/* Polls a peer's "events" until key reaches want (events follow state changes). */
+static unsigned long long wait_event(struct peer *p, const char *key, unsigned long long want)
+{
+	unsigned long long v = 0;
+	int k;
+
+	for (k = 0; k < 2000 && (v = field(peer_cmd(p, "events"), key)) < want; k++)
+		usleep(10000);
+	return v;
+}
+
+START_TEST(share_read_write)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[3], ptr0;
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	cms_region *r = shared_region(ctx, "weights", 3, 3 * MiB, 100, p);
+	const char *path = new_path("share");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	struct peer *imp;
+	uint64_t n;
+	char line[256];
+
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.handle_types, CMS_HANDLE_TYPE_POSIX_FD);
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	ck_status(cms_exporter_publish(exp, r, CMS_ACCESS_READ), CMS_ERR_EXISTS);
+	imp = importer(path, "weights", 0);
+	snprintf(line, sizeof(line), "%s", peer_cmd(imp, "info"));
+	ck_assert_uint_eq(field(line, "state="), CMS_IMPORT_MAPPED);
+	ck_assert_uint_eq(field(line, "n="), 3);
+	ck_assert_uint_eq(field(line, "access="), CMS_ACCESS_READWRITE);
+	ck_assert_uint_eq(field(line, "epoch="), 0);
+	/* Allocations in the exporter's address order: match them by translation. */
+	for (int i = 0; i < 3; i++) {
+		unsigned long long local;
+
+		snprintf(line, sizeof(line), "%s",
+			 peer_cmd(imp, "translate %llx", (unsigned long long)p[i] + 4096));
+		ck_assert_msg(!strncmp(line, "ok", 2), "%s", line);
+		local = strtoull(line + 3, NULL, 0) - 4096;
+		ck_assert_uint_ne(local, 0);
+	}
+	ck_assert_msg(
+		!strncmp(peer_cmd(imp, "translate %llx", 0x10ull), "err CMS_ERR_NOT_FOUND", 21),
+		"translate of a foreign pointer");
+	/* Read what the exporter wrote; write; the exporter sees it. */
+	{
+		/* index order = address order */
+		int order[3] = { 0, 1, 2 }, a, b;
+
+		for (a = 0; a < 3; a++)
+			for (b = a + 1; b < 3; b++)
+				if (p[order[b]] < p[order[a]]) {
+					int t = order[a];
+
+					order[a] = order[b];
+					order[b] = t;
+				}
+		for (a = 0; a < 3; a++)
+			ck_peer_ok(imp, "check %x %u", a, 100 + order[a]);
+		ck_peer_ok(imp, "fill %x %u", 1, 777);
+		ck_assert_int_eq(t_check(0, p[order[1]], 3 * MiB, 777), -1);
+		ptr0 = field(peer_cmd(imp, "ptr 0"), "ok ");
+		ck_assert_uint_ne(ptr0, 0);
+	}
+	ck_ok(cms_exporter_importers(exp, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_assert_int_eq(access(path, F_OK), -1); /* socket file removed */
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(read_only)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 5, p);
+	const char *path = new_path("ro");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	struct peer *imp;
+	const char *l;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READ));
+	imp = importer(path, "w", 0); /* asks read-write, is granted read */
+	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "access="), CMS_ACCESS_READ);
+	ck_peer_ok(imp, "check 0 5");
+	l = peer_cmd(imp, "fill 0 9");
+	ck_assert_msg(!strncmp(l, "err write", 9), "a read-only mapping was written: %s", l);
+	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 5), -1);
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(pause_revokes_resume_remaps)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[2];
+	cms_region *r = shared_region(ctx, "kv", 2, 4 * MiB, 40, p);
+	const char *path = new_path("pause");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	struct peer *a, *b;
+	unsigned long long a0, b0;
+	cmssim_counters c;
+	char line[256];
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	a = importer(path, "kv", 0);
+	b = importer(path, "kv", 1);
+	a0 = field(peer_cmd(a, "ptr 0"), "ok ");
+	b0 = field(peer_cmd(b, "ptr 0"), "ok ");
+	ck_assert_uint_ne(field(peer_cmd(a, "counters"), "handles="), 0);
+
+	ck_ok(cms_pause(ctx, "kv", NULL, &pr));
+	ck_assert_uint_eq(pr.bytes_released, 8 * MiB);
+	/* Both importers dropped everything before the release: nobody holds the memory. */
+	ck_assert_uint_eq(field(peer_cmd(a, "info"), "state="), CMS_IMPORT_REVOKED);
+	ck_assert_uint_eq(field(peer_cmd(b, "info"), "state="), CMS_IMPORT_REVOKED);
+	snprintf(line, sizeof(line), "%s", peer_cmd(a, "counters"));
+	ck_assert_uint_eq(field(line, "handles="), 0);
+	ck_assert_uint_eq(field(line, "mappings="), 0);
+	ck_assert_uint_eq(field(line, "physical="), 0);
+	c = t_counters();
+	ck_assert_uint_eq(c.physical_allocations, 0);
+	ck_assert_uint_eq(c.device_used_bytes[0], 0);
+	ck_assert_msg(!strncmp(peer_cmd(a, "check 0 40"), "err read", 8),
+		      "revoked memory still readable");
+	ck_assert_uint_eq(wait_event(a, "revoked=", 1), 1);
+	ck_assert_uint_eq(field(peer_cmd(a, "events"), "quiesced="), 1);
+
+	ck_ok(cms_resume(ctx, "kv", NULL, NULL));
+	ck_peer_ok(a, "wait %x", CMS_IMPORT_MAPPED);
+	ck_peer_ok(b, "wait %x", CMS_IMPORT_MAPPED);
+	ck_assert_uint_eq(field(peer_cmd(a, "ptr 0"), "ok "), a0); /* same addresses */
+	ck_assert_uint_eq(field(peer_cmd(b, "ptr 0"), "ok "), b0);
+	ck_assert_uint_eq(field(peer_cmd(a, "info"), "epoch="), 1);
+	ck_assert_uint_eq(wait_event(a, "remapped=", 1), 1);
+	/* HOST content came back; the importer writes again and the exporter sees it. */
+	{
+		int first = p[0] < p[1] ? 0 : 1;
+
+		ck_peer_ok(a, "check 0 %u", 40 + first);
+		ck_peer_ok(b, "check 1 %u", 40 + !first);
+		ck_peer_ok(a, "fill 0 %u", 91);
+		ck_assert_int_eq(t_check(0, p[first], 4 * MiB, 91), -1);
+	}
+	/* A second cycle. */
+	ck_ok(cms_pause(ctx, "kv", NULL, NULL));
+	ck_ok(cms_resume(ctx, "kv", NULL, NULL));
+	ck_peer_ok(a, "wait %x", CMS_IMPORT_MAPPED);
+	ck_assert_uint_eq(field(peer_cmd(a, "info"), "epoch="), 2);
+	ck_assert_int_eq(peer_end(a, 0), 0);
+	ck_assert_int_eq(peer_end(b, 0), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(import_while_paused)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 7, p);
+	const char *path = new_path("paused");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	struct peer *imp;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	imp = importer(path, "w", 0);
+	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "state="), CMS_IMPORT_REVOKED);
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	ck_peer_ok(imp, "wait %x", CMS_IMPORT_MAPPED);
+	ck_peer_ok(imp, "check 0 7");
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+struct pause_arg {
+	cms_context *ctx;
+	const char *tag;
+	cms_status st;
+	char msg[512];
+};
+
+static void *pause_thread(void *arg)
+{
+	struct pause_arg *a = arg;
+
+	a->st = cms_pause(a->ctx, a->tag, NULL, NULL);
+	cms_last_error_message(a->msg, sizeof(a->msg));
+	return NULL;
+}
+
+START_TEST(importer_crash)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 3, p);
+	const char *path = new_path("icrash");
+	/* A crash must never cost the timeout: a 10-minute timeout would fail the test. */
+	cms_exporter *exp = exporter(ctx, path, 600000);
+	struct pause_arg pa = { ctx, "w", 0, "" };
+	struct peer *a, *b;
+	pthread_t t;
+	uint64_t n;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	a = importer(path, "w", 0);
+	ck_assert_int_ne(peer_end(a, 1), 0); /* killed while mapped */
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	/* Killed while the exporter waits for its answer. */
+	b = importer(path, "w", 0);
+	ck_peer_ok(b, "stall");
+	ck_assert_int_eq(pthread_create(&t, NULL, pause_thread, &pa), 0);
+	usleep(200000);
+	ck_assert_int_ne(peer_end(b, 1), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(pa.st == CMS_OK, "pause: %s %s", cms_status_name(pa.st), pa.msg);
+	ck_ok(cms_exporter_importers(exp, &n));
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(t_counters().physical_allocations, 0);
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 3), -1);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static int ev_count[6];
+static uint64_t ev_epoch;
+static void count_event(void *user, cms_import *imp, uint32_t event, uint64_t epoch)
+{
+	(void)user;
+	(void)imp;
+	__atomic_store_n(&ev_epoch, epoch, __ATOMIC_SEQ_CST); /* before the count is seen */
+	__atomic_fetch_add(&ev_count[event % 6], 1, __ATOMIC_SEQ_CST);
+}
+
+/* Events are delivered after the state changes: poll for them. */
+static int wait_count(int *counter, int want)
+{
+	int k, v = 0;
+
+	for (k = 0; k < 2000 && (v = __atomic_load_n(counter, __ATOMIC_SEQ_CST)) < want; k++)
+		usleep(10000);
+	return v;
+}
+
+static uint32_t import_state(cms_import *imp, uint32_t want)
+{
+	cms_import_info info = { .struct_size = sizeof(info) };
+	int k;
+
+	for (k = 0; k < 2000; k++) {
+		ck_ok(cms_import_info_get(imp, &info));
+		if (info.state == want)
+			break;
+		usleep(10000);
+	}
+	return info.state;
+}
+
+static struct peer *exporter_peer(const char *path, const char *tag, const char *seed)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+	char *argv[] = { CMS_IPC_PEER, "export",  (char *)path, (char *)tag,
+			 "2",	       "2097152", (char *)seed, NULL };
+	const char *l;
+
+	ck_assert_ptr_nonnull(p);
+	peer_start(p, argv);
+	l = peer_line(p);
+	ck_assert_msg(!strncmp(l, "ok ready", 8), "exporter: %s", l);
+	return p;
+}
+
+START_TEST(exporter_crash_and_two_exporters)
+{
+	cms_context *ctx = t_ctx();
+	cms_import_options o = CMS_IMPORT_OPTIONS_INIT;
+	cms_import_info info = { .struct_size = sizeof(info) };
+	char path1[108], path2[108];
+	struct peer *e1, *e2;
+	cms_import *i1, *i2;
+	uint64_t a, a2, sz;
+
+	snprintf(path1, sizeof(path1), "%s", new_path("x1"));
+	snprintf(path2, sizeof(path2), "%s", new_path("x2"));
+	e1 = exporter_peer(path1, "weights", "10");
+	e2 = exporter_peer(path2, "kv", "20");
+	o.event_fn = count_event;
+	ck_ok(cms_import_open(ctx, path1, "weights", &o, &i1));
+	ck_ok(cms_import_open(ctx, path2, "kv", &o, &i2));
+	ck_status(cms_import_open(ctx, path2, "nope", &o, &(cms_import *){ NULL }),
+		  CMS_ERR_NOT_FOUND);
+	ck_ok(cms_import_info_get(i1, &info));
+	ck_assert_int_eq(info.exporter_pid, e1->pid);
+	ck_assert_uint_eq(info.allocations, 2);
+	ck_ok(cms_import_alloc_get(i1, 0, &a, &sz));
+	ck_assert_uint_eq(sz, 2 * MiB);
+	/* the exporter filled allocation i (its address order = creation order in one
+	 * reservation each: compare both orders) */
+	ck_assert(t_check(0, a, 2 * MiB, 10) == -1 || t_check(0, a, 2 * MiB, 11) == -1);
+	ck_ok(cms_import_alloc_get(i2, 1, &a2, NULL));
+	ck_assert(t_check(0, a2, 2 * MiB, 20) == -1 || t_check(0, a2, 2 * MiB, 21) == -1);
+
+	/* The exporter pauses and resumes: same addresses here, events and epoch. */
+	ck_peer_ok(e1, "pause");
+	ck_assert_uint_eq(import_state(i1, CMS_IMPORT_REVOKED), CMS_IMPORT_REVOKED);
+	ck_peer_ok(e1, "resume");
+	ck_assert_uint_eq(import_state(i1, CMS_IMPORT_MAPPED), CMS_IMPORT_MAPPED);
+	ck_ok(cms_import_alloc_get(i1, 0, &a2, NULL));
+	ck_assert_uint_eq(a2, a);
+	ck_assert(t_check(0, a, 2 * MiB, 10) == -1 || t_check(0, a, 2 * MiB, 11) == -1);
+	ck_assert_int_eq(wait_count(&ev_count[CMS_IMPORT_EVENT_REVOKED], 1), 1);
+	ck_assert_int_eq(wait_count(&ev_count[CMS_IMPORT_EVENT_REMAPPED], 1), 1);
+	ck_assert_uint_eq(__atomic_load_n(&ev_epoch, __ATOMIC_SEQ_CST), 1);
+
+	/* The exporter crashes: a clear error on the next call, no hang. */
+	ck_assert_int_ne(peer_end(e1, 1), 0);
+	ck_assert_uint_eq(import_state(i1, CMS_IMPORT_DISCONNECTED), CMS_IMPORT_DISCONNECTED);
+	ck_status(cms_import_alloc_get(i1, 0, &a2, NULL), CMS_ERR_DISCONNECTED);
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), "gone"));
+	ck_assert_int_eq(wait_count(&ev_count[CMS_IMPORT_EVENT_DISCONNECTED], 1), 1);
+	/* the other import is unaffected */
+	ck_ok(cms_import_alloc_get(i2, 1, &a2, NULL));
+	ck_ok(cms_import_close(i1));
+	ck_ok(cms_import_close(i2));
+	ck_assert_int_eq(peer_end(e2, 0), 0);
+	ck_assert_uint_eq(t_counters().mappings, 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(timeout_and_refusal_name_the_importer)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 8, p);
+	const char *path = new_path("timeout");
+	cms_exporter *exp = exporter(ctx, path, 300);
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	struct peer *imp;
+	char pid[32];
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	imp = importer(path, "w", 0);
+	snprintf(pid, sizeof(pid), "pid %d", (int)imp->pid);
+	ck_peer_ok(imp, "stall");
+	ck_status(cms_pause(ctx, "w", NULL, NULL), CMS_ERR_TIMEOUT);
+	ck_assert_msg(strstr(cms_last_error(), pid), "%s", cms_last_error());
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(ri.backed_bytes, 2 * MiB);
+	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 8), -1);
+	/* It answers late (drops its mappings): it is granted the memory again. */
+	ck_peer_ok(imp, "unstall");
+	ck_assert_uint_eq(wait_event(imp, "revoked=", 1), 1);
+	ck_peer_ok(imp, "wait %x", CMS_IMPORT_MAPPED);
+	ck_peer_ok(imp, "check 0 8");
+	/* Refusal. */
+	ck_peer_ok(imp, "refuse");
+	ck_status(cms_pause(ctx, "w", NULL, NULL), CMS_ERR_REFUSED);
+	ck_assert_msg(strstr(cms_last_error(), pid), "%s", cms_last_error());
+	ck_peer_ok(imp, "check 0 8"); /* still mapped */
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_pause(ctx, "w", NULL, NULL)); /* nobody left to ask */
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(wrong_uid_refused)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 1, p);
+	const char *path = new_path("uid");
+	cms_exporter_options eo = CMS_EXPORTER_OPTIONS_INIT;
+	cms_import_options io = CMS_IMPORT_OPTIONS_INIT;
+	uint32_t other = (uint32_t)getuid() + 4242, mine = (uint32_t)getuid();
+	cms_exporter *exp;
+	cms_import *imp = NULL;
+
+	eo.allowed_uids = &other;
+	eo.nallowed_uids = 1;
+	ck_ok(cms_exporter_create(ctx, path, &eo, &exp));
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	ck_status(cms_import_open(ctx, path, "w", NULL, &imp), CMS_ERR_PERMISSION);
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), "not allowed"));
+	ck_assert_ptr_null(imp);
+	ck_ok(cms_exporter_destroy(exp));
+	/* The importer checks the exporter's uid too. */
+	eo.allowed_uids = &mine;
+	ck_ok(cms_exporter_create(ctx, path, &eo, &exp));
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	io.allowed_uids = &other;
+	io.nallowed_uids = 1;
+	ck_status(cms_import_open(ctx, path, "w", &io, &imp), CMS_ERR_PERMISSION);
+	/* and the same process may import its own export (same uid by default) */
+	ck_ok(cms_import_open(ctx, path, "w", NULL, &imp));
+	ck_status(cms_context_destroy(ctx), CMS_ERR_INVALID_ARGUMENT); /* objects alive */
+	ck_ok(cms_import_close(imp));
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* Sends raw bytes and returns the status of the ERROR answer (0 when none came). */
+static cms_status raw_exchange(const char *path, const void *bytes, size_t n)
+{
+	struct cms_ipc_msg m;
+	int fd, fds[CMS_IPC_MAX_FDS];
+	char why[256];
+	cms_status st;
+
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	ck_assert_int_eq(send(fd, bytes, n, MSG_NOSIGNAL), (ssize_t)n);
+	st = cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why));
+	if (!st) {
+		ck_assert_int_eq(m.type, CMS_IPC_ERROR);
+		st = m.status;
+		cms_ipc_msg_free(&m);
+		/* then the exporter closes */
+		ck_assert_int_eq(
+			cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			CMS_ERR_DISCONNECTED);
+	}
+	close(fd);
+	return st;
+}
+
+START_TEST(malformed_messages_refused)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 2, p);
+	const char *path = new_path("bad");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	uint8_t hdr[16] = { 'C', 'M', 'S', 'I', 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	struct cms_ipc_msg m;
+	uint8_t *buf;
+	size_t len;
+	struct peer *imp;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	ck_assert_int_eq(raw_exchange(path, "garbage that is no header", 25), CMS_ERR_PROTOCOL);
+	hdr[4] = 9; /* version 9 */
+	ck_assert_int_eq(raw_exchange(path, hdr, 16), CMS_ERR_PROTOCOL);
+	hdr[4] = 1;
+	hdr[8] = 0xff, hdr[9] = 0xff, hdr[10] = 0xff, hdr[11] = 0x7f; /* 2 GiB payload */
+	ck_assert_int_eq(raw_exchange(path, hdr, 16), CMS_ERR_PROTOCOL);
+	hdr[8] = hdr[9] = hdr[10] = hdr[11] = 0; /* HELLO with no payload at all */
+	ck_assert_int_eq(raw_exchange(path, hdr, 16), CMS_ERR_PROTOCOL);
+	/* A well-formed message of the wrong direction. */
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_REVOKE;
+	m.seq = 1;
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
+	ck_assert_int_eq(raw_exchange(path, buf, len), CMS_ERR_PROTOCOL);
+	free(buf);
+	/* An unknown tag. */
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_HELLO;
+	strcpy(m.tag, "nope");
+	m.device = -1;
+	m.access = CMS_IPC_ACCESS_READ;
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
+	ck_assert_int_eq(raw_exchange(path, buf, len), CMS_ERR_NOT_FOUND);
+	free(buf);
+	/* The exporter still serves a real importer. */
+	imp = importer(path, "w", 0);
+	ck_peer_ok(imp, "check 0 2");
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(layout_change_detected)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[2];
+	cms_region *r = shared_region(ctx, "w", 2, 2 * MiB, 60, p);
+	const char *path = new_path("layout");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	struct peer *imp;
+	const char *l;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	imp = importer(path, "w", 0);
+	ck_ok(cms_free(ctx, p[1]));
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	ck_peer_ok(imp, "wait %x", CMS_IMPORT_LAYOUT_CHANGED);
+	l = peer_cmd(imp, "ptr 0");
+	ck_assert_msg(!strncmp(l, "err CMS_ERR_LAYOUT_CHANGED", 26), "%s", l);
+	ck_assert_uint_eq(wait_event(imp, "layout=", 1), 1);
+	ck_assert_uint_eq(field(peer_cmd(imp, "counters"), "mappings="), 0);
+	/* A new import sees the new layout. */
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	imp = importer(path, "w", 0);
+	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "n="), 1);
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(destroy_revokes)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[2];
+	cms_region *r = shared_region(ctx, "w", 2, 2 * MiB, 70, p);
+	const char *path = new_path("destroy");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	struct peer *imp;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	imp = importer(path, "w", 0);
+	ck_ok(cms_region_destroy(r)); /* the importer drops its mappings first */
+	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "state="), CMS_IMPORT_REVOKED);
+	ck_assert_uint_eq(field(peer_cmd(imp, "counters"), "mappings="), 0);
+	ck_assert_uint_eq(t_counters().physical_allocations, 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_peer_ok(imp, "wait %x", CMS_IMPORT_DISCONNECTED);
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* Waits until the exporter's thread has closed every connection (importers close first). */
+static void settle(cms_exporter *exp)
+{
+	uint64_t n = 1;
+
+	for (int k = 0; k < 1000 && n; k++) {
+		ck_ok(cms_exporter_importers(exp, &n));
+		if (n)
+			usleep(5000);
+	}
+	ck_assert_uint_eq(n, 0);
+}
+
+/*
+ * A driver call failing during an import (in this process: exporter and importer share the
+ * simulation's fault table) leaves nothing held on either side, and a retry succeeds.
+ */
+START_TEST(import_faults_roll_back)
+{
+	static const char *const fns[] = { "cuMemExportToShareableHandle",
+					   "cuMemImportFromShareableHandle", "cuMemAddressReserve",
+					   "cuMemMap", "cuMemSetAccess" };
+	cms_context *ctx = t_ctx();
+	uint64_t p[3];
+	cms_region *r = shared_region(ctx, "w", 3, 2 * MiB, 30, p);
+	const char *path = new_path("faults");
+	cms_exporter *exp = exporter(ctx, path, 0);
+	cms_import_info info = { .struct_size = sizeof(info) };
+	cms_import *imp;
+	int points = 0, base_fds = 0;
+
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	/* warm up: the device is prepared, every lazily created object exists */
+	ck_ok(cms_import_open(ctx, path, "w", NULL, &imp));
+	ck_ok(cms_import_close(imp));
+	settle(exp);
+	for (int k = 0; k < 50; k++) { /* the exporter's end closes a moment later */
+		base_fds = t_open_fds();
+		usleep(10000);
+		if (t_open_fds() == base_fds)
+			break;
+	}
+	for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++)
+		for (uint64_t nth = 1; nth <= 3; nth++) {
+			cmssim_counters before, after;
+			cms_status st;
+			int fds;
+
+			before = t_counters();
+			fds = base_fds;
+
+			ck_assert_int_eq(t_sim()->fail_call(fns[f], nth, CUDA_ERROR_OUT_OF_MEMORY),
+					 0);
+			st = cms_import_open(ctx, path, "w", NULL, &imp);
+			t_sim()->clear_faults();
+			if (!st) { /* fewer calls than nth: nothing failed */
+				ck_ok(cms_import_close(imp));
+				continue;
+			}
+			points++;
+			settle(exp);
+			for (int k = 0; k < 500 && t_open_fds() != fds; k++)
+				usleep(10000); /* a dropped connection is closed a moment later */
+			after = t_counters();
+			ck_assert_msg(after.handles == before.handles &&
+					      after.mappings == before.mappings &&
+					      after.reservations == before.reservations,
+				      "%s #%llu (%s): handles %llu->%llu mappings %llu->%llu",
+				      fns[f], (unsigned long long)nth, cms_status_name(st),
+				      (unsigned long long)before.handles,
+				      (unsigned long long)after.handles,
+				      (unsigned long long)before.mappings,
+				      (unsigned long long)after.mappings);
+			ck_assert_int_eq(t_open_fds(), fds);
+		}
+	ck_assert_int_ge(points, 5);
+	ck_ok(cms_import_open(ctx, path, "w", NULL, &imp)); /* and a retry works */
+	ck_ok(cms_import_info_get(imp, &info));
+	ck_assert_uint_eq(info.state, CMS_IMPORT_MAPPED);
+	ck_assert_int_eq(t_check(0, info.base, 2 * MiB, 30) == -1 ||
+				 t_check(0, info.base, 2 * MiB, 31) == -1 ||
+				 t_check(0, info.base, 2 * MiB, 32) == -1,
+			 1);
+	ck_ok(cms_import_close(imp));
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_exporter *exp = NULL;
+	cms_import *imp = NULL;
+	cms_region *plain, *r;
+	char longpath[200];
+
+	plain = t_region(ctx, "plain", 0, CMS_POLICY_DISCARD);
+	o.flags = CMS_REGION_SHAREABLE_FABRIC; /* the simulation has no fabric handles */
+	ck_status(cms_region_create(ctx, "fab", &o, &r), CMS_ERR_NOT_SUPPORTED);
+	o.flags = 0x80;
+	ck_status(cms_region_create(ctx, "fab", &o, &r), CMS_ERR_INVALID_ARGUMENT);
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	ck_status(cms_exporter_create(ctx, longpath, NULL, &exp), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_exporter_create(ctx, "", NULL, &exp), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_exporter_create(NULL, "/tmp/x", NULL, &exp), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_exporter_create(ctx, "/dev/null", NULL, &exp), CMS_ERR_EXISTS);
+	ck_ok(cms_exporter_create(ctx, new_path("args"), NULL, &exp));
+	ck_status(cms_exporter_create(ctx, sock_path, NULL, &(cms_exporter *){ NULL }),
+		  CMS_ERR_EXISTS); /* in use */
+	ck_status(cms_exporter_publish(exp, plain, CMS_ACCESS_READ), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_exporter_publish(exp, NULL, CMS_ACCESS_READ), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_import_open(ctx, "/tmp/no-such-cms-socket", "w", NULL, &imp),
+		  CMS_ERR_NOT_FOUND);
+	ck_status(cms_import_open(ctx, sock_path, "", NULL, &imp), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_import_alloc_get(NULL, 0, NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_exporter_destroy(NULL));
+	ck_ok(cms_import_close(NULL));
+	ck_ok(cms_control_destroy(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+#ifdef CMS_CMSCTL
+/* ---- control socket through cmsctl ---- */
+
+static int ctl_calls[2];
+static cms_status ctl_answer;
+static cms_status control_cb(void *user, const cms_control_request *req)
+{
+	(void)user;
+	__atomic_fetch_add(&ctl_calls[req->phase & 1], 1, __ATOMIC_SEQ_CST);
+	return req->phase == CMS_CONTROL_BEFORE ? __atomic_load_n(&ctl_answer, __ATOMIC_SEQ_CST) :
+						  CMS_OK;
+}
+
+/* Runs cmsctl with args; its stdout into out; returns the exit status. */
+static int cmsctl(char *out, size_t len, char *const args[])
+{
+	char *argv[16] = { CMS_CMSCTL };
+	struct peer p;
+	size_t n = 0;
+	int i, status;
+
+	for (i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	peer_start(&p, argv);
+	close(p.in);
+	for (;;) {
+		ssize_t k = read(p.out, out + n, len - 1 - n);
+
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	out[n] = '\0';
+	close(p.out);
+	ck_assert_int_eq(waitpid(p.pid, &status, 0), p.pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+START_TEST(control_socket)
+{
+	cms_context *ctx = t_ctx();
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "weights", 1, 2 * MiB, 4, p);
+	char path[108], out[8192];
+	cms_control *ctl;
+
+	snprintf(path, sizeof(path), "%s", new_path("ctl"));
+	co.fn = control_cb;
+	__atomic_store_n(&ctl_answer, CMS_OK, __ATOMIC_SEQ_CST);
+	ck_ok(cms_control_create(ctx, path, &co, &ctl));
+	ck_assert_int_eq(cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "status", NULL }),
+			 0);
+	ck_assert_msg(strstr(out, "weights") && strstr(out, "active"), "%s", out);
+	ck_assert_int_eq(cmsctl(out, sizeof(out),
+				(char *[]){ "--socket", path, "--json", "pause", "weights", NULL }),
+			 0);
+	ck_assert_msg(strstr(out, "\"status\": \"CMS_OK\""), "%s", out);
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.state, CMS_STATE_PAUSED);
+	ck_assert_int_eq(__atomic_load_n(&ctl_calls[0], __ATOMIC_SEQ_CST), 1);
+	ck_assert_int_eq(__atomic_load_n(&ctl_calls[1], __ATOMIC_SEQ_CST), 1);
+	ck_assert_int_eq(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "--json", "status", NULL }),
+		0);
+	ck_assert_msg(strstr(out, "\"state\": \"paused\""), "%s", out);
+	/* The library's failure reaches cmsctl's exit status. */
+	ck_assert_int_ne(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "pause", "weights", NULL }),
+		0);
+	ck_assert_int_eq(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "resume", "weights", NULL }),
+		0);
+	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 4), -1);
+	/* The application refuses. */
+	__atomic_store_n(&ctl_answer, CMS_ERR_REFUSED, __ATOMIC_SEQ_CST);
+	ck_assert_int_ne(cmsctl(out, sizeof(out),
+				(char *[]){ "--socket", path, "--json", "pause", "weights", NULL }),
+			 0);
+	ck_assert_msg(strstr(out, "CMS_ERR_REFUSED"), "%s", out);
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.state, CMS_STATE_ACTIVE);
+	ck_ok(cms_control_destroy(ctl));
+	/* Without a callback: status only. */
+	ck_ok(cms_control_create(ctx, path, NULL, &ctl));
+	ck_assert_int_ne(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "pause", "weights", NULL }),
+		0);
+	ck_assert_int_eq(cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "status", NULL }),
+			 0);
+	ck_ok(cms_control_destroy(ctl));
+	/* No socket. */
+	ck_assert_int_ne(cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "status", NULL }),
+			 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+#endif
+
+static Suite *make(void)
+{
+	Suite *s = suite_create("ipc");
+	TCase *t = tcase_create("ipc");
+
+	tcase_set_timeout(t, 240);
+	tcase_add_test(t, share_read_write);
+	tcase_add_test(t, read_only);
+	tcase_add_test(t, pause_revokes_resume_remaps);
+	tcase_add_test(t, import_while_paused);
+	tcase_add_test(t, importer_crash);
+	tcase_add_test(t, exporter_crash_and_two_exporters);
+	tcase_add_test(t, timeout_and_refusal_name_the_importer);
+	tcase_add_test(t, wrong_uid_refused);
+	tcase_add_test(t, malformed_messages_refused);
+	tcase_add_test(t, layout_change_detected);
+	tcase_add_test(t, destroy_revokes);
+	tcase_add_test(t, import_faults_roll_back);
+	tcase_add_test(t, bad_arguments);
+#ifdef CMS_CMSCTL
+	tcase_add_test(t, control_socket);
+#endif
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return t_main(make, T_NEEDS_SIM);
+}
