@@ -240,7 +240,10 @@ static int peer_read(struct bench *b, struct mctx *m, struct mrun *r, unsigned i
 	if (w->policy != CMS_POLICY_HOST) { /* DISCARD: give it content first */
 		if (push(b, m, 0))
 			return -1;
-		if (mwrite(b, in, 0, 0, 0, w->window, cycle + 1)) {
+		/* cuMemcpyHtoD from pageable memory may return before its DMA lands: the
+		 * peer's kernel runs in another context, so wait for it here. */
+		if (mwrite(b, in, 0, 0, 0, w->window, cycle + 1) ||
+		    b->drv.cuCtxSynchronize() != CUDA_SUCCESS) {
 			pop(b);
 			return -1;
 		}
