@@ -5,14 +5,10 @@
  * the application's callback decides. One request at a time, on the control
  * socket's own thread.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ipc.h"
@@ -21,10 +17,8 @@ struct cms_control {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
-	int wake[2];
-	pthread_t thread;
-	pthread_mutex_t lock;
-	bool stop;
+	struct cms_ipc_loop loop;
+	pthread_mutex_t lock; /* loop.stop */
 	uint64_t flags;
 	cms_control_fn fn;
 	void *user;
@@ -201,34 +195,17 @@ static void *control_thread(void *arg)
 	struct cms_control *ctl = arg;
 
 	for (;;) {
-		struct pollfd pf[2] = { { ctl->lfd, POLLIN, 0 }, { ctl->wake[0], POLLIN, 0 } };
 		char why[256];
 		pid_t pid;
 		uid_t uid;
-		int fd;
+		int fd, rc;
 
-		if (poll(pf, 2, -1) < 0)
-			continue;
-		pthread_mutex_lock(&ctl->lock);
-		if (ctl->stop) {
-			pthread_mutex_unlock(&ctl->lock);
+		rc = cms_ipc_loop_wait(&ctl->loop, &ctl->lock, ctl->lfd);
+		if (rc < 0)
 			break;
-		}
-		pthread_mutex_unlock(&ctl->lock);
-		fd = accept4(ctl->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (!rc || cms_ipc_accept(ctl->lfd, ctl->uids, ctl->nuids, "on", ctl->path, &fd,
+					  &pid, &uid, why, sizeof(why)))
 			continue;
-		if (cms_ipc_peer(fd, &pid, &uid, why, sizeof(why))) {
-			close(fd);
-			continue;
-		}
-		if (!cms_ipc_uid_allowed(uid, ctl->uids, ctl->nuids)) {
-			snprintf(why, sizeof(why), "uid %u is not allowed on %s", (unsigned)uid,
-				 ctl->path);
-			cms_ipc_send_error(fd, CMS_ERR_PERMISSION, why);
-			close(fd);
-			continue;
-		}
 		serve_request(ctl, fd, pid, uid);
 		close(fd);
 	}
@@ -239,10 +216,7 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts)
 {
 	static const cms_control_options init = CMS_CONTROL_OPTIONS_INIT;
 
-	if (!opts)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
-	*opts = init;
-	return CMS_OK;
+	return cms_ipc_options_init(opts, &init, sizeof(init));
 }
 
 CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
@@ -253,13 +227,9 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	char why[256];
 	cms_status st;
 
-	if (!ctx || !path || !out)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
-				     !ctx  ? "ctx" :
-				     !path ? "path" :
-					     "out");
-	*out = NULL;
-	st = cms_check_fork(ctx);
+	if (out)
+		*out = NULL;
+	st = cms_ipc_check_args(ctx, path, out);
 	if (st)
 		return st;
 	if (opts) {
@@ -270,16 +240,15 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	if (o.flags & ~(uint64_t)CMS_CONTROL_ALLOW_ALL || o.reserved)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown control flags 0x%llx",
 				     (unsigned long long)o.flags);
-	if (!path[0] || strlen(path) > CMS_IPC_PATH_MAX)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "socket path is empty or longer than %d bytes",
-				     CMS_IPC_PATH_MAX);
+	st = cms_ipc_check_path(path);
+	if (st)
+		return st;
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 				     "cannot allocate a control socket");
 	ctl->ctx = ctx;
-	ctl->lfd = ctl->wake[0] = ctl->wake[1] = -1;
+	ctl->lfd = ctl->loop.wake[0] = ctl->loop.wake[1] = -1;
 	ctl->flags = o.flags;
 	ctl->fn = o.fn;
 	ctl->user = o.user;
@@ -289,19 +258,17 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	if (st)
 		goto err_free;
 	ctl->nuids = o.nallowed_uids;
-	if (pipe2(ctl->wake, O_CLOEXEC | O_NONBLOCK)) {
-		st = cms_set_error(CMS_ERR_IO, "pipe: %s", strerror(errno));
+	st = cms_ipc_loop_init(&ctl->loop);
+	if (st)
 		goto err_free;
-	}
 	st = cms_ipc_listen(path, &ctl->lfd, why, sizeof(why));
 	if (st) {
 		cms_set_error(st, "control socket: %s", why);
 		goto err_free;
 	}
-	if (cms_ipc_thread(&ctl->thread, control_thread, ctl)) {
-		st = cms_set_error(CMS_ERR_IO, "cannot start the control socket's thread");
+	st = cms_ipc_loop_start(&ctl->loop, control_thread, ctl, "control socket");
+	if (st)
 		goto err_listen;
-	}
 	atomic_fetch_add(&ctx->ipc_objects, 1);
 	*out = ctl;
 	return CMS_OK;
@@ -310,10 +277,7 @@ err_listen:
 	close(ctl->lfd);
 	unlink(ctl->path);
 err_free:
-	if (ctl->wake[0] >= 0) {
-		close(ctl->wake[0]);
-		close(ctl->wake[1]);
-	}
+	cms_ipc_loop_fini(&ctl->loop);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->uids);
 	free(ctl);
@@ -331,15 +295,10 @@ CMS_API cms_status cms_control_destroy(cms_control *ctl)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	pthread_mutex_lock(&ctl->lock);
-	ctl->stop = true;
-	pthread_mutex_unlock(&ctl->lock);
-	cms_ipc_wake(ctl->wake[1]);
-	pthread_join(ctl->thread, NULL);
+	cms_ipc_loop_stop(&ctl->loop, &ctl->lock);
 	close(ctl->lfd);
 	unlink(ctl->path);
-	close(ctl->wake[0]);
-	close(ctl->wake[1]);
+	cms_ipc_loop_fini(&ctl->loop);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->uids);
 	free(ctl);

@@ -14,10 +14,7 @@
  * the lock, retries a few milliseconds later. A pausing thread waits for the
  * importers' answers on exp->cond, which the server thread signals.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +52,7 @@ struct cms_exporter {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
-	int wake[2];
-	pthread_t thread;
+	struct cms_ipc_loop loop; /* loop.stop under lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
 	uint32_t *uids;
@@ -65,44 +61,7 @@ struct cms_exporter {
 	struct cms_ipc_pub *pubs;
 	struct conn *conns;
 	uint64_t seq;
-	bool stop;
 };
-
-/* ---- helpers shared with ipc_import.c and control.c ---- */
-
-cms_status cms_ipc_copy_uids(const uint32_t *uids, uint32_t n, uint32_t **out)
-{
-	*out = NULL;
-	if (!n)
-		return CMS_OK;
-	if (!uids)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "allowed_uids is NULL, count %u", n);
-	*out = malloc(n * sizeof(**out));
-	if (!*out)
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot copy the uid list");
-	memcpy(*out, uids, n * sizeof(**out));
-	return CMS_OK;
-}
-
-int cms_ipc_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-void cms_ipc_wake(int fd)
-{
-	char c = 1;
-	ssize_t n = write(fd, &c, 1);
-
-	(void)n; /* a full pipe already wakes the loop */
-}
 
 static void conn_name(const struct conn *c, char *buf, size_t len)
 {
@@ -361,25 +320,20 @@ static void accept_all(struct cms_exporter *exp)
 	for (;;) {
 		char why[256];
 		struct conn *c;
+		cms_status st;
 		pid_t pid;
 		uid_t uid;
-		int fd = accept4(exp->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
 
-		if (fd < 0)
+		st = cms_ipc_accept(exp->lfd, exp->uids, exp->nuids, "to import from", exp->path,
+				    &fd, &pid, &uid, why, sizeof(why));
+		if (st == CMS_ERR_NOT_FOUND)
 			return;
-		if (cms_ipc_peer(fd, &pid, &uid, why, sizeof(why))) {
-			close(fd);
-			continue;
-		}
-		if (!cms_ipc_uid_allowed(uid, exp->uids, exp->nuids)) {
-			snprintf(why, sizeof(why), "uid %u is not allowed to import from %s",
-				 (unsigned)uid, exp->path);
-			cms_ipc_send_error(fd, CMS_ERR_PERMISSION, why);
+		if (st == CMS_ERR_PERMISSION)
 			cms_log(exp->ctx, CMS_LOG_WARN, "exporter: refused pid %d: %s", (int)pid,
 				why);
-			close(fd);
+		if (st)
 			continue;
-		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
@@ -423,7 +377,7 @@ static void *server(void *arg)
 
 		pending = run_grants(exp);
 		pthread_mutex_lock(&exp->lock);
-		if (exp->stop) {
+		if (exp->loop.stop) {
 			pthread_mutex_unlock(&exp->lock);
 			break;
 		}
@@ -448,7 +402,7 @@ static void *server(void *arg)
 			continue;
 		}
 		pf[0] = (struct pollfd){ exp->lfd, POLLIN, 0 };
-		pf[1] = (struct pollfd){ exp->wake[0], POLLIN, 0 };
+		pf[1] = (struct pollfd){ exp->loop.wake[0], POLLIN, 0 };
 		n = 2;
 		for (c = exp->conns; c && n < cap; c = c->next)
 			pf[n++] = (struct pollfd){ c->fd, POLLIN, 0 };
@@ -457,7 +411,7 @@ static void *server(void *arg)
 		if (poll(pf, n, pending ? 5 : 1000) < 0)
 			continue;
 		if (pf[1].revents)
-			while (read(exp->wake[0], drain, sizeof(drain)) > 0)
+			while (read(exp->loop.wake[0], drain, sizeof(drain)) > 0)
 				;
 		if (pf[0].revents)
 			accept_all(exp);
@@ -515,7 +469,7 @@ static void regrant_pub(struct cms_ipc_pub *p)
 		}
 	pthread_mutex_unlock(&exp->lock);
 	if (any)
-		cms_ipc_wake(exp->wake[1]);
+		cms_ipc_wake(exp->loop.wake[1]);
 }
 
 void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n)
@@ -673,10 +627,7 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts)
 {
 	static const cms_exporter_options init = CMS_EXPORTER_OPTIONS_INIT;
 
-	if (!opts)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
-	*opts = init;
-	return CMS_OK;
+	return cms_ipc_options_init(opts, &init, sizeof(init));
 }
 
 CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
@@ -688,13 +639,9 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	char why[256];
 	cms_status st;
 
-	if (!ctx || !path || !out)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
-				     !ctx  ? "ctx" :
-				     !path ? "path" :
-					     "out");
-	*out = NULL;
-	st = cms_check_fork(ctx);
+	if (out)
+		*out = NULL;
+	st = cms_ipc_check_args(ctx, path, out);
 	if (st)
 		return st;
 	if (opts) {
@@ -705,25 +652,23 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	if (o.flags)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown exporter flags 0x%llx",
 				     (unsigned long long)o.flags);
-	if (strlen(path) > CMS_IPC_PATH_MAX || !path[0])
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "socket path is empty or longer than %d bytes",
-				     CMS_IPC_PATH_MAX);
+	st = cms_ipc_check_path(path);
+	if (st)
+		return st;
 	exp = calloc(1, sizeof(*exp));
 	if (!exp)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate an exporter");
 	exp->ctx = ctx;
 	snprintf(exp->path, sizeof(exp->path), "%s", path);
 	exp->timeout_ms = o.revoke_timeout_ms ? o.revoke_timeout_ms : CMS_IPC_DEFAULT_TIMEOUT_MS;
-	exp->lfd = exp->wake[0] = exp->wake[1] = -1;
+	exp->lfd = exp->loop.wake[0] = exp->loop.wake[1] = -1;
 	st = cms_ipc_copy_uids(o.allowed_uids, o.nallowed_uids, &exp->uids);
 	if (st)
 		goto err_free;
 	exp->nuids = o.nallowed_uids;
-	if (pipe2(exp->wake, O_CLOEXEC | O_NONBLOCK)) {
-		st = cms_set_error(CMS_ERR_IO, "pipe: %s", strerror(errno));
+	st = cms_ipc_loop_init(&exp->loop);
+	if (st)
 		goto err_free;
-	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&exp->cond, &ca);
@@ -734,10 +679,9 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 		cms_set_error(st, "exporter: %s", why);
 		goto err_sync;
 	}
-	if (cms_ipc_thread(&exp->thread, server, exp)) {
-		st = cms_set_error(CMS_ERR_IO, "cannot start the exporter's thread");
+	st = cms_ipc_loop_start(&exp->loop, server, exp, "exporter");
+	if (st)
 		goto err_listen;
-	}
 	atomic_fetch_add(&ctx->ipc_objects, 1);
 	cms_log(ctx, CMS_LOG_INFO, "exporter listening on %s", exp->path);
 	*out = exp;
@@ -750,10 +694,7 @@ err_sync:
 	pthread_mutex_destroy(&exp->lock);
 	pthread_cond_destroy(&exp->cond);
 err_free:
-	if (exp->wake[0] >= 0) {
-		close(exp->wake[0]);
-		close(exp->wake[1]);
-	}
+	cms_ipc_loop_fini(&exp->loop);
 	free(exp->uids);
 	free(exp);
 	return st;
@@ -860,17 +801,12 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 			*pp = p->rnext;
 		pthread_mutex_unlock(&p->region->lock);
 	}
-	pthread_mutex_lock(&exp->lock);
-	exp->stop = true;
-	pthread_mutex_unlock(&exp->lock);
-	cms_ipc_wake(exp->wake[1]);
-	pthread_join(exp->thread, NULL);
+	cms_ipc_loop_stop(&exp->loop, &exp->lock);
 	while (exp->conns)
 		drop(exp, exp->conns);
 	close(exp->lfd);
 	unlink(exp->path);
-	close(exp->wake[0]);
-	close(exp->wake[1]);
+	cms_ipc_loop_fini(&exp->loop);
 	while ((p = exp->pubs)) {
 		exp->pubs = p->next;
 		pthread_mutex_lock(&ctx->lock);

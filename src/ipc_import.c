@@ -9,9 +9,6 @@
  * the thread holds it while it maps or unmaps, never while it calls the
  * application's callbacks. Only the thread reads the socket after open.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +20,7 @@ struct cms_import {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int fd;
-	int wake[2];
-	pthread_t thread;
+	struct cms_ipc_loop loop; /* loop.stop under lock */
 	bool thread_started;
 	pthread_mutex_t lock;
 	int32_t device;
@@ -42,7 +38,6 @@ struct cms_import {
 	int32_t error;
 	pid_t exporter_pid;
 	uid_t exporter_uid;
-	bool stop;
 };
 
 static cms_status ifail(cms_import *imp, cms_status st, const char *what, const char *why)
@@ -335,22 +330,17 @@ static void *serve(void *arg)
 	cms_import *imp = arg;
 
 	for (;;) {
-		struct pollfd pf[2] = { { imp->fd, POLLIN, 0 }, { imp->wake[0], POLLIN, 0 } };
 		struct cms_ipc_msg m;
 		int fds[CMS_IPC_MAX_FDS];
 		uint32_t event = 0;
 		char why[256];
 		cms_status st;
+		int rc;
 
-		if (poll(pf, 2, -1) < 0)
-			continue;
-		pthread_mutex_lock(&imp->lock);
-		if (imp->stop) {
-			pthread_mutex_unlock(&imp->lock);
+		rc = cms_ipc_loop_wait(&imp->loop, &imp->lock, imp->fd);
+		if (rc < 0)
 			break;
-		}
-		pthread_mutex_unlock(&imp->lock);
-		if (!pf[0].revents)
+		if (!rc)
 			continue;
 		st = cms_ipc_recv(imp->fd, &m, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
 				  sizeof(why));
@@ -403,10 +393,7 @@ CMS_API cms_status cms_import_options_init(cms_import_options *opts)
 {
 	static const cms_import_options init = CMS_IMPORT_OPTIONS_INIT;
 
-	if (!opts)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
-	*opts = init;
-	return CMS_OK;
+	return cms_ipc_options_init(opts, &init, sizeof(init));
 }
 
 /* Connects, checks the exporter's uid and sends HELLO. */
@@ -459,10 +446,7 @@ static void import_free(cms_import *imp)
 {
 	if (imp->fd >= 0)
 		close(imp->fd);
-	if (imp->wake[0] >= 0) {
-		close(imp->wake[0]);
-		close(imp->wake[1]);
-	}
+	cms_ipc_loop_fini(&imp->loop);
 	pthread_mutex_destroy(&imp->lock);
 	cms_ipc_msg_free(&imp->layout);
 	free(imp->handles);
@@ -511,13 +495,9 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	char why[256];
 	cms_status st;
 
-	if (!ctx || !path || !out)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
-				     !ctx  ? "ctx" :
-				     !path ? "path" :
-					     "out");
-	*out = NULL;
-	st = cms_check_fork(ctx);
+	if (out)
+		*out = NULL;
+	st = cms_ipc_check_args(ctx, path, out);
 	if (st)
 		return st;
 	st = cms_check_tag(tag);
@@ -536,10 +516,9 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "exporter_device %d, name or allowed_uids is invalid",
 				     o.exporter_device);
-	if (!path[0] || strlen(path) > CMS_IPC_PATH_MAX)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "socket path is empty or longer than %d bytes",
-				     CMS_IPC_PATH_MAX);
+	st = cms_ipc_check_path(path);
+	if (st)
+		return st;
 	st = cms_ctx_device(ctx, o.device, NULL);
 	if (st)
 		return st;
@@ -548,17 +527,16 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	if (!imp)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate an import");
 	imp->ctx = ctx;
-	imp->fd = imp->wake[0] = imp->wake[1] = -1;
+	imp->fd = imp->loop.wake[0] = imp->loop.wake[1] = -1;
 	imp->device = o.device;
 	imp->quiesce_fn = o.quiesce_fn;
 	imp->event_fn = o.event_fn;
 	imp->user = o.user;
 	snprintf(imp->path, sizeof(imp->path), "%s", path);
 	pthread_mutex_init(&imp->lock, NULL);
-	if (pipe2(imp->wake, O_CLOEXEC | O_NONBLOCK)) {
-		st = cms_set_error(CMS_ERR_IO, "pipe: %s", strerror(errno));
+	st = cms_ipc_loop_init(&imp->loop);
+	if (st)
 		goto err_free;
-	}
 	st = hello(imp, tag, &o);
 	if (st)
 		goto err_free;
@@ -582,10 +560,9 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	cms_ipc_msg_free(&m);
 	if (st)
 		goto err_teardown;
-	if (cms_ipc_thread(&imp->thread, serve, imp)) {
-		st = cms_set_error(CMS_ERR_IO, "cannot start the import's thread");
+	st = cms_ipc_loop_start(&imp->loop, serve, imp, "import");
+	if (st)
 		goto err_teardown;
-	}
 	imp->thread_started = true;
 	atomic_fetch_add(&ctx->ipc_objects, 1);
 	*out = imp;
@@ -615,11 +592,7 @@ CMS_API cms_status cms_import_close(cms_import *imp)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	pthread_mutex_lock(&imp->lock);
-	imp->stop = true;
-	pthread_mutex_unlock(&imp->lock);
-	cms_ipc_wake(imp->wake[1]);
-	pthread_join(imp->thread, NULL);
+	cms_ipc_loop_stop(&imp->loop, &imp->lock);
 	st = teardown(imp);
 	import_free(imp);
 	atomic_fetch_sub(&ctx->ipc_objects, 1);

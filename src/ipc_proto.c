@@ -13,10 +13,7 @@
 #define MAX_TOTAL (1ull << 50) /* 1 PiB of address space: far above any device */
 #define MAX_GRANULARITY (1ull << 40)
 
-static cms_status fail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static cms_status fail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
+cms_status cms_ipc_fail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -101,17 +98,18 @@ static cms_status get_str(struct rd *r, char *dst, size_t max, const char *field
 	uint16_t n = get_u16(r, field);
 
 	if (r->bad)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "message ends inside field \"%s\"",
-			    r->bad);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "message ends inside field \"%s\"", r->bad);
 	if (n > max)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "%s: %u bytes, at most %zu", field, n,
-			    max);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "%s: %u bytes, at most %zu",
+				    field, n, max);
 	if (take(r, dst, n, field))
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "message ends inside field \"%s\"",
-			    field);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "message ends inside field \"%s\"", field);
 	dst[n] = '\0';
 	if (check_text(dst, n))
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "%s: control character or NUL", field);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "%s: control character or NUL",
+				    field);
 	return CMS_OK;
 }
 
@@ -190,24 +188,25 @@ cms_status cms_ipc_check_layout(const struct cms_ipc_msg *m, char *why, size_t w
 	uint32_t i;
 
 	if (!valid_tag(m->tag, 0))
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: bad tag");
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: bad tag");
 	if (m->device < 0 || m->device >= 64)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: device %d", m->device);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: device %d", m->device);
 	if (!valid_access(m->access))
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: access %u", m->access);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: access %u", m->access);
 	if (m->state != CMS_STATE_ACTIVE && m->state != CMS_STATE_PAUSED)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: state %u", m->state);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: state %u", m->state);
 	if (g < 4096 || g > MAX_GRANULARITY || (g & (g - 1)))
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: granularity %llu",
-			    (unsigned long long)g);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: granularity %llu",
+				    (unsigned long long)g);
 	if (m->nallocs > CMS_IPC_MAX_ALLOCS)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: %u allocations, at most %u",
-			    m->nallocs, CMS_IPC_MAX_ALLOCS);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "layout: %u allocations, at most %u", m->nallocs,
+				    CMS_IPC_MAX_ALLOCS);
 	if (m->total > MAX_TOTAL || (m->total & (g - 1)))
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: total %llu",
-			    (unsigned long long)m->total);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: total %llu",
+				    (unsigned long long)m->total);
 	if (m->nallocs && !m->allocs)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "layout: no allocation table");
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "layout: no allocation table");
 	for (i = 0; i < m->nallocs; i++) {
 		const struct cms_ipc_alloc_desc *a = &m->allocs[i];
 
@@ -215,19 +214,20 @@ cms_status cms_ipc_check_layout(const struct cms_ipc_msg *m, char *why, size_t w
 		    (a->physical & (g - 1)) || !a->size || a->size > a->physical ||
 		    a->physical > m->total || a->offset > m->total - a->physical ||
 		    a->exporter_ptr < ptr_end || a->exporter_ptr > UINT64_MAX - a->physical)
-			return fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "layout: allocation %u (offset %llu, size %llu, physical %llu) "
-				    "is not aligned, overlaps or lies outside %llu bytes (or its "
-				    "pointer is out of order)",
-				    i, (unsigned long long)a->offset, (unsigned long long)a->size,
-				    (unsigned long long)a->physical, (unsigned long long)m->total);
+			return cms_ipc_fail(
+				CMS_ERR_PROTOCOL, why, whylen,
+				"layout: allocation %u (offset %llu, size %llu, physical %llu) "
+				"is not aligned, overlaps or lies outside %llu bytes (or its "
+				"pointer is out of order)",
+				i, (unsigned long long)a->offset, (unsigned long long)a->size,
+				(unsigned long long)a->physical, (unsigned long long)m->total);
 		end = a->offset + a->physical;
 		ptr_end = a->exporter_ptr + a->physical;
 	}
 	if (end != m->total)
-		return fail(CMS_ERR_PROTOCOL, why, whylen,
-			    "layout: allocations end at %llu, total is %llu",
-			    (unsigned long long)end, (unsigned long long)m->total);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "layout: allocations end at %llu, total is %llu",
+				    (unsigned long long)end, (unsigned long long)m->total);
 	return CMS_OK;
 }
 
@@ -240,23 +240,24 @@ static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *w
 	case CMS_IPC_HELLO:
 		if (!valid_tag(m->tag, 0) || m->device < -1 || m->device >= 64 ||
 		    !valid_access(m->access))
-			return fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "hello: bad tag, device %d or access %u", m->device, m->access);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "hello: bad tag, device %d or access %u", m->device,
+					    m->access);
 		return CMS_OK;
 	case CMS_IPC_LAYOUT:
 		return cms_ipc_check_layout(m, why, whylen);
 	case CMS_IPC_FDS:
 		if (!m->nfds || m->nfds != nfds || m->nfds > CMS_IPC_MAX_FDS ||
 		    m->first >= CMS_IPC_MAX_ALLOCS || m->nfds > CMS_IPC_MAX_ALLOCS - m->first)
-			return fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "descriptors: %u announced from %u, %zu received", m->nfds,
-				    m->first, nfds);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "descriptors: %u announced from %u, %zu received",
+					    m->nfds, m->first, nfds);
 		return CMS_OK;
 	case CMS_IPC_MAPPED:
 	case CMS_IPC_REVOKED:
 	case CMS_IPC_ERROR:
 		if (!valid_status(m->status) || (m->type == CMS_IPC_ERROR && !m->status))
-			return fail(CMS_ERR_PROTOCOL, why, whylen, "status %d", m->status);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "status %d", m->status);
 		return CMS_OK;
 	case CMS_IPC_REVOKE:
 	case CMS_IPC_CTL_PROGRESS:
@@ -264,20 +265,23 @@ static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *w
 	case CMS_IPC_CTL_REQUEST:
 		if (m->op < CMS_IPC_OP_STATUS || m->op > CMS_IPC_OP_RESUME ||
 		    !valid_tag(m->tag, m->op == CMS_IPC_OP_STATUS))
-			return fail(CMS_ERR_PROTOCOL, why, whylen, "request: op %u, tag", m->op);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "request: op %u, tag",
+					    m->op);
 		return CMS_OK;
 	case CMS_IPC_CTL_REPLY:
 		if (!valid_status(m->status) || m->nregions > CMS_IPC_MAX_REGIONS ||
 		    (m->nregions && !m->regions))
-			return fail(CMS_ERR_PROTOCOL, why, whylen, "reply: status %d, %u regions",
-				    m->status, m->nregions);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "reply: status %d, %u regions", m->status, m->nregions);
 		for (i = 0; i < m->nregions; i++)
 			if (!valid_tag(m->regions[i].tag, 0) || m->regions[i].device < 0 ||
 			    m->regions[i].device >= 64 || m->regions[i].state > CMS_STATE_PAUSED)
-				return fail(CMS_ERR_PROTOCOL, why, whylen, "reply: region %u", i);
+				return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+						    "reply: region %u", i);
 		return CMS_OK;
 	default:
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u", m->type);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u",
+				    m->type);
 	}
 }
 
@@ -301,20 +305,22 @@ cms_status cms_ipc_decode_header(const uint8_t *hdr, uint16_t *type, uint32_t *p
 	*payload = get_u32(&r, "length");
 	*nfds = get_u32(&r, "descriptors");
 	if (magic != CMS_IPC_MAGIC)
-		return fail(CMS_ERR_PROTOCOL, why, whylen,
-			    "not a cumemsaver message (magic 0x%08x)", magic);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "not a cumemsaver message (magic 0x%08x)", magic);
 	if (version != CMS_IPC_VERSION)
-		return fail(CMS_ERR_PROTOCOL, why, whylen,
-			    "protocol version %u is not supported (this library speaks %u)",
-			    version, CMS_IPC_VERSION);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "protocol version %u is not supported (this library speaks %u)",
+				    version, CMS_IPC_VERSION);
 	if (*type < 1 || *type > CMS_IPC_TYPE_MAX)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u", *type);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u",
+				    *type);
 	if (*payload > CMS_IPC_MAX_PAYLOAD)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "payload of %u bytes, at most %u",
-			    *payload, CMS_IPC_MAX_PAYLOAD);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "payload of %u bytes, at most %u", *payload,
+				    CMS_IPC_MAX_PAYLOAD);
 	if (*nfds > CMS_IPC_MAX_FDS || (*nfds && *type != CMS_IPC_FDS))
-		return fail(CMS_ERR_PROTOCOL, why, whylen,
-			    "%u descriptors announced with message type %u", *nfds, *type);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "%u descriptors announced with message type %u", *nfds, *type);
 	return CMS_OK;
 }
 
@@ -343,13 +349,13 @@ static cms_status decode_payload(struct rd *r, struct cms_ipc_msg *m, char *why,
 		if (st || r->bad)
 			break;
 		if (count > CMS_IPC_MAX_ALLOCS || (size_t)count * 32 > r->n - r->off)
-			return fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "layout: %u allocations do not fit the message", count);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "layout: %u allocations do not fit the message", count);
 		if (count) {
 			m->allocs = calloc(count, sizeof(*m->allocs));
 			if (!m->allocs)
-				return fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
-					    "cannot allocate %u layout entries", count);
+				return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+						    "cannot allocate %u layout entries", count);
 		}
 		m->nallocs = count;
 		for (i = 0; i < count; i++) {
@@ -363,8 +369,9 @@ static cms_status decode_payload(struct rd *r, struct cms_ipc_msg *m, char *why,
 		m->first = get_u32(r, "first");
 		count = get_u32(r, "count");
 		if (!r->bad && count != m->nfds)
-			return fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "descriptors: header announces %u, payload %u", m->nfds, count);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "descriptors: header announces %u, payload %u", m->nfds,
+					    count);
 		break;
 	case CMS_IPC_MAPPED:
 	case CMS_IPC_REVOKED:
@@ -397,13 +404,13 @@ static cms_status decode_payload(struct rd *r, struct cms_ipc_msg *m, char *why,
 			break;
 		/* each entry is at least 2 + 4 * 4 + 5 * 8 = 58 bytes */
 		if (count > CMS_IPC_MAX_REGIONS || (size_t)count * 58 > r->n - r->off)
-			return fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "reply: %u regions do not fit the message", count);
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "reply: %u regions do not fit the message", count);
 		if (count) {
 			m->regions = calloc(count, sizeof(*m->regions));
 			if (!m->regions)
-				return fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
-					    "cannot allocate %u region entries", count);
+				return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+						    "cannot allocate %u region entries", count);
 		}
 		m->nregions = count;
 		for (i = 0; i < count && !st; i++) {
@@ -422,16 +429,17 @@ static cms_status decode_payload(struct rd *r, struct cms_ipc_msg *m, char *why,
 		}
 		break;
 	default:
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u", m->type);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u",
+				    m->type);
 	}
 	if (st)
 		return st;
 	if (r->bad)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "message ends inside field \"%s\"",
-			    r->bad);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "message ends inside field \"%s\"", r->bad);
 	if (r->off != r->n)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "%zu unexpected bytes after the message",
-			    r->n - r->off);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "%zu unexpected bytes after the message", r->n - r->off);
 	return CMS_OK;
 }
 
@@ -445,17 +453,19 @@ cms_status cms_ipc_decode(const uint8_t *buf, size_t len, size_t nfds_received,
 
 	memset(m, 0, sizeof(*m));
 	if (!buf || len < CMS_IPC_HEADER_SIZE)
-		return fail(CMS_ERR_PROTOCOL, why, whylen, "message of %zu bytes: no header", len);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "message of %zu bytes: no header", len);
 	st = cms_ipc_decode_header(buf, &type, &payload, &nfds, why, whylen);
 	if (st)
 		return st;
 	if (len - CMS_IPC_HEADER_SIZE != payload)
-		return fail(CMS_ERR_PROTOCOL, why, whylen,
-			    "header announces %u payload bytes, %zu present", payload,
-			    len - CMS_IPC_HEADER_SIZE);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "header announces %u payload bytes, %zu present", payload,
+				    len - CMS_IPC_HEADER_SIZE);
 	if (nfds != nfds_received)
-		return fail(CMS_ERR_PROTOCOL, why, whylen,
-			    "header announces %u descriptors, %zu received", nfds, nfds_received);
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "header announces %u descriptors, %zu received", nfds,
+				    nfds_received);
 	m->type = type;
 	m->nfds = nfds;
 	r.p = buf + CMS_IPC_HEADER_SIZE;
@@ -482,7 +492,7 @@ cms_status cms_ipc_encode(const struct cms_ipc_msg *m, uint8_t **out, size_t *le
 	*len = 0;
 	if (!text_fits(m->tag, CMS_TAG_MAX) || !text_fits(m->name, CMS_IPC_MAX_NAME) ||
 	    !text_fits(m->text, CMS_IPC_MAX_TEXT))
-		return fail(CMS_ERR_INVALID_ARGUMENT, why, whylen, "a string is too long");
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen, "a string is too long");
 	st = check_fields(m, m->nfds, why, whylen);
 	if (st)
 		return CMS_ERR_INVALID_ARGUMENT;
@@ -565,13 +575,14 @@ cms_status cms_ipc_encode(const struct cms_ipc_msg *m, uint8_t **out, size_t *le
 	}
 	if (w.oom) {
 		free(w.p);
-		return fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen, "cannot allocate a message");
+		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+				    "cannot allocate a message");
 	}
 	payload = w.n - CMS_IPC_HEADER_SIZE;
 	if (payload > CMS_IPC_MAX_PAYLOAD) {
 		free(w.p);
-		return fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
-			    "message of %zu bytes is too long", payload);
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+				    "message of %zu bytes is too long", payload);
 	}
 	for (i = 0; i < 4; i++)
 		w.p[8 + i] = (uint8_t)(payload >> (8 * i));

@@ -147,6 +147,14 @@ cms_status cms_ipc_encode(const struct cms_ipc_msg *m, uint8_t **out, size_t *le
 /* Frees the arrays of a decoded or built message and zeroes it. */
 void cms_ipc_msg_free(struct cms_ipc_msg *m);
 
+/*
+ * cms_ipc_fail - writes the printf-style reason into why (whylen bytes, may
+ * be NULL/0: nothing written) and returns st. The reason reporting of this
+ * layer and of ipc_sock.c.
+ */
+cms_status cms_ipc_fail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Checks a layout: what decode checks for LAYOUT. Returns CMS_OK or CMS_ERR_PROTOCOL. */
 cms_status cms_ipc_check_layout(const struct cms_ipc_msg *m, char *why, size_t whylen);
 

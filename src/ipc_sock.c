@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,21 +13,6 @@
 #include <unistd.h>
 
 #include "ipc_sock.h"
-
-static cms_status sfail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static cms_status sfail(cms_status st, char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && whylen) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return st;
-}
 
 int64_t cms_ipc_now_ms(void)
 {
@@ -65,9 +49,10 @@ static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, siz
 		if (rc > 0)
 			return CMS_OK;
 		if (rc == 0 && deadline >= 0 && cms_ipc_now_ms() >= deadline)
-			return sfail(CMS_ERR_TIMEOUT, why, whylen, "no answer before the deadline");
+			return cms_ipc_fail(CMS_ERR_TIMEOUT, why, whylen,
+					    "no answer before the deadline");
 		if (rc < 0 && errno != EINTR)
-			return sfail(CMS_ERR_IO, why, whylen, "poll: %s", strerror(errno));
+			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "poll: %s", strerror(errno));
 	}
 }
 
@@ -79,34 +64,35 @@ cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
 
 	*lfd = -1;
 	if (fill_addr(&a, path))
-		return sfail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
-			     "socket path is empty or longer than %d bytes", CMS_IPC_PATH_MAX);
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+				    "socket path is empty or longer than %d bytes",
+				    CMS_IPC_PATH_MAX);
 	if (!lstat(path, &sb)) {
 		if (!S_ISSOCK(sb.st_mode))
-			return sfail(CMS_ERR_EXISTS, why, whylen, "%s exists and is not a socket",
-				     path);
+			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+					    "%s exists and is not a socket", path);
 		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (probe < 0)
-			return sfail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
 		if (!connect(probe, (struct sockaddr *)&a, sizeof(a))) {
 			close(probe);
-			return sfail(CMS_ERR_EXISTS, why, whylen, "%s is in use by another process",
-				     path);
+			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+					    "%s is in use by another process", path);
 		}
 		close(probe);
 		if (unlink(path) && errno != ENOENT)
-			return sfail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
-				     strerror(errno));
+			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
+					    strerror(errno));
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return sfail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
 		int e = errno;
 
 		close(fd);
-		return sfail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
-			     "bind %s: %s", path, strerror(e));
+		return cms_ipc_fail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
+				    "bind %s: %s", path, strerror(e));
 	}
 	/* The uid check (SO_PEERCRED) is the guard; the mode keeps others from connecting. */
 	if (chmod(path, 0600) || listen(fd, 64)) {
@@ -114,7 +100,8 @@ cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
 
 		close(fd);
 		unlink(path);
-		return sfail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path, strerror(e));
+		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path,
+				    strerror(e));
 	}
 	*lfd = fd;
 	return CMS_OK;
@@ -127,21 +114,23 @@ cms_status cms_ipc_connect(const char *path, int *out, char *why, size_t whylen)
 
 	*out = -1;
 	if (fill_addr(&a, path))
-		return sfail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
-			     "socket path is empty or longer than %d bytes", CMS_IPC_PATH_MAX);
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+				    "socket path is empty or longer than %d bytes",
+				    CMS_IPC_PATH_MAX);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return sfail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		int e = errno;
 
 		close(fd);
-		return sfail(e == ENOENT || e == ECONNREFUSED ? CMS_ERR_NOT_FOUND : CMS_ERR_IO, why,
-			     whylen, "connect %s: %s", path, strerror(e));
+		return cms_ipc_fail(e == ENOENT || e == ECONNREFUSED ? CMS_ERR_NOT_FOUND :
+								       CMS_ERR_IO,
+				    why, whylen, "connect %s: %s", path, strerror(e));
 	}
 	if (fcntl(fd, F_SETFL, O_NONBLOCK)) {
 		close(fd);
-		return sfail(CMS_ERR_IO, why, whylen, "fcntl: %s", strerror(errno));
+		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "fcntl: %s", strerror(errno));
 	}
 	*out = fd;
 	return CMS_OK;
@@ -153,7 +142,7 @@ cms_status cms_ipc_peer(int fd, pid_t *pid, uid_t *uid, char *why, size_t whylen
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred))
-		return sfail(CMS_ERR_IO, why, whylen, "SO_PEERCRED: %s", strerror(errno));
+		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "SO_PEERCRED: %s", strerror(errno));
 	*pid = cred.pid;
 	*uid = cred.uid;
 	return CMS_OK;
@@ -169,6 +158,36 @@ int cms_ipc_uid_allowed(uid_t uid, const uint32_t *list, size_t n)
 		if (list[i] == (uint32_t)uid)
 			return 1;
 	return 0;
+}
+
+cms_status cms_ipc_accept(int lfd, const uint32_t *list, size_t n, const char *where,
+			  const char *path, int *fd, pid_t *pid, uid_t *uid, char *why,
+			  size_t whylen)
+{
+	char text[256];
+	cms_status st;
+	int c;
+
+	*fd = -1;
+	c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (c < 0)
+		return cms_ipc_fail(CMS_ERR_NOT_FOUND, why, whylen, "accept: %s", strerror(errno));
+	st = cms_ipc_peer(c, pid, uid, why, whylen);
+	if (st)
+		goto err_close;
+	if (!cms_ipc_uid_allowed(*uid, list, n)) {
+		snprintf(text, sizeof(text), "uid %u is not allowed %s %s", (unsigned)*uid, where,
+			 path);
+		cms_ipc_send_error(c, CMS_ERR_PERMISSION, text);
+		st = cms_ipc_fail(CMS_ERR_PERMISSION, why, whylen, "%s", text);
+		goto err_close;
+	}
+	*fd = c;
+	return CMS_OK;
+
+err_close:
+	close(c);
+	return st;
 }
 
 cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
@@ -220,8 +239,9 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 		if (n < 0 && errno == EINTR)
 			continue;
 		st = n < 0 && errno != EPIPE && errno != ECONNRESET ?
-			     sfail(CMS_ERR_IO, why, whylen, "sendmsg: %s", strerror(errno)) :
-			     sfail(CMS_ERR_DISCONNECTED, why, whylen, "the peer closed the socket");
+			     cms_ipc_fail(CMS_ERR_IO, why, whylen, "sendmsg: %s", strerror(errno)) :
+			     cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+					  "the peer closed the socket");
 		break;
 	}
 	free(buf);
@@ -261,10 +281,10 @@ static cms_status read_full(int fd, uint8_t *dst, size_t n, int *fds, size_t *nf
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
-			return errno == ECONNRESET ? sfail(CMS_ERR_DISCONNECTED, why, whylen,
-							   "the peer reset the connection") :
-						     sfail(CMS_ERR_IO, why, whylen, "recvmsg: %s",
-							   strerror(errno));
+			return errno == ECONNRESET ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+								  "the peer reset the connection") :
+						     cms_ipc_fail(CMS_ERR_IO, why, whylen,
+								  "recvmsg: %s", strerror(errno));
 		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 			size_t k, cnt;
 
@@ -288,15 +308,15 @@ static cms_status read_full(int fd, uint8_t *dst, size_t n, int *fds, size_t *nf
 		if (mh.msg_flags & MSG_CTRUNC)
 			bad = 1;
 		if (got == 0)
-			return at_start && !off ? sfail(CMS_ERR_DISCONNECTED, why, whylen,
-							"the peer closed the connection") :
-						  sfail(CMS_ERR_PROTOCOL, why, whylen,
-							"the peer closed inside a message");
+			return at_start && !off ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+							       "the peer closed the connection") :
+						  cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+							       "the peer closed inside a message");
 		off += (size_t)got;
 	}
 	if (bad)
-		return sfail(CMS_ERR_PROTOCOL, why, whylen,
-			     "unexpected or too many descriptors with a message");
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "unexpected or too many descriptors with a message");
 	return CMS_OK;
 }
 
@@ -318,8 +338,8 @@ cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadlin
 		goto err_close;
 	buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
 	if (!buf) {
-		st = sfail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen, "cannot allocate %u bytes",
-			   payload);
+		st = cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+				  "cannot allocate %u bytes", payload);
 		goto err_close;
 	}
 	memcpy(buf, hdr, sizeof(hdr));

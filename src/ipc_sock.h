@@ -40,6 +40,20 @@ cms_status cms_ipc_peer(int fd, pid_t *pid, uid_t *uid, char *why, size_t whylen
 int cms_ipc_uid_allowed(uid_t uid, const uint32_t *list, size_t n);
 
 /*
+ * cms_ipc_accept - accepts one connection on the listening socket lfd
+ * (non-blocking, close-on-exec) and reads its peer's pid and uid. A peer
+ * whose uid cms_ipc_uid_allowed refuses gets an ERROR (CMS_ERR_PERMISSION)
+ * saying "uid U is not allowed <where> <path>" and is closed. On success
+ * *fd is the caller's. Returns CMS_OK; CMS_ERR_NOT_FOUND (accept4 failed:
+ * nothing waits, or no descriptor left; stop accepting for now);
+ * CMS_ERR_PERMISSION (refused; why holds what the peer was told); CMS_ERR_IO
+ * (SO_PEERCRED failed; closed).
+ */
+cms_status cms_ipc_accept(int lfd, const uint32_t *list, size_t n, const char *where,
+			  const char *path, int *fd, pid_t *pid, uid_t *uid, char *why,
+			  size_t whylen);
+
+/*
  * cms_ipc_send - encodes and sends m with m->nfds descriptors fds (FDS only)
  * before deadline_ms (cms_ipc_now_ms() clock; < 0: no deadline). The
  * descriptors stay the caller's. Returns CMS_OK, CMS_ERR_TIMEOUT,

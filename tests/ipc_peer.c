@@ -119,6 +119,27 @@ static void fail_st(const char *what, cms_status st)
 	say("err %s %s: %s", cms_status_name(st), what, cms_last_error());
 }
 
+/* Answers "ok", or the failure of what. */
+static void answer(const char *what, cms_status st)
+{
+	if (st)
+		fail_st(what, st);
+	else
+		say("ok");
+}
+
+/* The commands both roles know: crash, quit (returns 1: leave the loop), anything else. */
+static int common_cmd(const char *cmd)
+{
+	if (!strcmp(cmd, "crash"))
+		raise(SIGKILL);
+	else if (!strcmp(cmd, "quit"))
+		return 1;
+	else
+		say("err unknown command %s", cmd);
+	return 0;
+}
+
 static int import_main(const char *path, const char *tag, int ro)
 {
 	cms_import_options o = CMS_IMPORT_OPTIONS_INIT;
@@ -241,16 +262,9 @@ static int import_main(const char *path, const char *tag, int ro)
 		} else if (!strcmp(cmd, "close")) {
 			st = cms_import_close(imp);
 			imp = NULL;
-			if (st)
-				fail_st("close", st);
-			else
-				say("ok");
-		} else if (!strcmp(cmd, "crash")) {
-			raise(SIGKILL);
-		} else if (!strcmp(cmd, "quit")) {
+			answer("close", st);
+		} else if (common_cmd(cmd)) {
 			break;
-		} else {
-			say("err unknown command %s", cmd);
 		}
 	}
 	cms_import_close(imp);
@@ -292,16 +306,9 @@ static int export_main(const char *path, const char *tag, int n, uint64_t bytes,
 		if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume")) {
 			st = cmd[0] == 'p' ? cms_pause(ctx, tag, NULL, NULL) :
 					     cms_resume(ctx, tag, NULL, NULL);
-			if (st)
-				fail_st(cmd, st);
-			else
-				say("ok");
-		} else if (!strcmp(cmd, "crash")) {
-			raise(SIGKILL);
-		} else if (!strcmp(cmd, "quit")) {
+			answer(cmd, st);
+		} else if (common_cmd(cmd)) {
 			break;
-		} else {
-			say("err unknown command %s", cmd);
 		}
 	}
 	cms_exporter_destroy(exp);

@@ -175,6 +175,32 @@ static cms_exporter *exporter(cms_context *ctx, const char *path, uint32_t timeo
 	return exp;
 }
 
+/* One test's exporter: a context and a shareable region (shared_region) published on a socket. */
+struct fix {
+	cms_context *ctx;
+	cms_region *r;
+	cms_exporter *exp;
+	const char *path;
+	uint64_t p[3]; /* the region's allocations */
+};
+
+static void fix_start(struct fix *f, const char *tag, int n, uint64_t bytes, uint32_t seed,
+		      uint32_t timeout_ms, uint32_t access)
+{
+	ck_assert_int_le(n, 3);
+	f->ctx = t_ctx();
+	f->r = shared_region(f->ctx, tag, n, bytes, seed, f->p);
+	f->path = new_path(tag);
+	f->exp = exporter(f->ctx, f->path, timeout_ms);
+	ck_ok(cms_exporter_publish(f->exp, f->r, access));
+}
+
+static void fix_end(struct fix *f)
+{
+	ck_ok(cms_exporter_destroy(f->exp));
+	ck_ok(cms_context_destroy(f->ctx));
+}
+
 static unsigned long long field(const char *line, const char *key)
 {
 	const char *at = strstr(line, key);
@@ -196,21 +222,18 @@ static unsigned long long wait_event(struct peer *p, const char *key, unsigned l
 
 START_TEST(share_read_write)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[3], ptr0;
+	struct fix f;
+	uint64_t ptr0;
 	cms_region_info ri = { .struct_size = sizeof(ri) };
-	cms_region *r = shared_region(ctx, "weights", 3, 3 * MiB, 100, p);
-	const char *path = new_path("share");
-	cms_exporter *exp = exporter(ctx, path, 0);
 	struct peer *imp;
 	uint64_t n;
 	char line[256];
 
-	ck_ok(cms_region_info_get(r, &ri));
+	fix_start(&f, "weights", 3, 3 * MiB, 100, 0, CMS_ACCESS_READWRITE);
+	ck_ok(cms_region_info_get(f.r, &ri));
 	ck_assert_uint_eq(ri.handle_types, CMS_HANDLE_TYPE_POSIX_FD);
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	ck_status(cms_exporter_publish(exp, r, CMS_ACCESS_READ), CMS_ERR_EXISTS);
-	imp = importer(path, "weights", 0);
+	ck_status(cms_exporter_publish(f.exp, f.r, CMS_ACCESS_READ), CMS_ERR_EXISTS);
+	imp = importer(f.path, "weights", 0);
 	snprintf(line, sizeof(line), "%s", peer_cmd(imp, "info"));
 	ck_assert_uint_eq(field(line, "state="), CMS_IMPORT_MAPPED);
 	ck_assert_uint_eq(field(line, "n="), 3);
@@ -221,7 +244,7 @@ START_TEST(share_read_write)
 		unsigned long long local;
 
 		snprintf(line, sizeof(line), "%s",
-			 peer_cmd(imp, "translate %llx", (unsigned long long)p[i] + 4096));
+			 peer_cmd(imp, "translate %llx", (unsigned long long)f.p[i] + 4096));
 		ck_assert_msg(!strncmp(line, "ok", 2), "%s", line);
 		local = strtoull(line + 3, NULL, 0) - 4096;
 		ck_assert_uint_ne(local, 0);
@@ -236,7 +259,7 @@ START_TEST(share_read_write)
 
 		for (a = 0; a < 3; a++)
 			for (b = a + 1; b < 3; b++)
-				if (p[order[b]] < p[order[a]]) {
+				if (f.p[order[b]] < f.p[order[a]]) {
 					int t = order[a];
 
 					order[a] = order[b];
@@ -245,63 +268,54 @@ START_TEST(share_read_write)
 		for (a = 0; a < 3; a++)
 			ck_peer_ok(imp, "check %x %u", a, 100 + order[a]);
 		ck_peer_ok(imp, "fill %x %u", 1, 777);
-		ck_assert_int_eq(t_check(0, p[order[1]], 3 * MiB, 777), -1);
+		ck_assert_int_eq(t_check(0, f.p[order[1]], 3 * MiB, 777), -1);
 		ptr0 = field(peer_cmd(imp, "ptr 0"), "ok ");
 		ck_assert_uint_ne(ptr0, 0);
 	}
-	ck_ok(cms_exporter_importers(exp, &n));
+	ck_ok(cms_exporter_importers(f.exp, &n));
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_assert_int_eq(access(path, F_OK), -1); /* socket file removed */
-	ck_ok(cms_context_destroy(ctx));
+	ck_ok(cms_exporter_destroy(f.exp));
+	ck_assert_int_eq(access(f.path, F_OK), -1); /* socket file removed */
+	ck_ok(cms_context_destroy(f.ctx));
 }
 END_TEST
 
 START_TEST(read_only)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[1];
-	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 5, p);
-	const char *path = new_path("ro");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	struct peer *imp;
 	const char *l;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READ));
-	imp = importer(path, "w", 0); /* asks read-write, is granted read */
+	fix_start(&f, "w", 1, 2 * MiB, 5, 0, CMS_ACCESS_READ);
+	imp = importer(f.path, "w", 0); /* asks read-write, is granted read */
 	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "access="), CMS_ACCESS_READ);
 	ck_peer_ok(imp, "check 0 5");
 	l = peer_cmd(imp, "fill 0 9");
 	ck_assert_msg(!strncmp(l, "err write", 9), "a read-only mapping was written: %s", l);
-	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 5), -1);
+	ck_assert_int_eq(t_check(0, f.p[0], 2 * MiB, 5), -1);
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	fix_end(&f);
 }
 END_TEST
 
 START_TEST(pause_revokes_resume_remaps)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[2];
-	cms_region *r = shared_region(ctx, "kv", 2, 4 * MiB, 40, p);
-	const char *path = new_path("pause");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	cms_pause_result pr = { .struct_size = sizeof(pr) };
 	struct peer *a, *b;
 	unsigned long long a0, b0;
 	cmssim_counters c;
 	char line[256];
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	a = importer(path, "kv", 0);
-	b = importer(path, "kv", 1);
+	fix_start(&f, "kv", 2, 4 * MiB, 40, 0, CMS_ACCESS_READWRITE);
+	a = importer(f.path, "kv", 0);
+	b = importer(f.path, "kv", 1);
 	a0 = field(peer_cmd(a, "ptr 0"), "ok ");
 	b0 = field(peer_cmd(b, "ptr 0"), "ok ");
 	ck_assert_uint_ne(field(peer_cmd(a, "counters"), "handles="), 0);
 
-	ck_ok(cms_pause(ctx, "kv", NULL, &pr));
+	ck_ok(cms_pause(f.ctx, "kv", NULL, &pr));
 	ck_assert_uint_eq(pr.bytes_released, 8 * MiB);
 	/* Both importers dropped everything before the release: nobody holds the memory. */
 	ck_assert_uint_eq(field(peer_cmd(a, "info"), "state="), CMS_IMPORT_REVOKED);
@@ -318,7 +332,7 @@ START_TEST(pause_revokes_resume_remaps)
 	ck_assert_uint_eq(wait_event(a, "revoked=", 1), 1);
 	ck_assert_uint_eq(field(peer_cmd(a, "events"), "quiesced="), 1);
 
-	ck_ok(cms_resume(ctx, "kv", NULL, NULL));
+	ck_ok(cms_resume(f.ctx, "kv", NULL, NULL));
 	ck_peer_ok(a, "wait %x", CMS_IMPORT_MAPPED);
 	ck_peer_ok(b, "wait %x", CMS_IMPORT_MAPPED);
 	ck_assert_uint_eq(field(peer_cmd(a, "ptr 0"), "ok "), a0); /* same addresses */
@@ -327,44 +341,38 @@ START_TEST(pause_revokes_resume_remaps)
 	ck_assert_uint_eq(wait_event(a, "remapped=", 1), 1);
 	/* HOST content came back; the importer writes again and the exporter sees it. */
 	{
-		int first = p[0] < p[1] ? 0 : 1;
+		int first = f.p[0] < f.p[1] ? 0 : 1;
 
 		ck_peer_ok(a, "check 0 %u", 40 + first);
 		ck_peer_ok(b, "check 1 %u", 40 + !first);
 		ck_peer_ok(a, "fill 0 %u", 91);
-		ck_assert_int_eq(t_check(0, p[first], 4 * MiB, 91), -1);
+		ck_assert_int_eq(t_check(0, f.p[first], 4 * MiB, 91), -1);
 	}
 	/* A second cycle. */
-	ck_ok(cms_pause(ctx, "kv", NULL, NULL));
-	ck_ok(cms_resume(ctx, "kv", NULL, NULL));
+	ck_ok(cms_pause(f.ctx, "kv", NULL, NULL));
+	ck_ok(cms_resume(f.ctx, "kv", NULL, NULL));
 	ck_peer_ok(a, "wait %x", CMS_IMPORT_MAPPED);
 	ck_assert_uint_eq(field(peer_cmd(a, "info"), "epoch="), 2);
 	ck_assert_int_eq(peer_end(a, 0), 0);
 	ck_assert_int_eq(peer_end(b, 0), 0);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	fix_end(&f);
 }
 END_TEST
 
 START_TEST(import_while_paused)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[1];
-	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 7, p);
-	const char *path = new_path("paused");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	struct peer *imp;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	ck_ok(cms_pause(ctx, "w", NULL, NULL));
-	imp = importer(path, "w", 0);
+	fix_start(&f, "w", 1, 2 * MiB, 7, 0, CMS_ACCESS_READWRITE);
+	ck_ok(cms_pause(f.ctx, "w", NULL, NULL));
+	imp = importer(f.path, "w", 0);
 	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "state="), CMS_IMPORT_REVOKED);
-	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(f.ctx, "w", NULL, NULL));
 	ck_peer_ok(imp, "wait %x", CMS_IMPORT_MAPPED);
 	ck_peer_ok(imp, "check 0 7");
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	fix_end(&f);
 }
 END_TEST
 
@@ -386,37 +394,33 @@ static void *pause_thread(void *arg)
 
 START_TEST(importer_crash)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[1];
-	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 3, p);
-	const char *path = new_path("icrash");
-	/* A crash must never cost the timeout: a 10-minute timeout would fail the test. */
-	cms_exporter *exp = exporter(ctx, path, 600000);
-	struct pause_arg pa = { ctx, "w", 0, "" };
+	struct fix f;
+	struct pause_arg pa = { NULL, "w", 0, "" };
 	struct peer *a, *b;
 	pthread_t t;
 	uint64_t n;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	a = importer(path, "w", 0);
+	/* A crash must never cost the timeout: a 10-minute timeout would fail the test. */
+	fix_start(&f, "w", 1, 2 * MiB, 3, 600000, CMS_ACCESS_READWRITE);
+	pa.ctx = f.ctx;
+	a = importer(f.path, "w", 0);
 	ck_assert_int_ne(peer_end(a, 1), 0); /* killed while mapped */
-	ck_ok(cms_pause(ctx, "w", NULL, NULL));
-	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	ck_ok(cms_pause(f.ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(f.ctx, "w", NULL, NULL));
 	/* Killed while the exporter waits for its answer. */
-	b = importer(path, "w", 0);
+	b = importer(f.path, "w", 0);
 	ck_peer_ok(b, "stall");
 	ck_assert_int_eq(pthread_create(&t, NULL, pause_thread, &pa), 0);
 	usleep(200000);
 	ck_assert_int_ne(peer_end(b, 1), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_msg(pa.st == CMS_OK, "pause: %s %s", cms_status_name(pa.st), pa.msg);
-	ck_ok(cms_exporter_importers(exp, &n));
+	ck_ok(cms_exporter_importers(f.exp, &n));
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(t_counters().physical_allocations, 0);
-	ck_ok(cms_resume(ctx, "w", NULL, NULL));
-	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 3), -1);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	ck_ok(cms_resume(f.ctx, "w", NULL, NULL));
+	ck_assert_int_eq(t_check(0, f.p[0], 2 * MiB, 3), -1);
+	fix_end(&f);
 }
 END_TEST
 
@@ -528,25 +532,21 @@ END_TEST
 
 START_TEST(timeout_and_refusal_name_the_importer)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[1];
-	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 8, p);
-	const char *path = new_path("timeout");
-	cms_exporter *exp = exporter(ctx, path, 300);
+	struct fix f;
 	cms_region_info ri = { .struct_size = sizeof(ri) };
 	struct peer *imp;
 	char pid[32];
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	imp = importer(path, "w", 0);
+	fix_start(&f, "w", 1, 2 * MiB, 8, 300, CMS_ACCESS_READWRITE);
+	imp = importer(f.path, "w", 0);
 	snprintf(pid, sizeof(pid), "pid %d", (int)imp->pid);
 	ck_peer_ok(imp, "stall");
-	ck_status(cms_pause(ctx, "w", NULL, NULL), CMS_ERR_TIMEOUT);
+	ck_status(cms_pause(f.ctx, "w", NULL, NULL), CMS_ERR_TIMEOUT);
 	ck_assert_msg(strstr(cms_last_error(), pid), "%s", cms_last_error());
-	ck_ok(cms_region_info_get(r, &ri));
+	ck_ok(cms_region_info_get(f.r, &ri));
 	ck_assert_uint_eq(ri.state, CMS_STATE_ACTIVE);
 	ck_assert_uint_eq(ri.backed_bytes, 2 * MiB);
-	ck_assert_int_eq(t_check(0, p[0], 2 * MiB, 8), -1);
+	ck_assert_int_eq(t_check(0, f.p[0], 2 * MiB, 8), -1);
 	/* It answers late (drops its mappings): it is granted the memory again. */
 	ck_peer_ok(imp, "unstall");
 	ck_assert_uint_eq(wait_event(imp, "revoked=", 1), 1);
@@ -554,13 +554,12 @@ START_TEST(timeout_and_refusal_name_the_importer)
 	ck_peer_ok(imp, "check 0 8");
 	/* Refusal. */
 	ck_peer_ok(imp, "refuse");
-	ck_status(cms_pause(ctx, "w", NULL, NULL), CMS_ERR_REFUSED);
+	ck_status(cms_pause(f.ctx, "w", NULL, NULL), CMS_ERR_REFUSED);
 	ck_assert_msg(strstr(cms_last_error(), pid), "%s", cms_last_error());
 	ck_peer_ok(imp, "check 0 8"); /* still mapped */
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_pause(ctx, "w", NULL, NULL)); /* nobody left to ask */
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	ck_ok(cms_pause(f.ctx, "w", NULL, NULL)); /* nobody left to ask */
+	fix_end(&f);
 }
 END_TEST
 
@@ -626,32 +625,28 @@ static cms_status raw_exchange(const char *path, const void *bytes, size_t n)
 
 START_TEST(malformed_messages_refused)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[1];
-	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 2, p);
-	const char *path = new_path("bad");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	uint8_t hdr[16] = { 'C', 'M', 'S', 'I', 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	struct cms_ipc_msg m;
 	uint8_t *buf;
 	size_t len;
 	struct peer *imp;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	ck_assert_int_eq(raw_exchange(path, "garbage that is no header", 25), CMS_ERR_PROTOCOL);
+	fix_start(&f, "w", 1, 2 * MiB, 2, 0, CMS_ACCESS_READWRITE);
+	ck_assert_int_eq(raw_exchange(f.path, "garbage that is no header", 25), CMS_ERR_PROTOCOL);
 	hdr[4] = 9; /* version 9 */
-	ck_assert_int_eq(raw_exchange(path, hdr, 16), CMS_ERR_PROTOCOL);
+	ck_assert_int_eq(raw_exchange(f.path, hdr, 16), CMS_ERR_PROTOCOL);
 	hdr[4] = 1;
 	hdr[8] = 0xff, hdr[9] = 0xff, hdr[10] = 0xff, hdr[11] = 0x7f; /* 2 GiB payload */
-	ck_assert_int_eq(raw_exchange(path, hdr, 16), CMS_ERR_PROTOCOL);
+	ck_assert_int_eq(raw_exchange(f.path, hdr, 16), CMS_ERR_PROTOCOL);
 	hdr[8] = hdr[9] = hdr[10] = hdr[11] = 0; /* HELLO with no payload at all */
-	ck_assert_int_eq(raw_exchange(path, hdr, 16), CMS_ERR_PROTOCOL);
+	ck_assert_int_eq(raw_exchange(f.path, hdr, 16), CMS_ERR_PROTOCOL);
 	/* A well-formed message of the wrong direction. */
 	memset(&m, 0, sizeof(m));
 	m.type = CMS_IPC_REVOKE;
 	m.seq = 1;
 	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
-	ck_assert_int_eq(raw_exchange(path, buf, len), CMS_ERR_PROTOCOL);
+	ck_assert_int_eq(raw_exchange(f.path, buf, len), CMS_ERR_PROTOCOL);
 	free(buf);
 	/* An unknown tag. */
 	memset(&m, 0, sizeof(m));
@@ -660,32 +655,27 @@ START_TEST(malformed_messages_refused)
 	m.device = -1;
 	m.access = CMS_IPC_ACCESS_READ;
 	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
-	ck_assert_int_eq(raw_exchange(path, buf, len), CMS_ERR_NOT_FOUND);
+	ck_assert_int_eq(raw_exchange(f.path, buf, len), CMS_ERR_NOT_FOUND);
 	free(buf);
 	/* The exporter still serves a real importer. */
-	imp = importer(path, "w", 0);
+	imp = importer(f.path, "w", 0);
 	ck_peer_ok(imp, "check 0 2");
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	fix_end(&f);
 }
 END_TEST
 
 START_TEST(layout_change_detected)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[2];
-	cms_region *r = shared_region(ctx, "w", 2, 2 * MiB, 60, p);
-	const char *path = new_path("layout");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	struct peer *imp;
 	const char *l;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	imp = importer(path, "w", 0);
-	ck_ok(cms_free(ctx, p[1]));
-	ck_ok(cms_pause(ctx, "w", NULL, NULL));
-	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	fix_start(&f, "w", 2, 2 * MiB, 60, 0, CMS_ACCESS_READWRITE);
+	imp = importer(f.path, "w", 0);
+	ck_ok(cms_free(f.ctx, f.p[1]));
+	ck_ok(cms_pause(f.ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(f.ctx, "w", NULL, NULL));
 	ck_peer_ok(imp, "wait %x", CMS_IMPORT_LAYOUT_CHANGED);
 	l = peer_cmd(imp, "ptr 0");
 	ck_assert_msg(!strncmp(l, "err CMS_ERR_LAYOUT_CHANGED", 26), "%s", l);
@@ -693,33 +683,28 @@ START_TEST(layout_change_detected)
 	ck_assert_uint_eq(field(peer_cmd(imp, "counters"), "mappings="), 0);
 	/* A new import sees the new layout. */
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	imp = importer(path, "w", 0);
+	imp = importer(f.path, "w", 0);
 	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "n="), 1);
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	fix_end(&f);
 }
 END_TEST
 
 START_TEST(destroy_revokes)
 {
-	cms_context *ctx = t_ctx();
-	uint64_t p[2];
-	cms_region *r = shared_region(ctx, "w", 2, 2 * MiB, 70, p);
-	const char *path = new_path("destroy");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	struct peer *imp;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
-	imp = importer(path, "w", 0);
-	ck_ok(cms_region_destroy(r)); /* the importer drops its mappings first */
+	fix_start(&f, "w", 2, 2 * MiB, 70, 0, CMS_ACCESS_READWRITE);
+	imp = importer(f.path, "w", 0);
+	ck_ok(cms_region_destroy(f.r)); /* the importer drops its mappings first */
 	ck_assert_uint_eq(field(peer_cmd(imp, "info"), "state="), CMS_IMPORT_REVOKED);
 	ck_assert_uint_eq(field(peer_cmd(imp, "counters"), "mappings="), 0);
 	ck_assert_uint_eq(t_counters().physical_allocations, 0);
-	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_exporter_destroy(f.exp));
 	ck_peer_ok(imp, "wait %x", CMS_IMPORT_DISCONNECTED);
 	ck_assert_int_eq(peer_end(imp, 0), 0);
-	ck_ok(cms_context_destroy(ctx));
+	ck_ok(cms_context_destroy(f.ctx));
 }
 END_TEST
 
@@ -745,27 +730,23 @@ START_TEST(import_faults_roll_back)
 	static const char *const fns[] = { "cuMemExportToShareableHandle",
 					   "cuMemImportFromShareableHandle", "cuMemAddressReserve",
 					   "cuMemMap", "cuMemSetAccess" };
-	cms_context *ctx = t_ctx();
-	uint64_t p[3];
-	cms_region *r = shared_region(ctx, "w", 3, 2 * MiB, 30, p);
-	const char *path = new_path("faults");
-	cms_exporter *exp = exporter(ctx, path, 0);
+	struct fix f;
 	cms_import_info info = { .struct_size = sizeof(info) };
 	cms_import *imp;
 	int points = 0, base_fds = 0;
 
-	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+	fix_start(&f, "w", 3, 2 * MiB, 30, 0, CMS_ACCESS_READWRITE);
 	/* warm up: the device is prepared, every lazily created object exists */
-	ck_ok(cms_import_open(ctx, path, "w", NULL, &imp));
+	ck_ok(cms_import_open(f.ctx, f.path, "w", NULL, &imp));
 	ck_ok(cms_import_close(imp));
-	settle(exp);
+	settle(f.exp);
 	for (int k = 0; k < 50; k++) { /* the exporter's end closes a moment later */
 		base_fds = t_open_fds();
 		usleep(10000);
 		if (t_open_fds() == base_fds)
 			break;
 	}
-	for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++)
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		for (uint64_t nth = 1; nth <= 3; nth++) {
 			cmssim_counters before, after;
 			cms_status st;
@@ -774,16 +755,16 @@ START_TEST(import_faults_roll_back)
 			before = t_counters();
 			fds = base_fds;
 
-			ck_assert_int_eq(t_sim()->fail_call(fns[f], nth, CUDA_ERROR_OUT_OF_MEMORY),
+			ck_assert_int_eq(t_sim()->fail_call(fns[i], nth, CUDA_ERROR_OUT_OF_MEMORY),
 					 0);
-			st = cms_import_open(ctx, path, "w", NULL, &imp);
+			st = cms_import_open(f.ctx, f.path, "w", NULL, &imp);
 			t_sim()->clear_faults();
 			if (!st) { /* fewer calls than nth: nothing failed */
 				ck_ok(cms_import_close(imp));
 				continue;
 			}
 			points++;
-			settle(exp);
+			settle(f.exp);
 			for (int k = 0; k < 500 && t_open_fds() != fds; k++)
 				usleep(10000); /* a dropped connection is closed a moment later */
 			after = t_counters();
@@ -791,7 +772,7 @@ START_TEST(import_faults_roll_back)
 					      after.mappings == before.mappings &&
 					      after.reservations == before.reservations,
 				      "%s #%llu (%s): handles %llu->%llu mappings %llu->%llu",
-				      fns[f], (unsigned long long)nth, cms_status_name(st),
+				      fns[i], (unsigned long long)nth, cms_status_name(st),
 				      (unsigned long long)before.handles,
 				      (unsigned long long)after.handles,
 				      (unsigned long long)before.mappings,
@@ -799,7 +780,7 @@ START_TEST(import_faults_roll_back)
 			ck_assert_int_eq(t_open_fds(), fds);
 		}
 	ck_assert_int_ge(points, 5);
-	ck_ok(cms_import_open(ctx, path, "w", NULL, &imp)); /* and a retry works */
+	ck_ok(cms_import_open(f.ctx, f.path, "w", NULL, &imp)); /* and a retry works */
 	ck_ok(cms_import_info_get(imp, &info));
 	ck_assert_uint_eq(info.state, CMS_IMPORT_MAPPED);
 	ck_assert_int_eq(t_check(0, info.base, 2 * MiB, 30) == -1 ||
@@ -807,8 +788,7 @@ START_TEST(import_faults_roll_back)
 				 t_check(0, info.base, 2 * MiB, 32) == -1,
 			 1);
 	ck_ok(cms_import_close(imp));
-	ck_ok(cms_exporter_destroy(exp));
-	ck_ok(cms_context_destroy(ctx));
+	fix_end(&f);
 }
 END_TEST
 

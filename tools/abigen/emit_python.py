@@ -46,27 +46,32 @@ def struct_size_at(cls, release):
     return (end + align - 1) // align * align
 
 
+def pkgconfig_libdir():
+    """pkg-config's libdir of cumemsaver, or None (no pkg-config, or not installed)."""
+    if not shutil.which("pkg-config"):
+        return None
+    try:
+        out = subprocess.run(
+            ["pkg-config", "--variable=libdir", "cumemsaver"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    libdir = out.stdout.strip()
+    return libdir if out.returncode == 0 and libdir else None
+
+
 def _candidates():
     env = os.environ.get("CUMEMSAVER_LIBRARY")
     if env:
         yield env
         return
-    if shutil.which("pkg-config"):
-        try:
-            out = subprocess.run(
-                ["pkg-config", "--variable=libdir", "cumemsaver"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
-            )
-            libdir = out.stdout.strip()
-            if out.returncode == 0 and libdir:
-                path = os.path.join(libdir, SONAME)
-                if os.path.exists(path):
-                    yield path
-        except (OSError, subprocess.SubprocessError):
-            pass
+    libdir = pkgconfig_libdir()
+    if libdir and os.path.exists(os.path.join(libdir, SONAME)):
+        yield os.path.join(libdir, SONAME)
     yield SONAME
 
 

@@ -52,6 +52,9 @@ CMS_POLICY_DISCARD = 0  # uint32_t, since 1.0
 CMS_POLICY_ZERO = 1  # uint32_t, since 1.0
 # Copied to host memory on pause, copied back on resume.
 CMS_POLICY_HOST = 2  # uint32_t, since 1.0
+# Written to a file in the region's directory (cms_region_disk_dir_set) on pause, read back on
+# resume.
+CMS_POLICY_DISK = 3  # uint32_t, since 1.1
 
 # ---- state
 # Region states (cms_region_info.state, cms_pointer_info.state).
@@ -459,6 +462,10 @@ class cms_control_options(ctypes.Structure):
     ]
 
 
+# typedef void (*cms_progress_fn)(void *user, const char *op, uint64_t done, uint64_t total);
+cms_progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64)
+
+
 # Sized structs (first field size_t struct_size): options and results.
 STRUCTS = (
     cms_context_options,
@@ -676,6 +683,7 @@ FUNCTIONS = {
     "cms_torch_alloc": (_c.c_void_p, [_c.c_ssize_t, _c.c_int, _c.c_void_p]),
     "cms_torch_free": (None, [_c.c_void_p, _c.c_ssize_t, _c.c_int, _c.c_void_p]),
     "cms_region_peer_devices_set": (cms_status, [cms_region_p, _c.c_uint64]),
+    "cms_region_disk_dir_set": (cms_status, [cms_region_p, _c.c_char_p]),
     "cms_exporter_options_init": (cms_status, [P(cms_exporter_options)]),
     "cms_import_options_init": (cms_status, [P(cms_import_options)]),
     "cms_control_options_init": (cms_status, [P(cms_control_options)]),
@@ -702,6 +710,11 @@ FUNCTIONS = {
         [cms_context_p, _c.c_char_p, P(cms_control_options), P(cms_control_p)],
     ),
     "cms_control_destroy": (cms_status, [cms_control_p]),
+    "cms_swap": (
+        cms_status,
+        [cms_context_p, _c.c_char_p, _c.c_char_p, P(cms_pause_options), P(cms_resume_options), P(cms_pause_result), P(cms_resume_result)],
+    ),
+    "cms_context_progress_set": (cms_status, [cms_context_p, cms_progress_fn, _c.c_void_p]),
 }
 # The release each function appeared in.
 SINCE = {
@@ -738,6 +751,7 @@ SINCE = {
     "cms_torch_alloc": "1.1",
     "cms_torch_free": "1.1",
     "cms_region_peer_devices_set": "1.1",
+    "cms_region_disk_dir_set": "1.1",
     "cms_exporter_options_init": "1.1",
     "cms_import_options_init": "1.1",
     "cms_control_options_init": "1.1",
@@ -752,6 +766,8 @@ SINCE = {
     "cms_import_translate": "1.1",
     "cms_control_create": "1.1",
     "cms_control_destroy": "1.1",
+    "cms_swap": "1.1",
+    "cms_context_progress_set": "1.1",
 }
 del P, _c
 
@@ -775,27 +791,32 @@ def struct_size_at(cls, release):
     return (end + align - 1) // align * align
 
 
+def pkgconfig_libdir():
+    """pkg-config's libdir of cumemsaver, or None (no pkg-config, or not installed)."""
+    if not shutil.which("pkg-config"):
+        return None
+    try:
+        out = subprocess.run(
+            ["pkg-config", "--variable=libdir", "cumemsaver"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    libdir = out.stdout.strip()
+    return libdir if out.returncode == 0 and libdir else None
+
+
 def _candidates():
     env = os.environ.get("CUMEMSAVER_LIBRARY")
     if env:
         yield env
         return
-    if shutil.which("pkg-config"):
-        try:
-            out = subprocess.run(
-                ["pkg-config", "--variable=libdir", "cumemsaver"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
-            )
-            libdir = out.stdout.strip()
-            if out.returncode == 0 and libdir:
-                path = os.path.join(libdir, SONAME)
-                if os.path.exists(path):
-                    yield path
-        except (OSError, subprocess.SubprocessError):
-            pass
+    libdir = pkgconfig_libdir()
+    if libdir and os.path.exists(os.path.join(libdir, SONAME)):
+        yield os.path.join(libdir, SONAME)
     yield SONAME
 
 

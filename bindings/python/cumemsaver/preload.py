@@ -11,8 +11,6 @@ process: ``subprocess.run(cmd, env=preload.env())`` or ``with preload.configure_
 import contextlib
 import ctypes
 import os
-import shutil
-import subprocess
 from typing import Dict, Mapping, Optional
 
 PRELOAD_NAME = "libcumemsaver-preload.so"
@@ -53,16 +51,9 @@ def library_path() -> str:
             candidates.append(os.path.join(os.path.dirname(main), PRELOAD_NAME))
     except OSError:
         pass
-    if shutil.which("pkg-config"):
-        out = subprocess.run(
-            ["pkg-config", "--variable=libdir", "cumemsaver"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        if out.returncode == 0 and out.stdout.strip():
-            candidates.append(os.path.join(out.stdout.strip(), PRELOAD_NAME))
+    libdir = _lib.pkgconfig_libdir()
+    if libdir:
+        candidates.append(os.path.join(libdir, PRELOAD_NAME))
     for c in candidates:
         if os.path.exists(c):
             return c
