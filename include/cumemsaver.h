@@ -257,7 +257,10 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
 #define CMS_POLICY_DISCARD 0u /* content undefined after resume (KV cache, scratch) */
 #define CMS_POLICY_ZERO 1u    /* every byte reads 0 after resume */
 #define CMS_POLICY_HOST 2u    /* copied to host memory on pause, copied back on resume */
-/* 3.. reserved for pinned host retention, disk and later policies. */
+/* Since 1.1: written to a file in a directory on pause, read back on resume (needs
+ * cms_region_disk_dir_set before the first pause). */
+#define CMS_POLICY_DISK 3u
+/* 4.. reserved for later policies. */
 
 /* Region states */
 #define CMS_STATE_ACTIVE 0u /* physical memory mapped; pointers usable */
@@ -363,7 +366,7 @@ typedef struct cms_region_info {
 	uint64_t physical_bytes; /* sum of the sizes rounded to granularity (reserved address space)
 				  */
 	uint64_t backed_bytes;	 /* physical bytes currently backed by device memory */
-	uint64_t backup_bytes;	 /* bytes of content saved in host backups (while paused) */
+	uint64_t backup_bytes;	 /* bytes saved in host backups (DISK: in its file) while paused */
 	uint64_t epoch;		 /* bumped by every successful resume, starts at 0 */
 	uint64_t granularity;	 /* allocation granularity of this region's properties */
 	uint64_t host_bytes;	 /* host memory held by backup buffers (kept across cycles) */
@@ -414,6 +417,42 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
  * resume maps every allocation with it).
  */
 CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t device_mask);
+
+/*
+ * cms_region_disk_dir_set (since 1.1) - chooses the directory where a
+ * CMS_POLICY_DISK region keeps its content while paused. dir: NUL-terminated
+ * path (1..4000 bytes), absolute or relative to the current directory at the
+ * time of the call; NULL closes the region's file without choosing another.
+ * The call creates the region's file there at once (open with O_CREAT |
+ * O_EXCL, mode 0600, O_DIRECT where the filesystem accepts it, named
+ * cumemsaver-PID-N-K.swp) and unlinks it immediately: the file lives only as
+ * the region's open descriptor, so it never outlives the process and no name
+ * is left in the directory; it takes disk space only while the region is
+ * paused (truncated after each successful resume, a freed allocation's part
+ * punched out) and is closed, giving everything back, when the region or its
+ * context is destroyed or another directory is set. No keep option: the
+ * file's content is stale once the region is active again.
+ * Pause writes every allocation to the file (cuMemcpyDtoHAsync into a staging
+ * pool of two page-locked buffers of 64 MiB per device and call, made with
+ * cuMemHostRegister for the call and freed after it, pipelined with pwrite;
+ * no fsync: the content needs to outlive the pause, not the machine); resume
+ * reads it back (pread, cuMemcpyHtoDAsync, pipelined the same way). Resume
+ * with CMS_RESUME_ASYNC reads a DISK region synchronously. Both stay
+ * transactional: a failed write (a full disk: CMS_ERR_IO, message "... (disk
+ * full)") makes the pause roll back with nothing lost; a failed read makes
+ * the resume roll back, the region staying paused with its file. A DISK
+ * region without a directory refuses to pause (CMS_ERR_INVALID_ARGUMENT).
+ * Thread-safe: takes the region's lock (waits for a pause or resume of it in
+ * progress). Wraps no CUDA call (the file system only).
+ * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL region, region not DISK,
+ * empty or too long dir, dir not a directory), CMS_ERR_NOT_FOUND (dir does
+ * not exist), CMS_ERR_PERMISSION (dir not writable: EACCES, EPERM, EROFS),
+ * CMS_ERR_IO (another failure creating or unlinking the file; the message
+ * names dir and errno), CMS_ERR_PAUSED (the region's content is in its
+ * current file), CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_FORKED. On failure the
+ * previous directory and file stay.
+ */
+CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
 
 /* ---- Allocations ----------------------------------------------------------- */
 
@@ -647,6 +686,104 @@ CMS_API cms_status cms_region_pause(cms_region *region, const cms_pause_options 
 				    cms_pause_result *result);
 CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_options *opts,
 				     cms_resume_result *result);
+
+/* ---- Swap and progress (since 1.1) ------------------------------------------ */
+
+/*
+ * cms_swap (since 1.1) - pauses every active region tagged pause_tag and
+ * resumes every paused region tagged resume_tag in one call, with the two
+ * directions' copies running at the same time (device-to-host and
+ * host-to-device use separate copy engines: both at once move more bytes per
+ * second than either alone). The pause side works allocation by allocation:
+ * it copies a HOST allocation to its host backup (cuMemcpyDtoHAsync on one of
+ * the library's streams, followed by cuEventRecord), and as soon as that copy
+ * is done (cuEventSynchronize) unmaps it (cuMemUnmap) and releases its
+ * physical memory (cuMemRelease); DISCARD and ZERO allocations are released
+ * without a copy. The resume side runs on a second thread (its own streams):
+ * for each allocation it creates physical memory (cuMemCreate), maps it at its
+ * address (cuMemMap, cuMemSetAccess) and restores its content per policy
+ * (cuMemcpyHtoDAsync from the backup, cuMemsetD8Async for ZERO). When
+ * cuMemCreate reports CUDA_ERROR_OUT_OF_MEMORY while the pause side has memory
+ * left to release, the resume side waits for the next release and tries again,
+ * so a device that only fits one of the two tags (plus one allocation) still
+ * swaps them. Before anything is copied the pause side waits for GPU work as
+ * popts says (default: cuCtxSynchronize of every device of pause_tag) and
+ * importers of published regions drop their mappings (as cms_pause).
+ *
+ * Transactional: the call commits only when both sides succeeded. If either
+ * fails, the resume side is undone first (what it mapped is unmapped and
+ * released: resume_tag stays paused with its backups) and then the pause side
+ * is rolled back (every allocation of pause_tag mapped again; HOST content
+ * copied back from the backup; memory of a DISCARD / ZERO allocation that was
+ * already released comes back undefined / zeroed, as in cms_pause's release
+ * step). On success the pause side's regions are PAUSED (host backups kept as
+ * by cms_pause) and the resume side's ACTIVE, epoch bumped, importers
+ * granted the memory again (as cms_resume).
+ *
+ * pause_tag and resume_tag: NUL-terminated tags (1..CMS_TAG_MAX bytes),
+ * different from each other; every region with the tag, on every device, is
+ * included. Regions of pause_tag already paused and regions of resume_tag
+ * already active are skipped. Policies DISCARD, ZERO and HOST are supported.
+ * popts (NULL: defaults) as for cms_pause; ropts (NULL: defaults) as for
+ * cms_resume except that CMS_RESUME_ASYNC is refused. presult and rresult
+ * (each may be NULL) receive what cms_pause / cms_resume would report for
+ * their side; elapsed_ns is the wall time of the whole swap in both;
+ * device_results has one entry per device of that side (elapsed_ns the whole
+ * call). On failure they are written only when their struct_size covers the
+ * 1.1 fields (all counts 0, failed_device as in cms_pause).
+ * Progress (cms_context_progress_set): operation "swap", total = bytes copied
+ * out plus bytes copied back; done counts copies that have completed.
+ * Locks: holds the locks of the regions of both tags (taken in creation
+ * order) for the whole call; thread-safe like cms_pause. Starts one thread
+ * for the call (its signals blocked) and creates events
+ * (4 per device of each side: cuEventCreate / cuEventDestroy).
+ * Returns CMS_OK; CMS_ERR_INVALID_ARGUMENT (ctx, a tag NULL, the same tag
+ * twice, unknown flags, CMS_RESUME_ASYNC); CMS_ERR_STRUCT_SIZE;
+ * CMS_ERR_NOT_FOUND (no region has one of the tags); CMS_ERR_ALREADY_PAUSED
+ * (every region of pause_tag is paused); CMS_ERR_NOT_PAUSED (every region of
+ * resume_tag is active); CMS_ERR_NOT_SUPPORTED (a region of another policy);
+ * CMS_ERR_OUT_OF_HOST_MEMORY (host backup, or the thread could not start);
+ * CMS_ERR_OUT_OF_DEVICE_MEMORY (cuMemCreate failed with nothing left to
+ * release); CMS_ERR_TIMEOUT / CMS_ERR_REFUSED (an importer, as cms_pause);
+ * a driver status; or CMS_ERR_ROLLBACK_FAILED (as cms_pause / cms_resume:
+ * exact per-allocation state is kept for the next call to complete).
+ */
+CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char *resume_tag,
+			    const cms_pause_options *popts, const cms_resume_options *ropts,
+			    cms_pause_result *presult, cms_resume_result *rresult);
+
+/*
+ * Progress callback (since 1.1): op is "pause", "resume" or "swap" (static
+ * strings); done and total count the bytes of content
+ * copied (HOST backups out and in: total equals the result's
+ * bytes_backed_up / bytes_restored, their sum for a swap; 0 when nothing is
+ * copied). Called from the thread(s) running the operation (with several
+ * devices: each device's worker; swap: both of its threads), never two calls
+ * of one operation at once; done never decreases. Calls with done < total
+ * come at least once per allocation copied (cms_pause /
+ * cms_resume: when its copy has been issued to the device; cms_swap: when it
+ * has completed); after a successful operation exactly one last call has
+ * done == total (also when total is 0). A failed operation
+ * makes no last call. The locks of the regions being paused or resumed are
+ * held during the calls (the context's lock is not): the callback may call
+ * cms_pointer_info_get, cms_region_find, cms_device_memory_info,
+ * cms_status_name / cms_status_string / cms_last_error* and cms_version*,
+ * but no function that takes a region's lock (pause, resume, swap, alloc,
+ * free, region info, destroy, ...: they may deadlock on a region of the
+ * operation). It should return quickly: copies already queued keep running,
+ * but the engine waits for it.
+ */
+typedef void (*cms_progress_fn)(void *user, const char *op, uint64_t done, uint64_t total);
+
+/*
+ * cms_context_progress_set (since 1.1) - sets (fn NULL: clears) the progress
+ * callback of every later cms_pause / cms_resume / cms_region_pause /
+ * cms_region_resume / cms_swap of the context; an operation already running
+ * keeps the callback it started with. user is passed to fn, borrowed. No CUDA
+ * call. Thread-safe (takes the context's lock briefly). Returns CMS_OK,
+ * CMS_ERR_INVALID_ARGUMENT (ctx NULL).
+ */
+CMS_API cms_status cms_context_progress_set(cms_context *ctx, cms_progress_fn fn, void *user);
 
 /* ---- Allocator hooks (since 1.1) ------------------------------------------
  *

@@ -140,6 +140,27 @@ CMSSIM_API int cmssim_host_alloc_hook(size_t bytes);
 /* Counterpart of an allowed cmssim_host_alloc_hook(@bytes): one buffer fewer. */
 CMSSIM_API void cmssim_host_free_hook(size_t bytes);
 
+/* File I/O operations of cmssim_fail_io and cmssim_io_hook (DISK policy files). */
+#define CMSSIM_IO_WRITE 1 /* a pwrite of a DISK region's file */
+#define CMSSIM_IO_READ 2  /* a pread of a DISK region's file */
+
+/*
+ * Arms a file I/O fault: the @nth file operation @op (CMSSIM_IO_*) of the
+ * library from now (1-based) fails with errno @err (e.g. ENOSPC, EIO)
+ * without touching the file; the fault then disarms itself. One fault per
+ * op; arming again replaces it, @nth 0 with @err 0 disarms it. Independent of
+ * cmssim_clear_faults. Returns 0, or -1 for an unknown op or only one of @nth
+ * and @err zero.
+ */
+CMSSIM_API int cmssim_fail_io(int op, uint64_t nth, int err);
+
+/*
+ * File I/O hook for the library under test: called (when the loaded driver
+ * exports it) before each pwrite/pread of a DISK region's file. Returns 0, or
+ * the errno with which that operation must fail (an armed fault fired).
+ */
+CMSSIM_API int cmssim_io_hook(int op);
+
 /*
  * Copies a snapshot of the counters into @out: min(out->struct_size,
  * sizeof(cmssim_counters)) bytes, struct_size itself left as the caller set

@@ -76,6 +76,7 @@ int cms_driver_open(struct cms_driver *d, const char *path, char *err, size_t er
 		goto err_close;
 	d->host_alloc_hook = (int (*)(size_t))dlsym(d->dl, "cmssim_host_alloc_hook");
 	d->host_free_hook = (void (*)(size_t))dlsym(d->dl, "cmssim_host_free_hook");
+	d->io_hook = (int (*)(int))dlsym(d->dl, "cmssim_io_hook");
 	d->is_sim = dlsym(d->dl, "cmssim_get_counters") != NULL;
 	res = d->cuInit(0);
 	if (res != CUDA_SUCCESS) {

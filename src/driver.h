@@ -19,6 +19,8 @@ struct cms_driver {
 	/* Present only in the host simulation: lets it fail host allocations. */
 	int (*host_alloc_hook)(size_t bytes);
 	void (*host_free_hook)(size_t bytes);
+	/* Present only in the host simulation: lets it fail file I/O (an errno, or 0). */
+	int (*io_hook)(int op);
 	int is_sim;
 	int version; /* cuDriverGetVersion */
 };

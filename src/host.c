@@ -384,6 +384,7 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 		cms_alloc_set_saved(a, true);
 		a->fresh_saved = true;
 		*bytes += a->size;
+		cms_progress_note(a->size); /* issued (progress.c) */
 	}
 out_join:
 	cms_switch_done(ctx, &cur);

@@ -112,6 +112,8 @@ struct cms_alloc {
 	bool claimed;	   /* a cms_free() removed it from the index and will free it */
 	bool fresh_buffer; /* scratch of the pause engine: buffer made by the running call */
 	bool fresh_saved;  /* scratch of the pause engine: content saved by the running call */
+	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
+	uint64_t disk_off;
 	struct cms_alloc *prev, *next;
 };
 
@@ -136,6 +138,7 @@ struct cms_region {
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
 	struct cms_ipc_pub *ipc; /* exporters publishing it (ipc_export.c); under lock */
+	struct cms_disk *disk;	 /* DISK: its directory and file (disk.c); under lock */
 };
 
 struct cms_context {
@@ -151,10 +154,12 @@ struct cms_context {
 	struct cms_device devices[CMS_MAX_DEVICES];
 	struct cms_region *regions, *regions_tail;
 	uint64_t next_region_id;
-	void *index;		    /* tsearch tree of struct cms_alloc by address range */
-	unsigned fork_generation;   /* cms_fork_generation when created */
-	atomic_int warned_register; /* cuMemHostRegister failure logged */
-	atomic_int ipc_objects;	    /* exporters, importers, control sockets alive (ipc_*.c) */
+	void *index;		     /* tsearch tree of struct cms_alloc by address range */
+	unsigned fork_generation;    /* cms_fork_generation when created */
+	atomic_int warned_register;  /* cuMemHostRegister failure logged */
+	atomic_int ipc_objects;	     /* exporters, importers, control sockets alive (ipc_*.c) */
+	cms_progress_fn progress_fn; /* cms_context_progress_set (progress.c); under lock */
+	void *progress_user;
 };
 
 /* ---- hooks/hooks.c ---- */
@@ -215,6 +220,25 @@ void cms_backup_drop(cms_context *ctx, struct cms_alloc *a);
 /* Registers an unpinned buffer again (a failure leaves it pageable). */
 void cms_backup_repin(cms_context *ctx, struct cms_alloc *a);
 void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
+
+/* ---- disk.c: the DISK restore policy (region locks held) ---- */
+#define CMS_DISK_CHUNK (64ull << 20)	/* bytes per staging buffer; two per device and call */
+#define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
+#define CMS_DISK_CHUNK_SIM (1ull << 20) /* with the host simulation: small tests, many batches */
+/* CMS_ERR_INVALID_ARGUMENT if a DISK region of the list has no directory. */
+cms_status cms_disk_check(struct cms_region **regions, size_t n);
+/* Writes the content of the mapped DISK allocations of v (one device) to their regions'
+ * files, pipelined through page-locked staging; synchronous. On failure none is saved. */
+cms_status cms_disk_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
+/* Reads back the saved content of the mapped DISK allocations of v (one device); synchronous:
+ * the copies are done when it returns. */
+cms_status cms_disk_restore(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
+/* Gives back an allocation's slot (it is being freed). */
+void cms_disk_drop(struct cms_alloc *a);
+/* Truncates the region's file when no allocation's content is kept there. */
+void cms_disk_trim(struct cms_region *r);
+/* Closes the region's file (its space goes back to the filesystem). */
+void cms_disk_close(struct cms_region *r);
 
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
 /* Accounting follows the state: change mapped and backup only through these. */
@@ -329,5 +353,34 @@ void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n);
 /* Before a published region is destroyed (its lock held): revokes its importers, best effort
  * (a failure is logged; the thread's error message is kept). */
 void cms_ipc_region_gone(struct cms_region *r);
+
+/* ---- progress.c: the progress callback of one pause / resume / swap ---- */
+struct cms_progress {
+	cms_progress_fn fn; /* snapshot of the context's; NULL: no reports */
+	void *user;
+	const char *operation;
+	uint64_t total, done;
+	bool final_sent;
+	pthread_mutex_t lock; /* serialises reports of the operation's threads */
+};
+/* Snapshot of ctx's callback at the start of an operation (takes ctx->lock briefly: the
+ * innermost lock, so region locks may be held). */
+void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
+			uint64_t total);
+/* bytes more are done (NULL p or 0 bytes: nothing); calls the callback with done < total. */
+void cms_progress_add(struct cms_progress *p, uint64_t bytes);
+/* The final call (done == total) when ok; frees what begin set up. */
+void cms_progress_end(struct cms_progress *p, bool ok);
+/* Makes p the calling thread's operation for cms_progress_note; returns the previous one. */
+struct cms_progress *cms_progress_enter(struct cms_progress *p);
+/* cms_progress_add to the calling thread's operation (set by multidev.c), if any. */
+void cms_progress_note(uint64_t bytes);
+
+/* ---- pause.c helpers shared with swap.c ---- */
+cms_status cms_pause_wait(cms_context *ctx, const int32_t *devs, size_t nd,
+			  const cms_pause_options *o);
+cms_status cms_pause_rollback(cms_context *ctx, struct cms_alloc **v, size_t n, const int32_t *devs,
+			      size_t nd);
+void cms_pause_drop_fresh(cms_context *ctx, struct cms_alloc **v, size_t n);
 
 #endif /* CMS_INTERNAL_H */

@@ -65,6 +65,7 @@ struct worker {
 	cms_resume_result rres;
 	uint64_t elapsed_ns;
 	struct cms_logq logq;
+	struct cms_progress *progress; /* the call's progress reports (progress.c) */
 };
 
 /* What a device reported, whichever the direction. */
@@ -121,6 +122,7 @@ static void worker_run(struct worker *w)
 {
 	uint64_t t0 = cms_now_ns();
 	struct cms_xvote *xv = w->alone ? NULL : &w->xv;
+	struct cms_progress *prev = cms_progress_enter(w->progress);
 	cms_status st = CMS_OK;
 
 	if (!w->alone) {
@@ -144,6 +146,7 @@ static void worker_run(struct worker *w)
 		cms_last_error_message(w->msg, sizeof(w->msg));
 	w->st = st;
 	w->elapsed_ns = cms_now_ns() - t0 - w->xv.waited_ns;
+	cms_progress_enter(prev);
 }
 
 static void *worker_main(void *arg)
@@ -382,15 +385,31 @@ static void group(cms_context *ctx, bool pause, struct cms_region **regions, siz
 	}
 }
 
+/* Bytes the call will copy: pause, HOST content on the device; resume, backups to restore. */
+static uint64_t progress_total(bool pause, struct cms_region **regions, size_t n)
+{
+	struct cms_alloc *a;
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		for (a = regions[i]->allocs; a && regions[i]->policy == CMS_POLICY_HOST;
+		     a = a->next)
+			if (pause ? a->mapped : (!a->mapped || !a->handle) && a->saved)
+				sum += a->size;
+	return sum;
+}
+
 static cms_status run(cms_context *ctx, bool pause, struct cms_region **regions, size_t n,
 		      const void *opts, void *res)
 {
+	struct cms_progress prog;
 	uint64_t t0 = cms_now_ns();
 	int32_t devs[CMS_MAX_DEVICES], failed_device;
 	struct cms_region **g;
 	struct worker *w;
 	cms_status st;
-	size_t nd;
+	size_t nd, i;
 
 	nd = cms_region_devices(regions, n, devs);
 	qsort(devs, nd, sizeof(devs[0]), cmp_device);
@@ -403,16 +422,23 @@ static cms_status run(cms_context *ctx, bool pause, struct cms_region **regions,
 		goto out;
 	}
 	group(ctx, pause, regions, n, opts, res != NULL, devs, nd, w, g);
+	cms_progress_begin(&prog, ctx, pause ? "pause" : "resume",
+			   progress_total(pause, regions, n));
+	for (i = 0; i < nd; i++)
+		w[i].progress = &prog;
 	if (nd == 1) {
 		worker_run(&w[0]); /* one device: the calling thread, as it is */
 		st = w[0].st;
 		failed_device = st ? w[0].device : -1;
 	} else {
 		st = run_workers(w, nd);
-		if (st)
+		if (st) {
+			cms_progress_end(&prog, false);
 			goto out; /* nothing was done */
+		}
 		st = combine(w, nd, &failed_device);
 	}
+	cms_progress_end(&prog, st == CMS_OK);
 	if (res)
 		write_result(pause, res, w, nd, st, failed_device, cms_now_ns() - t0);
 out:

@@ -163,6 +163,9 @@ cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, CUstream s
 	case CMS_POLICY_ZERO:
 		CU_TRY(ctx, cuMemsetD8Async(a->base, 0, a->physical, s), st, out);
 		break;
+	case CMS_POLICY_DISK: /* synchronous, its own streams (a rollback; resume batches) */
+		st = cms_disk_restore(ctx, &a, 1, bytes);
+		break;
 	default:
 		break;
 	}
@@ -220,6 +223,9 @@ cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, s
 	cms_status st, rb;
 
 	nd = cms_region_devices(regions, nr, devs);
+	st = cms_disk_check(regions, nr); /* a DISK region needs its directory */
+	if (st)
+		return st;
 	for (i = 0; i < nr; i++) { /* an async resume's copies must be done first */
 		st = cms_region_settle(regions[i]);
 		if (st)
@@ -237,6 +243,12 @@ cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, s
 	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
+	if (!st) { /* DISK: written and synchronized (disk.c) */
+		uint64_t disk_bytes = 0;
+
+		st = cms_disk_copy_out(ctx, v, n, &disk_bytes);
+		backed_up += disk_bytes;
+	}
 	if (st)
 		goto err;
 
@@ -286,4 +298,23 @@ err:
 out:
 	free(v);
 	return st;
+}
+
+/* ---- shared with swap.c ---- */
+
+cms_status cms_pause_wait(cms_context *ctx, const int32_t *devs, size_t nd,
+			  const cms_pause_options *o)
+{
+	return wait_for_work(ctx, devs, nd, o);
+}
+
+cms_status cms_pause_rollback(cms_context *ctx, struct cms_alloc **v, size_t n, const int32_t *devs,
+			      size_t nd)
+{
+	return rollback(ctx, v, n, devs, nd);
+}
+
+void cms_pause_drop_fresh(cms_context *ctx, struct cms_alloc **v, size_t n)
+{
+	drop_fresh_backups(ctx, v, n);
 }

@@ -43,6 +43,7 @@ void cms_region_unref_locked(struct cms_region *r)
 {
 	if (--r->refs)
 		return;
+	cms_disk_close(r);
 	pthread_cond_destroy(&r->unclaimed);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -81,7 +82,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		if (st)
 			return st;
 	}
-	if (o.policy > CMS_POLICY_HOST)
+	if (o.policy > CMS_POLICY_DISK)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
 	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
@@ -181,6 +182,7 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 		if (!st) {
 			cms_backup_drop(
 				ctx, a); /* only now: the content is kept until nothing can fail */
+			cms_disk_drop(a);
 			return CMS_OK;
 		}
 		cms_backup_repin(ctx, a);
@@ -262,6 +264,7 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 			ctx->regions_tail = r->prev;
 		r->dead = true;
 		pthread_mutex_unlock(&ctx->lock);
+		cms_disk_close(r); /* the file's space goes back now */
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (st)

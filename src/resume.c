@@ -111,12 +111,18 @@ cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, 
 		if (st)
 			break;
 		backed += a->physical;
+		if (a->region->policy == CMS_POLICY_DISK)
+			continue; /* batched below */
 		st = cms_switch_device(ctx, &cur, a->region->device);
 		if (!st)
 			st = cms_restore_content(ctx, a, cms_copy_stream(ctx, a->region->device, i),
 						 &restored);
+		if (!st && a->region->policy == CMS_POLICY_HOST && a->saved)
+			cms_progress_note(a->size); /* issued (progress.c) */
 	}
 	cms_switch_done(ctx, &cur);
+	if (!st) /* DISK: read back and copied, synchronously (disk.c) */
+		st = cms_disk_restore(ctx, v, n, &restored);
 	if (!st && (o->flags & CMS_RESUME_ASYNC)) {
 		st = order_after_restore(ctx, devs, nd, (CUstream)(uintptr_t)o->stream);
 		if (!st)
@@ -150,6 +156,7 @@ commit:
 		for (a = regions[i]->allocs; a; a = a->next)
 			if (a->mapped)
 				cms_alloc_set_saved(a, false);
+		cms_disk_trim(regions[i]); /* a resumed region's file content is stale */
 		__atomic_store_n(&regions[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);
 		regions[i]->epoch++;
 		regions[i]->restore_pending = (o->flags & CMS_RESUME_ASYNC) != 0;

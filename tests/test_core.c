@@ -382,7 +382,7 @@ START_TEST(regions_find_exists_destroy)
 	ck_status(cms_region_find(ctx, "x", 0, &f), CMS_ERR_NOT_FOUND);
 	o.policy = CMS_POLICY_HOST;
 	ck_status(cms_region_create(ctx, "w", &o, &dup), CMS_ERR_EXISTS);
-	o.policy = 3;
+	o.policy = CMS_POLICY_DISK + 1;
 	ck_status(cms_region_create(ctx, "w2", &o, &dup), CMS_ERR_INVALID_ARGUMENT);
 	o.policy = 0;
 	o.device = 4096;

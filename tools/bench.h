@@ -7,6 +7,7 @@
  * bench_floor.c: the floors (raw VMM calls, pinned copy bandwidth).
  * bench_work.c: the workloads through the library, with correctness checks.
  * bench_report.c: the table on stdout and the JSON file.
+ * bench_multi.c, bench_multi_floor.c: --devices, and the driver's multi-device floor.
  */
 #ifndef CMS_BENCH_H
 #define CMS_BENCH_H
@@ -74,8 +75,8 @@ struct bench_work {
 	uint32_t policy;  /* CMS_POLICY_* */
 	uint64_t count0;  /* allocations at --scale 1 */
 	uint64_t size0;	  /* bytes per allocation at --scale 1 */
-	bool implemented; /* (e), (g) are not: the library lacks the features */
-	bool async;	  /* (f): resume with CMS_RESUME_ASYNC, then work on a stream of the tool */
+	bool implemented;
+	bool async; /* (f): resume with CMS_RESUME_ASYNC, then work on a stream of the tool */
 	bool selected;
 	int vmm_floor; /* BENCH_V*, or -1 */
 	/* set by the run */
@@ -123,6 +124,32 @@ struct bench_mphase {
 	uint64_t *dev_resume_ns;
 };
 
+/* The driver's own floor of the multi-device DISCARD workload (bench_multi_floor.c): its
+ * handles per device, raw cuMemCreate + cuMemMap + cuMemSetAccess ("back") and cuMemUnmap +
+ * cuMemRelease ("release") with the library's allocation properties, no cumemsaver. */
+enum {
+	BENCH_MF_ONE,	       /* the first listed device alone, one thread */
+	BENCH_MF_ONE_PEER,     /* the same, every mapping also accessible by the other devices */
+	BENCH_MF_THREADS,      /* every listed device at once, one thread each, barrier start */
+	BENCH_MF_THREADS_PEER, /* the same with peer access: the library's N-device tag */
+	BENCH_MF_INTERLEAVED,  /* every listed device on one thread, handle by handle */
+	BENCH_NMF
+};
+
+struct bench_mfloor {
+	const char *id; /* "one", "one_peer", "threads", "threads_peer", "interleaved" */
+	unsigned int ndev;
+	unsigned int threads;
+	bool peer;
+	bool measured;
+	unsigned int reps;		    /* timed repetitions, after one warm-up */
+	uint64_t back_ns[BENCH_FLOOR_REPS]; /* wall time: first start to last end */
+	uint64_t release_ns[BENCH_FLOOR_REPS];
+	/* [rep * ndev + i]: device i's own time (its thread's; interleaved: its calls' sum) */
+	uint64_t dev_back_ns[BENCH_FLOOR_REPS * BENCH_MAX_MDEV];
+	uint64_t dev_release_ns[BENCH_FLOOR_REPS * BENCH_MAX_MDEV];
+};
+
 struct bench_mwork {
 	char id;	  /* 'a', 'c' */
 	const char *what; /* at --scale 1 */
@@ -138,6 +165,11 @@ struct bench_mwork {
 	unsigned int peer_reads; /* peer reads after a resume that matched */
 	bool peer_kernel;	 /* cms_affine_u32 (else cuMemcpyDtoDAsync: simulation) */
 	char note[1100];
+	/* (a): the driver's own floor on the same devices (--only floor: the floor alone) */
+	bool floor_wanted;
+	bool floor_ran;
+	bool floor_failed;
+	struct bench_mfloor floor[BENCH_NMF];
 };
 
 struct bench {
@@ -242,6 +274,36 @@ int bench_copy_floor(struct bench *b);
 
 void bench_works_init(struct bench *b);
 int bench_work_run(struct bench *b, struct bench_work *w);
+/* HOST sample windows for w->count x w->size (sets w->window). */
+void bench_choose_window(const struct bench *b, struct bench_work *w);
+/* HOST pattern: writes generation 0 into all of allocations first.. of ptr[0..w->count). */
+int bench_host_fill(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
+		    uint64_t first);
+/* HOST: checks generation gen of allocations first.. (sample windows, or all with
+ * --verify-full), then writes generation gen + 1 into the windows. Returns 0 or -1. */
+int bench_host_verify(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
+		      uint64_t first, uint64_t gen, unsigned int cycle);
+/* Every allocation of ptr[0..w->count) at its address, of w->size, in region, in state. */
+int bench_check_addresses(struct bench *b, struct bench_work *w, cms_context *ctx,
+			  cms_region *region, const uint64_t *ptr, uint32_t state, const char *when,
+			  unsigned int cycle);
+
+/* ---- bench_swap.c: workload (e), cms_swap between two HOST tags ---- */
+int bench_swap_run(struct bench *b, struct bench_work *w);
+/* (e)'s own table: aggregate GB/s against the both-directions pinned copy floor. */
+void bench_swap_report(const struct bench *b, const struct bench_work *w);
+/* Writes (e)'s per-cycle times and first/median rows, then closes its JSON object. */
+void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f);
+
+/* ---- bench_disk.c: workload (g), the DISK policy ---- */
+/* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */
+void bench_disk_dir_set(const char *dir);
+/* Runs (g) with the disk floor; skipped (a note, not a failure) when the disk lacks room. */
+int bench_disk_run(struct bench *b, struct bench_work *w);
+/* (g)'s own table: pause/resume against the disk's write/read bandwidth. */
+void bench_disk_report(const struct bench *b, const struct bench_work *w);
+/* Writes ", \"disk_floor\": {...}" (or null) into (g)'s JSON object. */
+void bench_disk_json(const struct bench *b, const struct bench_work *w, FILE *f);
 
 /* ---- bench_multi.c: --devices ---- */
 
@@ -253,6 +315,19 @@ void bench_multi_report(const struct bench *b);
 /* Writes "  \"multi_device\": ...,\n" into the JSON file (null without --devices). */
 void bench_multi_json(const struct bench *b, FILE *f);
 void bench_multi_free(struct bench *b);
+/* A phase's first cycle or median of cycles 2..N in ms (NAN when it has too few cycles). */
+double bench_mphase_ms(const struct bench_mphase *ph, bool pause, bool median);
+
+/* ---- bench_multi_floor.c: the driver's multi-device floor of (a) ---- */
+
+/* Measures w's floor variants on the n listed devices dev[] whose primary contexts primary[]
+ * the caller retains; prints a line per variant. Returns 0 or -1 (failure recorded). */
+int bench_mfloor_run(struct bench *b, struct bench_mwork *w, const CUdevice *dev,
+		     const CUcontext *primary, unsigned int n);
+/* The floor table of w and cumemsaver's (a) against it (nothing if the floor did not run). */
+void bench_mfloor_report(const struct bench *b, const struct bench_mwork *w);
+/* Writes ", \"driver_floor\": {...}" (or null) into w's JSON object. */
+void bench_mfloor_json(const struct bench *b, const struct bench_mwork *w, FILE *f);
 
 /* ---- bench_report.c ---- */
 

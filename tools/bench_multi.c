@@ -13,7 +13,10 @@
  * after every resume: the second device runs cms_affine_u32 (on the
  * simulation, which runs no kernels, a cuMemcpyDtoDAsync in its context) on
  * the first device's allocation, which it may read because the regions give
- * each other listed device access (cms_region_peer_devices_set).
+ * each other listed device access (cms_region_peer_devices_set). Before (a),
+ * the driver's own multi-device floor of the same handles, without the
+ * library (bench_multi_floor.c), so that (a)'s ratio can be read against what
+ * the driver allows.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -87,6 +90,8 @@ static void bench_mworks_init(struct bench *b)
 				   .size0 = GIB };
 	a->selected = b->work[BENCH_WA].selected;
 	c->selected = b->work[BENCH_WC].selected;
+	/* the driver's own floor of (a), next to it; --only floor: the floor alone */
+	a->floor_wanted = a->selected || b->only_floor;
 }
 
 /* ---- the tool's driver calls on device i of the list ---------------------------- */
@@ -600,8 +605,10 @@ void bench_multi_run(struct bench *b)
 
 	memset(&m, 0, sizeof(m));
 	bench_mworks_init(b);
-	if (!b->mwork[BENCH_MA].selected && !b->mwork[BENCH_MC].selected) {
-		bench_fail(b, "--devices runs the workloads (a) and (c): --only names neither");
+	if (!b->mwork[BENCH_MA].selected && !b->mwork[BENCH_MC].selected &&
+	    !b->mwork[BENCH_MA].floor_wanted) {
+		bench_fail(b, "--devices runs the workloads (a) and (c) or the floor: --only names "
+			      "none of them");
 		return;
 	}
 	printf("\nmulti-device mode: devices");
@@ -622,15 +629,19 @@ void bench_multi_run(struct bench *b)
 	for (i = 0; i < BENCH_NMWORK; i++) {
 		struct bench_mwork *w = &b->mwork[i];
 
-		if (!w->selected)
+		if (!w->selected && !w->floor_wanted)
 			continue;
-		w->ran = true;
 		bench_scale_m(b, w);
 		w->peer_kernel = m.fn != NULL;
 		printf("\n(%c) %" PRIu64 " x %s %s per device, %s per device (%s at --scale 1)\n",
 		       w->id, w->count, bench_fmt_bytes(b1, sizeof(b1), w->size),
 		       w->policy == CMS_POLICY_HOST ? "HOST" : "DISCARD",
 		       bench_fmt_bytes(b2, sizeof(b2), w->count * w->size), w->what);
+		if (w->floor_wanted) /* before the library's phases: nothing else allocated */
+			bench_mfloor_run(b, w, m.cu, m.primary, b->nmdev);
+		if (!w->selected)
+			continue;
+		w->ran = true;
 		if (run_phase(b, &m, w, &w->one, 1) || run_phase(b, &m, w, &w->all, b->nmdev)) {
 			w->failed = true;
 			snprintf(w->note, sizeof(w->note), "FAILED: %s", b->last_failure);
@@ -642,7 +653,7 @@ out:
 
 /* ---- report ------------------------------------------------------------------------- */
 
-static double phase_ms(const struct bench_mphase *ph, bool pause, bool median)
+double bench_mphase_ms(const struct bench_mphase *ph, bool pause, bool median)
 {
 	const uint64_t *v = pause ? ph->pause_ns : ph->resume_ns;
 
@@ -691,6 +702,8 @@ void bench_multi_report(const struct bench *b)
 
 	if (!b->nmdev)
 		return;
+	if (!b->mwork[BENCH_MA].selected && !b->mwork[BENCH_MC].selected) /* --only floor */
+		goto floors;
 	printf("\nmulti-device results: wall time of the tag-wide cms_pause / cms_resume; first "
 	       "cycle, then the median of cycles 2..N; ratio = %u devices / 1 device, the same "
 	       "bytes per device\n",
@@ -713,7 +726,8 @@ void bench_multi_report(const struct bench *b)
 		}
 		for (m = 0; m < 2; m++)
 			for (p = 1; p >= 0; p--) {
-				double one = phase_ms(&w->one, p, m), all = phase_ms(&w->all, p, m);
+				double one = bench_mphase_ms(&w->one, p, m),
+				       all = bench_mphase_ms(&w->all, p, m);
 				double ratio = all / one;
 				double gbs = w->policy == CMS_POLICY_HOST ?
 						     (double)(b->nmdev * w->count * w->size) /
@@ -743,6 +757,9 @@ void bench_multi_report(const struct bench *b)
 	}
 	printf("(slowest ms: the median over cycles 2..N of the slowest device's own work, "
 	       "cms_device_result.elapsed_ns)\n");
+floors:
+	for (i = 0; i < BENCH_NMWORK; i++)
+		bench_mfloor_report(b, &b->mwork[i]);
 }
 
 static void json_times(FILE *f, const uint64_t *v, unsigned int n)
@@ -786,34 +803,37 @@ void bench_multi_json(const struct bench *b, FILE *f)
 		const struct bench_mwork *w = &b->mwork[i];
 		double pr, rr;
 
-		if (!w->selected)
+		if (!w->selected && !w->floor_ran)
 			continue;
 		fprintf(f,
 			"%s\n    {\"id\": \"%c\", \"policy\": \"%s\", \"status\": \"%s\", "
 			"\"allocations_per_device\": %" PRIu64 ", \"allocation_bytes\": %" PRIu64
 			", \"peer_reads\": %u, \"peer_work\": \"%s\",\n     \"one\": ",
 			n++ ? "," : "", w->id, w->policy == CMS_POLICY_HOST ? "HOST" : "DISCARD",
-			!w->ran	  ? "not run" :
-			w->failed ? "failed" :
-				    "ok",
+			!w->selected ? "floor only" :
+			!w->ran	     ? "not run" :
+			w->failed    ? "failed" :
+				       "ok",
 			w->count, w->size, w->peer_reads,
 			w->peer_kernel ? "cms_affine_u32" : "cuMemcpyDtoDAsync");
 		json_phase(f, &w->one);
 		fputs(",\n     \"all\": ", f);
 		json_phase(f, &w->all);
-		pr = phase_ms(&w->all, true, true) / phase_ms(&w->one, true, true);
-		rr = phase_ms(&w->all, false, true) / phase_ms(&w->one, false, true);
+		pr = bench_mphase_ms(&w->all, true, true) / bench_mphase_ms(&w->one, true, true);
+		rr = bench_mphase_ms(&w->all, false, true) / bench_mphase_ms(&w->one, false, true);
 		fputs(",\n     \"median_pause_ratio\": ", f);
 		bench_json_num(f, pr);
 		fputs(", \"median_resume_ratio\": ", f);
 		bench_json_num(f, rr);
-		fprintf(f, ", \"pause_target_met\": %s, \"resume_target_met\": %s}",
+		fprintf(f, ", \"pause_target_met\": %s, \"resume_target_met\": %s",
 			!judge || isnan(pr)	 ? "null" :
 			pr <= TARGET_MULTI_RATIO ? "true" :
 						   "false",
 			!judge || isnan(rr)	 ? "null" :
 			rr <= TARGET_MULTI_RATIO ? "true" :
 						   "false");
+		bench_mfloor_json(b, w, f);
+		fputs("}", f);
 	}
 	fputs("\n  ]},\n", f);
 }

@@ -124,7 +124,9 @@ static const char *work_name(char *buf, size_t len, const struct bench_work *w)
 	else
 		snprintf(buf, len, "(%c) %" PRIu64 " x %s %s", w->id, w->count,
 			 bench_fmt_bytes(b1, sizeof(b1), w->size),
-			 w->policy == CMS_POLICY_HOST ? "HOST" : "DISCARD");
+			 w->policy == CMS_POLICY_HOST ? "HOST" :
+			 w->policy == CMS_POLICY_DISK ? "DISK" :
+							"DISCARD");
 	return buf;
 }
 
@@ -156,6 +158,10 @@ void bench_report_table(const struct bench *b)
 		bool shown = false;
 
 		work_name(name, sizeof(name), w);
+		if (i == BENCH_WG && w->implemented)
+			continue; /* its own table, against the disk (bench_disk_report) */
+		if (i == BENCH_WE && w->implemented)
+			continue; /* its own table, aggregate GB/s (bench_swap_report) */
 		if (!w->implemented) {
 			if (w->selected)
 				printf("%-28s not implemented yet (no such feature in the "
@@ -242,6 +248,10 @@ void bench_report_table(const struct bench *b)
 		if (w->note[0])
 			printf("%-28s %s\n", "", w->note);
 	}
+	if (b->work[BENCH_WE].implemented)
+		bench_swap_report(b, &b->work[BENCH_WE]);
+	if (b->work[BENCH_WG].implemented)
+		bench_disk_report(b, &b->work[BENCH_WG]);
 	for (i = 0; i < BENCH_NWORK; i++)
 		if (b->work[i].ran)
 			ran++, reset += b->work[i].hwm_reset;
@@ -259,8 +269,9 @@ void bench_report_table(const struct bench *b)
 			continue;
 		work_name(name, sizeof(name), w);
 		printf("%-28s %6u %8s %13s %13s %13s %13s %13s\n", name, w->cycles_done,
-		       w->policy == CMS_POLICY_HOST ? fmt_num(c1, sizeof(c1), w->fill_s, "%.2f") :
-						      "-",
+		       w->policy == CMS_POLICY_HOST || w->policy == CMS_POLICY_DISK ?
+			       fmt_num(c1, sizeof(c1), w->fill_s, "%.2f") :
+			       "-",
 		       bench_fmt_bytes(c2, sizeof(c2), w->rss_after_pause),
 		       w->hwm_reset ? bench_fmt_bytes(c3, sizeof(c3), w->hwm_after) : "-",
 		       bench_fmt_bytes(c4, sizeof(c4),
@@ -368,7 +379,10 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 	json_str(f, w->what);
 	fputs(", \"status\": ", f);
 	json_str(f, status);
-	fprintf(f, ", \"policy\": \"%s\"", w->policy == CMS_POLICY_HOST ? "HOST" : "DISCARD");
+	fprintf(f, ", \"policy\": \"%s\"",
+		w->policy == CMS_POLICY_HOST ? "HOST" :
+		w->policy == CMS_POLICY_DISK ? "DISK" :
+					       "DISCARD");
 	if (!w->ran) {
 		fputs("}", f);
 		return;
@@ -381,6 +395,12 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		w->truncated ? "true" : "false");
 	fputs(", \"note\": ", f);
 	json_str(f, w->note);
+	if (w->id == 'g')
+		bench_disk_json(b, w, f);
+	if (w->id == 'e') { /* its own per-cycle and row keys; closes the object */
+		bench_swap_json(b, w, f);
+		return;
+	}
 	fputs(",\n     \"pause_ms\": [", f);
 	for (c = 0; c < w->cycles_done; c++) {
 		fputs(c ? ", " : "", f);

@@ -43,9 +43,9 @@ void bench_works_init(struct bench *b)
 		{ "2048 x 8 MiB DISCARD", CMS_POLICY_DISCARD, 2048, 8 * MIB, true, BENCH_VB_1G },
 		{ "16 x 1 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "2048 x 8 MiB HOST", CMS_POLICY_HOST, 2048, 8 * MIB, true, -1 },
-		{ "swap, 16 GiB <-> 16 GiB HOST", CMS_POLICY_HOST, 16, GIB, false, -1 },
+		{ "swap, 16 GiB <-> 16 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "async resume, 16 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
-		{ "DISK policy, 8 GiB", CMS_POLICY_HOST, 8, GIB, false, -1 },
+		{ "DISK policy, 8 x 1 GiB", CMS_POLICY_DISK, 8, GIB, true, -1 },
 	};
 	static const struct {
 		const char *label;
@@ -111,7 +111,7 @@ static uint64_t bench_gen_at(const struct bench_work *w, const uint64_t win[3], 
 	return 0;
 }
 
-static void bench_choose_window(const struct bench *b, struct bench_work *w)
+void bench_choose_window(const struct bench *b, struct bench_work *w)
 {
 	uint64_t budget = BENCH_SAMPLE_BUDGET / b->scale, win, small;
 
@@ -177,29 +177,45 @@ err:
 	return -1;
 }
 
-/* HOST: checks generation gen, then writes generation gen + 1 into the windows. */
-static int bench_verify_host(struct bench *b, struct bench_work *w, const uint64_t *ptr,
-			     unsigned int cycle)
+int bench_host_fill(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
+		    uint64_t first)
 {
-	uint64_t win[3], i, gen = cycle;
+	for (uint64_t i = 0; i < w->count; i++)
+		if (bench_write(b, ptr[i], first + i, 0, w->size, 0))
+			return -1;
+	return 0;
+}
+
+int bench_host_verify(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
+		      uint64_t first, uint64_t gen, unsigned int cycle)
+{
+	uint64_t win[3], i;
 	int k;
 
 	bench_windows(w, win);
 	for (i = 0; i < w->count; i++) {
 		if (b->verify_full) {
-			if (bench_compare(b, w, ptr[i], i, 0, w->size, gen, cycle))
+			if (bench_compare(b, w, ptr[i], first + i, 0, w->size, gen, cycle))
 				return -1;
 		} else {
 			for (k = 0; k < 3; k++)
-				if (bench_compare(b, w, ptr[i], i, win[k], w->window, gen, cycle))
+				if (bench_compare(b, w, ptr[i], first + i, win[k], w->window, gen,
+						  cycle))
 					return -1;
 		}
 		for (k = 0; k < 3; k++)
-			if (bench_write(b, ptr[i], i, win[k], w->window, gen + 1))
+			if (bench_write(b, ptr[i], first + i, win[k], w->window, gen + 1))
 				return -1;
 	}
 	b->checks++;
 	return 0;
+}
+
+/* HOST: checks generation cycle, then writes generation cycle + 1 into the windows. */
+static int bench_verify_host(struct bench *b, struct bench_work *w, const uint64_t *ptr,
+			     unsigned int cycle)
+{
+	return bench_host_verify(b, w, ptr, 0, cycle, cycle);
 }
 
 /* DISCARD: the memory is mapped read-write again: write and read back its last word. */
@@ -225,9 +241,9 @@ err:
 }
 
 /* Every allocation at its address, with its size, in state. */
-static int bench_check_addresses(struct bench *b, struct bench_work *w, cms_context *ctx,
-				 cms_region *region, const uint64_t *ptr, uint32_t state,
-				 const char *when, unsigned int cycle)
+int bench_check_addresses(struct bench *b, struct bench_work *w, cms_context *ctx,
+			  cms_region *region, const uint64_t *ptr, uint32_t state, const char *when,
+			  unsigned int cycle)
 {
 	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	cms_status st;
@@ -598,9 +614,8 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 	if (host) {
 		bench_choose_window(b, w);
 		t0 = bench_now_ns();
-		for (i = 0; i < w->count; i++)
-			if (bench_write(b, ptr[i], i, 0, w->size, 0))
-				goto fail;
+		if (bench_host_fill(b, w, ptr, 0))
+			goto fail;
 		w->fill_s = (double)(bench_now_ns() - t0) / 1e9;
 		printf("  filled %s from the host with cuMemcpyHtoD in %.2f s; checking %s at the "
 		       "start, middle and end of each allocation%s\n",

@@ -399,22 +399,27 @@ static void bench_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cms-bench [--scale N] [--cycles N] [--only LIST] [--json FILE]\n"
-		"                 [--verify-full] [--sim|--gpu]\n"
+		"                 [--verify-full] [--disk-dir DIR] [--sim|--gpu]\n"
 		"  -s, --scale N      divide every workload's and floor's bytes by N (1..%u;\n"
 		"                     default 1 on a GPU, %u on the host simulation); an\n"
 		"                     allocation never goes below one granularity\n"
 		"  -n, --cycles N     pause/resume cycles per workload (1..%u, default %u); the\n"
 		"                     first is reported apart from the median of the others.\n"
 		"                     A workload whose cycle takes more than 10 s stops after 2\n"
-		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d,f (e,g are not\n"
-		"                     implemented yet), or 'floor' for the floors alone; the\n"
-		"                     floors the chosen workloads need are always measured\n"
+		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d,e,f,g (e: "
+		"cms_swap\n"
+		"                     between two HOST tags), or 'floor' for the floors alone;\n"
+		"                     the floors the chosen workloads need are always measured\n"
 		"  -j, --json FILE    also write the results as JSON to FILE\n"
 		"      --verify-full  check the whole content of HOST allocations after every\n"
 		"                     cycle (default: a sample at the start, middle and end)\n"
 		"      --devices LIST multi-device mode: (a) and (c) with the same bytes per\n"
 		"                     device in one tag on every listed device (e.g. 0,1),\n"
-		"                     next to the same on the first device alone; no floors\n"
+		"                     next to the same on the first device alone, and the\n"
+		"                     driver's own multi-device floor of (a) (raw VMM calls\n"
+		"                     on 1 and on every device); --only floor: that floor alone\n"
+		"      --disk-dir DIR (g): the DISK region's directory (default $TMPDIR, else\n"
+		"                     /tmp); (g) is skipped when it lacks room (statvfs)\n"
 		"      --sim          run on the host simulation\n"
 		"      --gpu          run on the real driver (fail if there is no GPU)\n"
 		"exit status: 0 when every correctness check passed, 1 otherwise, 2 on bad usage\n",
@@ -478,6 +483,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "verify-full", no_argument, NULL, 'F' },
+		{ "disk-dir", required_argument, NULL, 'K' },
 		{ "devices", required_argument, NULL, 'D' },
 		{ "sim", no_argument, NULL, 'S' },
 		{ "gpu", no_argument, NULL, 'G' },
@@ -518,6 +524,9 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 			break;
 		case 'F':
 			b->verify_full = true;
+			break;
+		case 'K':
+			bench_disk_dir_set(optarg);
 			break;
 		case 'D':
 			if (bench_multi_parse(b, optarg)) {
@@ -641,7 +650,12 @@ static void bench_run(struct bench *b)
 
 		if (!w->selected || !w->implemented)
 			continue;
-		bench_work_run(b, w);
+		if (i == BENCH_WG)
+			bench_disk_run(b, w);
+		else if (i == BENCH_WE)
+			bench_swap_run(b, w);
+		else
+			bench_work_run(b, w);
 	}
 }
 

@@ -67,6 +67,7 @@ struct demo {
 	bool size_given;
 	enum demo_mode mode;
 	unsigned int cycles;
+	bool progress; /* --progress: draw it even when stderr is not a TTY */
 
 	/* the tool's own view of the driver */
 	struct cms_driver drv;
@@ -107,9 +108,37 @@ struct demo {
 	char step_buf[32];
 	bool failed;
 	char failure[1024];
+
+	/* the progress line on stderr (cms_context_progress_set) */
+	const char *progress_op;
+	int progress_pct;
+	bool progress_open; /* a line without its newline yet */
 };
 
 static void demo_fail(struct demo *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The library's progress callback: one line on stderr per operation, "\rpause:  42% (...)",
+ * redrawn when the percentage changes, ended by the last call (done == total). It runs on the
+ * library's threads with the regions' locks held: it only formats and writes. */
+static void demo_progress(void *user, const char *op, uint64_t done, uint64_t total)
+{
+	struct demo *d = user;
+	int pct = total ? (int)((double)done * 100.0 / (double)total) : 100;
+	char b1[32], b2[32];
+
+	if (done < total && op == d->progress_op && pct == d->progress_pct)
+		return;
+	d->progress_op = op;
+	d->progress_pct = pct;
+	fprintf(stderr, "\r%-6s %3d%% (%s of %s)", op, pct,
+		cmsctl_format_bytes(b1, sizeof(b1), done),
+		cmsctl_format_bytes(b2, sizeof(b2), total));
+	d->progress_open = done < total;
+	if (done >= total) {
+		fputc('\n', stderr);
+		d->progress_op = NULL; /* the next operation draws from 0 */
+	}
+}
 
 /* Records the first failure; later ones only add to stderr. */
 static void demo_fail(struct demo *d, const char *fmt, ...)
@@ -120,6 +149,10 @@ static void demo_fail(struct demo *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (d->progress_open) { /* a failed operation makes no last call */
+		fputc('\n', stderr);
+		d->progress_open = false;
+	}
 	if (!d->failed) {
 		d->failed = true;
 		memcpy(d->failure, msg, sizeof(msg));
@@ -521,6 +554,8 @@ static int demo_setup(struct demo *d)
 
 	copts.driver_path = d->drv_path; /* the same library the tool loaded */
 	DEMO_CMS(d, err, cms_context_create, &copts, &d->ctx);
+	if (d->progress || isatty(STDERR_FILENO))
+		DEMO_CMS(d, err, cms_context_progress_set, d->ctx, demo_progress, d);
 	DEMO_CMS(d, err, cms_device_memory_info, d->ctx, DEMO_DEVICE, &free_b, &total_b);
 	need = 2 * DEMO_WEIGHTS * d->chunk;
 	if (need > free_b) {
@@ -858,13 +893,15 @@ static void demo_cleanup(struct demo *d)
 
 static void demo_usage(FILE *f)
 {
-	fprintf(f, "usage: cmsctl demo [--size BYTES] [--sim|--gpu] [--cycles N]\n"
+	fprintf(f, "usage: cmsctl demo [--size BYTES] [--sim|--gpu] [--cycles N] [--progress]\n"
 		   "  -s, --size BYTES   bytes per region, 16 to 1024T; K/M/G/T suffixes, binary\n"
 		   "                     (KiB, MB spellings accepted; default 1G on a GPU, 64M\n"
 		   "                     on the host simulation)\n"
 		   "      --sim          run on the host simulation\n"
 		   "      --gpu          run on the real driver (fail if there is no GPU)\n"
-		   "  -n, --cycles N     pause/resume cycles (default 3)\n");
+		   "  -n, --cycles N     pause/resume cycles (default 3)\n"
+		   "      --progress     draw pause/resume progress on stderr (default: only\n"
+		   "                     when stderr is a terminal)\n");
 }
 
 static int demo_parse(struct demo *d, int argc, char **argv)
@@ -874,6 +911,7 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 		{ "cycles", required_argument, NULL, 'n' },
 		{ "sim", no_argument, NULL, 'S' },
 		{ "gpu", no_argument, NULL, 'G' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -921,6 +959,9 @@ static int demo_parse(struct demo *d, int argc, char **argv)
 				return 2;
 			}
 			d->mode = c == 'S' ? DEMO_SIM : DEMO_GPU;
+			break;
+		case 'P':
+			d->progress = true;
 			break;
 		case 'h':
 			demo_usage(stdout);

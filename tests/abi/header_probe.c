@@ -108,6 +108,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_POLICY_ZERO) == 1, "CMS_POLICY_ZERO is uns
 _Static_assert(CMS_POLICY_HOST == 2u, "CMS_POLICY_HOST == 2");
 _Static_assert(sizeof(CMS_POLICY_HOST) == sizeof(uint32_t), "CMS_POLICY_HOST has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_POLICY_HOST) == 1, "CMS_POLICY_HOST is unsigned");
+_Static_assert(CMS_POLICY_DISK == 3u, "CMS_POLICY_DISK == 3");
+_Static_assert(sizeof(CMS_POLICY_DISK) == sizeof(uint32_t), "CMS_POLICY_DISK has the size of uint32_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_POLICY_DISK) == 1, "CMS_POLICY_DISK is unsigned");
 _Static_assert(CMS_STATE_ACTIVE == 0u, "CMS_STATE_ACTIVE == 0");
 _Static_assert(sizeof(CMS_STATE_ACTIVE) == sizeof(uint32_t), "CMS_STATE_ACTIVE has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_STATE_ACTIVE) == 1, "CMS_STATE_ACTIVE is unsigned");
@@ -207,6 +210,7 @@ _Static_assert(CMS_PROBE_TYPE((cms_log_fn)0, void (*)(void *, int32_t, const cha
 _Static_assert(CMS_PROBE_TYPE((cms_import_quiesce_fn)0, cms_status (*)(void *, cms_import *, uint64_t)), "cms_import_quiesce_fn prototype");
 _Static_assert(CMS_PROBE_TYPE((cms_import_event_fn)0, void (*)(void *, cms_import *, uint32_t, uint64_t)), "cms_import_event_fn prototype");
 _Static_assert(CMS_PROBE_TYPE((cms_control_fn)0, cms_status (*)(void *, const cms_control_request *)), "cms_control_fn prototype");
+_Static_assert(CMS_PROBE_TYPE((cms_progress_fn)0, void (*)(void *, const char *, uint64_t, uint64_t)), "cms_progress_fn prototype");
 
 /* ---- structs: size, and each field's offset and type */
 _Static_assert(sizeof(cms_context_options) == 40, "sizeof(cms_context_options) == 40");
@@ -492,6 +496,7 @@ _Static_assert(CMS_PROBE_TYPE(&cms_hook_alloc, cms_status (*)(uint64_t, int32_t,
 _Static_assert(CMS_PROBE_TYPE(&cms_torch_alloc, void *(*)(ssize_t, int, void *)), "cms_torch_alloc prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_torch_free, void (*)(void *, ssize_t, int, void *)), "cms_torch_free prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_region_peer_devices_set, cms_status (*)(cms_region *, uint64_t)), "cms_region_peer_devices_set prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_region_disk_dir_set, cms_status (*)(cms_region *, const char *)), "cms_region_disk_dir_set prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_exporter_options_init, cms_status (*)(cms_exporter_options *)), "cms_exporter_options_init prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_import_options_init, cms_status (*)(cms_import_options *)), "cms_import_options_init prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_control_options_init, cms_status (*)(cms_control_options *)), "cms_control_options_init prototype");
@@ -506,6 +511,8 @@ _Static_assert(CMS_PROBE_TYPE(&cms_import_alloc_get, cms_status (*)(cms_import *
 _Static_assert(CMS_PROBE_TYPE(&cms_import_translate, cms_status (*)(cms_import *, uint64_t, uint64_t *)), "cms_import_translate prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_control_create, cms_status (*)(cms_context *, const char *, const cms_control_options *, cms_control **)), "cms_control_create prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_control_destroy, cms_status (*)(cms_control *)), "cms_control_destroy prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_swap, cms_status (*)(cms_context *, const char *, const char *, const cms_pause_options *, const cms_resume_options *, cms_pause_result *, cms_resume_result *)), "cms_swap prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_context_progress_set, cms_status (*)(cms_context *, cms_progress_fn, void *)), "cms_context_progress_set prototype");
 
 int main(void)
 {
@@ -543,6 +550,7 @@ int main(void)
 	void *(*p_cms_torch_alloc)(ssize_t, int, void *) = cms_torch_alloc;
 	void (*p_cms_torch_free)(void *, ssize_t, int, void *) = cms_torch_free;
 	cms_status (*p_cms_region_peer_devices_set)(cms_region *, uint64_t) = cms_region_peer_devices_set;
+	cms_status (*p_cms_region_disk_dir_set)(cms_region *, const char *) = cms_region_disk_dir_set;
 	cms_status (*p_cms_exporter_options_init)(cms_exporter_options *) = cms_exporter_options_init;
 	cms_status (*p_cms_import_options_init)(cms_import_options *) = cms_import_options_init;
 	cms_status (*p_cms_control_options_init)(cms_control_options *) = cms_control_options_init;
@@ -557,6 +565,8 @@ int main(void)
 	cms_status (*p_cms_import_translate)(cms_import *, uint64_t, uint64_t *) = cms_import_translate;
 	cms_status (*p_cms_control_create)(cms_context *, const char *, const cms_control_options *, cms_control **) = cms_control_create;
 	cms_status (*p_cms_control_destroy)(cms_control *) = cms_control_destroy;
+	cms_status (*p_cms_swap)(cms_context *, const char *, const char *, const cms_pause_options *, const cms_resume_options *, cms_pause_result *, cms_resume_result *) = cms_swap;
+	cms_status (*p_cms_context_progress_set)(cms_context *, cms_progress_fn, void *) = cms_context_progress_set;
 	(void)p_cms_version;
 	(void)p_cms_version_string;
 	(void)p_cms_status_name;
@@ -590,6 +600,7 @@ int main(void)
 	(void)p_cms_torch_alloc;
 	(void)p_cms_torch_free;
 	(void)p_cms_region_peer_devices_set;
+	(void)p_cms_region_disk_dir_set;
 	(void)p_cms_exporter_options_init;
 	(void)p_cms_import_options_init;
 	(void)p_cms_control_options_init;
@@ -604,7 +615,9 @@ int main(void)
 	(void)p_cms_import_translate;
 	(void)p_cms_control_create;
 	(void)p_cms_control_destroy;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 69, 47);
+	(void)p_cms_swap;
+	(void)p_cms_context_progress_set;
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 70, 50);
 	return 0;
 }
 /* clang-format on */

@@ -138,6 +138,9 @@ const (
 	// PolicyHost is CMS_POLICY_HOST (since 1.0): Copied to host memory on pause, copied back on
 	// resume.
 	PolicyHost uint32 = 2
+	// PolicyDisk is CMS_POLICY_DISK (since 1.1): Written to a file in the region's directory
+	// (cms_region_disk_dir_set) on pause, read back on resume.
+	PolicyDisk uint32 = 3
 )
 
 // Constants of group state: Region states (cms_region_info.state, cms_pointer_info.state).
@@ -441,6 +444,11 @@ func c_cms_region_peer_devices_set(region *C.cms_region, device_mask C.uint64_t)
 	return C.cms_region_peer_devices_set(region, device_mask)
 }
 
+// c_cms_region_disk_dir_set calls cms_region_disk_dir_set (since 1.1).
+func c_cms_region_disk_dir_set(region *C.cms_region, dir *C.char) C.cms_status {
+	return C.cms_region_disk_dir_set(region, dir)
+}
+
 // c_cms_exporter_options_init calls cms_exporter_options_init (since 1.1).
 func c_cms_exporter_options_init(opts *C.cms_exporter_options) C.cms_status {
 	return C.cms_exporter_options_init(opts)
@@ -509,4 +517,14 @@ func c_cms_control_create(ctx *C.cms_context, path *C.char, opts *C.cms_control_
 // c_cms_control_destroy calls cms_control_destroy (since 1.1).
 func c_cms_control_destroy(ctl *C.cms_control) C.cms_status {
 	return C.cms_control_destroy(ctl)
+}
+
+// c_cms_swap calls cms_swap (since 1.1).
+func c_cms_swap(ctx *C.cms_context, pause_tag *C.char, resume_tag *C.char, popts *C.cms_pause_options, ropts *C.cms_resume_options, presult *C.cms_pause_result, rresult *C.cms_resume_result) C.cms_status {
+	return C.cms_swap(ctx, pause_tag, resume_tag, popts, ropts, presult, rresult)
+}
+
+// c_cms_context_progress_set calls cms_context_progress_set (since 1.1).
+func c_cms_context_progress_set(ctx *C.cms_context, fn C.cms_progress_fn, user unsafe.Pointer) C.cms_status {
+	return C.cms_context_progress_set(ctx, fn, user)
 }

@@ -38,6 +38,9 @@ pub const CMS_POLICY_DISCARD: u32 = 0;
 pub const CMS_POLICY_ZERO: u32 = 1;
 /// Copied to host memory on pause, copied back on resume. (since 1.0)
 pub const CMS_POLICY_HOST: u32 = 2;
+/// Written to a file in the region's directory (cms_region_disk_dir_set) on pause, read back on
+/// resume. (since 1.1)
+pub const CMS_POLICY_DISK: u32 = 3;
 
 // ---- state
 /// Physical memory mapped; pointers usable. (since 1.0)
@@ -250,6 +253,13 @@ pub type cms_import_event_fn =
 /// 1.1)
 pub type cms_control_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, req: *const cms_control_request) -> cms_status>;
+
+/// Progress of a pause, resume or swap (operation "pause", "resume", "swap"): bytes of content
+/// copied so far and in all; called at least once per allocation copied and, on success, once last
+/// with done == total. Region locks of the operation are held: it must not call functions that take
+/// a region's lock. (since 1.1)
+pub type cms_progress_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, op: *const c_char, done: u64, total: u64)>;
 
 /// Options of cms_context_create. (since 1.0)
 #[repr(C)]
@@ -912,6 +922,14 @@ extern "C" {
     /// region's lock (waits for a pause or resume of it in progress). (since 1.1)
     pub fn cms_region_peer_devices_set(region: *mut cms_region, device_mask: u64) -> cms_status;
 
+    /// Chooses the directory where a CMS_POLICY_DISK region keeps its content while paused: creates
+    /// its file there at once (O_CREAT | O_EXCL, 0600, O_DIRECT where accepted) and unlinks it, so
+    /// the file lives only as the region's descriptor. Pause writes the content through a pipelined
+    /// page-locked staging pool (2 x 64 MiB per device) and resume reads it back; both
+    /// transactional. Thread safety: Thread-safe; takes the region's lock (waits for a pause or
+    /// resume of it in progress). (since 1.1)
+    pub fn cms_region_disk_dir_set(region: *mut cms_region, dir: *const c_char) -> cms_status;
+
     /// Fills *opts like CMS_EXPORTER_OPTIONS_INIT. Thread safety: Thread-safe. (since 1.1)
     pub fn cms_exporter_options_init(opts: *mut cms_exporter_options) -> cms_status;
 
@@ -994,4 +1012,28 @@ extern "C" {
     /// Stops the thread (after the request in progress), closes the socket and removes its file.
     /// Thread safety: Must not be called from the control callback. (since 1.1)
     pub fn cms_control_destroy(ctl: *mut cms_control) -> cms_status;
+
+    /// Pauses the active regions of pause_tag while resuming the paused regions of resume_tag, both
+    /// directions' copies at once (second thread), each paused allocation released (cuMemUnmap +
+    /// cuMemRelease) as soon as its copy is done so the resume can reuse the memory. All or nothing
+    /// over both tags. Thread safety: Thread-safe; holds the locks of the regions of both tags for
+    /// the call. (since 1.1)
+    pub fn cms_swap(
+        ctx: *mut cms_context,
+        pause_tag: *const c_char,
+        resume_tag: *const c_char,
+        popts: *const cms_pause_options,
+        ropts: *const cms_resume_options,
+        presult: *mut cms_pause_result,
+        rresult: *mut cms_resume_result,
+    ) -> cms_status;
+
+    /// Sets the progress callback of later pauses, resumes and swaps of the context. No CUDA call.
+    /// Thread safety: Thread-safe; a running operation keeps the callback it started with. (since
+    /// 1.1)
+    pub fn cms_context_progress_set(
+        ctx: *mut cms_context,
+        r#fn: cms_progress_fn,
+        user: *mut c_void,
+    ) -> cms_status;
 }

@@ -1,0 +1,597 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk.c - the DISK restore policy: a region's content is written to a file
+ * in a directory the application chose (cms_region_disk_dir_set) on pause
+ * and read back on resume.
+ *
+ * One file per region, created with O_CREAT | O_EXCL, mode 0600, in that
+ * directory and unlinked at once: it lives only as the region's open file
+ * descriptor, so nothing is left behind whatever happens to the process, and
+ * closing it (region or context destroyed, directory changed) gives the
+ * space back. Each allocation has a slot in the file (offset rounded to
+ * CMS_DISK_ALIGN, assigned at its first pause, consecutive allocations in
+ * consecutive slots); a freed allocation's slot is punched out, and after a
+ * successful resume the file is truncated to 0 (its content is stale once the
+ * device is writable again).
+ *
+ * The file is opened with O_DIRECT where the filesystem accepts it (buffers,
+ * offsets and lengths are all CMS_DISK_ALIGN-aligned), else buffered. Copies
+ * go through a staging pool of two page-locked buffers of CMS_DISK_CHUNK
+ * bytes per device and call (made for the call, freed after it): on pause
+ * the device-to-host copy of batch i + 1 runs while batch i is written; on
+ * resume batch i + 1 is read while batch i is copied to the device. A batch
+ * is a run of consecutive slots of one region of at most CMS_DISK_CHUNK bytes
+ * (several small allocations, or a piece of a large one).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 0x01
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
+
+struct cms_disk {
+	int fd;
+	bool direct;  /* opened with O_DIRECT */
+	uint64_t end; /* next free slot offset */
+	char dir[];
+};
+
+static uint64_t align_up(uint64_t n)
+{
+	return (n + CMS_DISK_ALIGN - 1) & ~(uint64_t)(CMS_DISK_ALIGN - 1);
+}
+
+/* Maps an errno of a file operation to a status. */
+static cms_status io_status(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+		return CMS_ERR_NOT_FOUND;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return CMS_ERR_PERMISSION;
+	case ENOMEM:
+		return CMS_ERR_OUT_OF_HOST_MEMORY;
+	default:
+		return CMS_ERR_IO;
+	}
+}
+
+/* Full pwrite/pread with EINTR and short transfers handled; the simulation may fail it. */
+static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, size_t len,
+		   uint64_t off)
+{
+	size_t done = 0;
+
+	if (ctx->drv.io_hook) {
+		int err = ctx->drv.io_hook(write ? 1 : 2); /* CMSSIM_IO_WRITE / _READ */
+
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
+	while (done < len) {
+		ssize_t r =
+			write ? pwrite(d->fd, (char *)buf + done, len - done, (off_t)(off + done)) :
+				pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EINVAL && d->direct) {
+			/* The filesystem refuses these O_DIRECT transfers: go buffered. */
+			int fl = fcntl(d->fd, F_GETFL);
+
+			if (fl < 0 || fcntl(d->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+				return -1;
+			d->direct = false;
+			continue;
+		}
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = write ? ENOSPC : ENODATA; /* no progress: full, or file too short */
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+/* Opens a new unlinked file in dir (O_CREAT | O_EXCL, 0600). */
+static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_disk **out)
+{
+	size_t dl = strlen(dir);
+	struct cms_disk *d;
+	struct stat sb;
+	char *path;
+	unsigned k;
+	int err;
+
+	if (stat(dir, &sb))
+		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
+				     strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: not a directory",
+				     dir);
+	d = calloc(1, sizeof(*d) + dl + 1);
+	path = malloc(dl + 96);
+	if (!d || !path) {
+		free(d);
+		free(path);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+				     "cannot allocate a disk file name");
+	}
+	memcpy(d->dir, dir, dl + 1);
+	d->fd = -1;
+	for (k = 0; k < 1000 && d->fd < 0; k++) {
+		snprintf(path, dl + 96, "%s/cumemsaver-%ld-%llu-%u.swp", dir, (long)getpid(),
+			 (unsigned long long)r->id, k);
+		d->direct = true;
+		d->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
+		if (d->fd < 0 && errno == EINVAL) { /* no O_DIRECT on this filesystem */
+			d->direct = false;
+			d->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		}
+		if (d->fd < 0 && errno != EEXIST)
+			break;
+	}
+	err = errno;
+	if (d->fd < 0) {
+		cms_status st = cms_set_error(
+			io_status(err), "cannot create a file in disk directory %s: %s%s", dir,
+			strerror(err),
+			io_status(err) == CMS_ERR_PERMISSION ? " (not writable)" : "");
+		free(path);
+		free(d);
+		return st;
+	}
+	if (unlink(path)) {
+		err = errno;
+		close(d->fd);
+		unlink(path);
+		free(path);
+		free(d);
+		return cms_set_error(io_status(err), "cannot unlink disk file in %s: %s", dir,
+				     strerror(err));
+	}
+	free(path);
+	*out = d;
+	return CMS_OK;
+}
+
+void cms_disk_close(struct cms_region *r)
+{
+	struct cms_alloc *a;
+
+	if (!r->disk)
+		return;
+	close(r->disk->fd);
+	free(r->disk);
+	r->disk = NULL;
+	for (a = r->allocs; a; a = a->next)
+		a->disk_slot = false;
+}
+
+CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir)
+{
+	struct cms_region *r = region;
+	struct cms_disk *d = NULL;
+	struct cms_alloc *a;
+	cms_status st;
+
+	if (!r)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
+	st = cms_check_fork(r->ctx);
+	if (st)
+		return st;
+	if (r->policy != CMS_POLICY_DISK)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "region \"%s\" has policy %u, not CMS_POLICY_DISK", r->tag,
+				     r->policy);
+	if (dir && (!*dir || strlen(dir) > 4000))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
+				     *dir ? "too long" : "empty");
+	pthread_mutex_lock(&r->lock);
+	for (a = r->allocs; a; a = a->next)
+		if (a->saved) {
+			st = cms_set_error(CMS_ERR_PAUSED,
+					   "region \"%s\" holds content in its disk file", r->tag);
+			goto out;
+		}
+	if (dir) {
+		st = disk_open(r, dir, &d);
+		if (st)
+			goto out;
+	}
+	cms_disk_close(r);
+	r->disk = d;
+	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": disk directory %s (%s I/O)", r->tag,
+		dir ? dir : "(none)", d && d->direct ? "direct" : "buffered");
+out:
+	pthread_mutex_unlock(&r->lock);
+	return st;
+}
+
+cms_status cms_disk_check(struct cms_region **regions, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (regions[i]->policy == CMS_POLICY_DISK && !regions[i]->disk)
+			return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+					     "DISK region \"%s\" has no directory: call "
+					     "cms_region_disk_dir_set first",
+					     regions[i]->tag);
+	return CMS_OK;
+}
+
+void cms_disk_drop(struct cms_alloc *a)
+{
+	struct cms_disk *d = a->region->disk;
+
+	if (!a->disk_slot)
+		return;
+	a->disk_slot = false;
+	if (d) /* best effort: give the slot's blocks back */
+		(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)a->disk_off, (off_t)align_up(a->size));
+}
+
+void cms_disk_trim(struct cms_region *r)
+{
+	struct cms_alloc *a;
+
+	if (!r->disk)
+		return;
+	for (a = r->allocs; a; a = a->next)
+		if (a->saved)
+			return; /* content still needed */
+	for (a = r->allocs; a; a = a->next)
+		a->disk_slot = false;
+	r->disk->end = 0;
+	if (ftruncate(r->disk->fd, 0))
+		cms_log(r->ctx, CMS_LOG_WARN, "region \"%s\": cannot truncate its disk file: %s",
+			r->tag, strerror(errno));
+}
+
+/* ---- staging pool and batches ---- */
+
+struct stage {
+	char *base;
+	size_t chunk; /* bytes per buffer; two buffers */
+	bool registered, hooked;
+};
+
+static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct stage *s)
+{
+	uint64_t chunk;
+	size_t len;
+	CUcontext popped;
+
+	memset(s, 0, sizeof(*s));
+	/* The simulation gets small buffers, so that small tests run the pipeline. */
+	chunk = ctx->drv.is_sim ? CMS_DISK_CHUNK_SIM : CMS_DISK_CHUNK;
+	s->chunk = (size_t)(total < chunk ? align_up(total) : chunk);
+	len = 2 * s->chunk;
+	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
+		goto err;
+	s->hooked = ctx->drv.host_alloc_hook != NULL;
+	s->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->base == MAP_FAILED) {
+		if (s->hooked)
+			ctx->drv.host_free_hook(len);
+		goto err;
+	}
+	madvise(s->base, len, MADV_DONTFORK);
+	if (ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary) == CUDA_SUCCESS) {
+		s->registered =
+			ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
+			CUDA_SUCCESS; /* else pageable: slower, still correct */
+		ctx->drv.cuCtxPopCurrent(&popped);
+	}
+	return CMS_OK;
+err:
+	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+			     "cannot allocate %zu bytes of disk staging buffers", len);
+}
+
+static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
+{
+	CUcontext popped;
+
+	if (!s->base)
+		return;
+	if (s->registered) {
+		CUresult res = ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary);
+
+		if (res == CUDA_SUCCESS) {
+			res = ctx->drv.cuMemHostUnregister(s->base);
+			ctx->drv.cuCtxPopCurrent(&popped);
+		}
+		if (res != CUDA_SUCCESS) { /* never unmap page-locked memory: leave it mapped */
+			cms_log(ctx, CMS_LOG_ERROR,
+				"cuMemHostUnregister of %zu bytes of disk staging failed (%s): "
+				"left mapped",
+				2 * s->chunk, cms_driver_error_name(&ctx->drv, res));
+			s->base = NULL;
+			return;
+		}
+	}
+	munmap(s->base, 2 * s->chunk);
+	if (s->hooked)
+		ctx->drv.host_free_hook(2 * s->chunk);
+	s->base = NULL;
+}
+
+struct piece {
+	struct cms_alloc *a;
+	size_t off, len; /* bytes of the allocation */
+	uint64_t foff;	 /* file offset */
+};
+
+struct batch {
+	size_t first, n; /* pieces */
+	uint64_t foff, len;
+};
+
+struct plan {
+	struct piece *p;
+	struct batch *b;
+	size_t np, nb;
+	uint64_t bytes;
+};
+
+/* Pieces of the allocations of v that want(), in batches of at most chunk bytes. */
+static cms_status plan_make(struct cms_alloc **v, size_t n, bool (*want)(struct cms_alloc *),
+			    size_t chunk, struct plan *pl)
+{
+	size_t i, cap = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	for (i = 0; i < n; i++)
+		if (want(v[i]))
+			cap += (v[i]->size + chunk - 1) / chunk;
+	if (!cap)
+		return CMS_OK;
+	pl->p = malloc(cap * sizeof(*pl->p));
+	pl->b = malloc(cap * sizeof(*pl->b));
+	if (!pl->p || !pl->b) {
+		free(pl->p);
+		free(pl->b);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a disk plan");
+	}
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+		size_t off;
+
+		if (!want(a))
+			continue;
+		for (off = 0; off < a->size; off += chunk) {
+			struct piece *pc = &pl->p[pl->np];
+			struct batch *last = pl->nb ? &pl->b[pl->nb - 1] : NULL;
+			uint64_t alen;
+
+			pc->a = a;
+			pc->off = off;
+			pc->len = a->size - off < chunk ? a->size - off : chunk;
+			pc->foff = a->disk_off + off;
+			alen = align_up(pc->len);
+			if (last && pl->p[last->first].a->region == a->region &&
+			    last->foff + last->len == pc->foff && last->len + alen <= chunk) {
+				last->n++;
+				last->len += alen;
+			} else {
+				last = &pl->b[pl->nb++];
+				last->first = pl->np;
+				last->n = 1;
+				last->foff = pc->foff;
+				last->len = alen;
+			}
+			pl->np++;
+			pl->bytes += pc->len;
+		}
+	}
+	return CMS_OK;
+}
+
+static void plan_free(struct plan *pl)
+{
+	free(pl->p);
+	free(pl->b);
+}
+
+static uint64_t want_total(struct cms_alloc **v, size_t n, bool (*want)(struct cms_alloc *))
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (want(v[i]))
+			t += align_up(v[i]->size);
+	return t;
+}
+
+static cms_status io_error(struct cms_region *r, bool write, uint64_t len, uint64_t off, int err)
+{
+	return cms_set_error(err == ENOSPC || err == EDQUOT ? CMS_ERR_IO : io_status(err),
+			     "region \"%s\": %s of %llu bytes at offset %llu of its disk file in "
+			     "%s failed: %s%s",
+			     r->tag, write ? "write" : "read", (unsigned long long)len,
+			     (unsigned long long)off, r->disk->dir, strerror(err),
+			     err == ENOSPC || err == EDQUOT ? " (disk full)" : "");
+}
+
+/* A mapped DISK allocation: its content is on the device. */
+static bool wants_save(struct cms_alloc *a)
+{
+	return a->region->policy == CMS_POLICY_DISK && a->mapped;
+}
+
+/* Enqueues the device copies of batch b into (save) or out of (restore) staging buffer k. */
+static cms_status batch_copies(cms_context *ctx, struct plan *pl, struct batch *b, char *buf,
+			       bool save, CUstream s)
+{
+	cms_status st = CMS_OK;
+	size_t j;
+
+	for (j = b->first; j < b->first + b->n; j++) {
+		struct piece *pc = &pl->p[j];
+		char *h = buf + (pc->foff - b->foff);
+
+		if (save)
+			CU_TRY(ctx, cuMemcpyDtoHAsync(h, pc->a->base + pc->off, pc->len, s), st,
+			       out);
+		else
+			CU_TRY(ctx, cuMemcpyHtoDAsync(pc->a->base + pc->off, h, pc->len, s), st,
+			       out);
+	}
+out:
+	return st;
+}
+
+cms_status cms_disk_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	struct stage sg = { 0 };
+	struct plan pl;
+	uint64_t total = want_total(v, n, wants_save);
+	int32_t dev, cur = -1;
+	cms_status st, st2;
+	size_t i, k;
+
+	*bytes = 0;
+	if (!total)
+		return CMS_OK;
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+		struct cms_disk *d = a->region->disk;
+
+		if (!wants_save(a) || a->disk_slot)
+			continue;
+		a->disk_off = d->end; /* consecutive allocations get consecutive slots */
+		a->disk_slot = true;
+		d->end += align_up(a->size);
+	}
+	dev = v[0]->region->device; /* one device per engine call (multidev.c) */
+	for (i = 0; i < n; i++)
+		if (wants_save(v[i]))
+			dev = v[i]->region->device;
+	st = stage_make(ctx, dev, total, &sg);
+	if (st)
+		return st;
+	st = plan_make(v, n, wants_save, sg.chunk, &pl);
+	if (st)
+		goto out_stage;
+	st = cms_switch_device(ctx, &cur, dev);
+	if (st)
+		goto out_plan;
+	/* Batch k is copied into buffer k % 2 while batch k - 1 is written from the other. */
+	for (k = 0; k <= pl.nb && !st; k++) {
+		if (k < pl.nb)
+			st = batch_copies(ctx, &pl, &pl.b[k], sg.base + (k % 2) * sg.chunk, true,
+					  cms_copy_stream(ctx, dev, k % 2));
+		if (!st && k > 0) {
+			struct batch *b = &pl.b[k - 1];
+			struct cms_region *r = pl.p[b->first].a->region;
+
+			CU_TRY(ctx, cuStreamSynchronize(cms_copy_stream(ctx, dev, (k - 1) % 2)), st,
+			       out_sync);
+			if (io_full(ctx, r->disk, true, sg.base + ((k - 1) % 2) * sg.chunk, b->len,
+				    b->foff))
+				st = io_error(r, true, b->len, b->foff, errno);
+		}
+	}
+out_sync:
+	st2 = cms_sync_streams(ctx, &dev, 1); /* no copy may run into the staging any more */
+	if (!st)
+		st = st2;
+	cms_switch_done(ctx, &cur);
+	if (!st) {
+		for (i = 0; i < n; i++)
+			if (wants_save(v[i])) {
+				cms_alloc_set_saved(v[i], true);
+				v[i]->fresh_saved = true;
+			}
+		*bytes = pl.bytes;
+	} else {
+		for (i = 0; i < n; i++) /* give the space back unless content is kept there */
+			if (wants_save(v[i]))
+				cms_disk_trim(v[i]->region);
+	}
+out_plan:
+	plan_free(&pl);
+out_stage:
+	stage_free(ctx, dev, &sg);
+	return st;
+}
+
+static bool wants_restore(struct cms_alloc *a)
+{
+	return a->region->policy == CMS_POLICY_DISK && a->saved && a->disk_slot && a->mapped;
+}
+
+cms_status cms_disk_restore(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	struct stage sg = { 0 };
+	struct plan pl;
+	uint64_t total = want_total(v, n, wants_restore);
+	int32_t dev = -1, cur = -1;
+	cms_status st, st2;
+	size_t i, k;
+
+	if (!total)
+		return CMS_OK;
+	for (i = 0; i < n; i++)
+		if (wants_restore(v[i]))
+			dev = v[i]->region->device;
+	st = stage_make(ctx, dev, total, &sg);
+	if (st)
+		return st;
+	st = plan_make(v, n, wants_restore, sg.chunk, &pl);
+	if (st)
+		goto out_stage;
+	st = cms_switch_device(ctx, &cur, dev);
+	if (st)
+		goto out_plan;
+	/* Batch k is read into buffer k % 2 while batch k - 1 is copied from the other. */
+	for (k = 0; k < pl.nb && !st; k++) {
+		struct batch *b = &pl.b[k];
+		struct cms_region *r = pl.p[b->first].a->region;
+		CUstream s = cms_copy_stream(ctx, dev, k % 2);
+		char *buf = sg.base + (k % 2) * sg.chunk;
+
+		if (k >= 2) /* the buffer's previous copy (batch k - 2) must be done */
+			CU_TRY(ctx, cuStreamSynchronize(s), st, out_sync);
+		if (io_full(ctx, r->disk, false, buf, b->len, b->foff)) {
+			st = io_error(r, false, b->len, b->foff, errno);
+			break;
+		}
+		st = batch_copies(ctx, &pl, b, buf, false, s);
+	}
+out_sync:
+	st2 = cms_sync_streams(ctx, &dev, 1); /* staging is freed below */
+	if (!st)
+		st = st2;
+	cms_switch_done(ctx, &cur);
+	if (!st)
+		*bytes += pl.bytes;
+out_plan:
+	plan_free(&pl);
+out_stage:
+	stage_free(ctx, dev, &sg);
+	return st;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sim_io.c - file I/O faults for the library's DISK policy: the library asks
+ * cmssim_io_hook() before each file write or read it makes (only when the
+ * loaded driver exports the hook, i.e. only with the simulation), and an
+ * armed fault makes that call fail with the errno the test chose.
+ */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "sim_internal.h"
+
+static pthread_mutex_t io_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t io_left[3]; /* per op: calls until the fault fires; 0: disarmed */
+static int io_errno[3];
+
+SIM_EXPORT int cmssim_fail_io(int op, uint64_t nth, int err)
+{
+	if (op < CMSSIM_IO_WRITE || op > CMSSIM_IO_READ)
+		return -1;
+	if ((nth == 0) != (err == 0))
+		return -1;
+	pthread_mutex_lock(&io_lock);
+	io_left[op] = nth;
+	io_errno[op] = err;
+	pthread_mutex_unlock(&io_lock);
+	return 0;
+}
+
+SIM_EXPORT int cmssim_io_hook(int op)
+{
+	int err = 0;
+
+	if (op < CMSSIM_IO_WRITE || op > CMSSIM_IO_READ)
+		return 0;
+	pthread_mutex_lock(&io_lock);
+	if (io_left[op] && !--io_left[op]) {
+		err = io_errno[op];
+		io_errno[op] = 0;
+	}
+	pthread_mutex_unlock(&io_lock);
+	return err;
+}

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_disk.c - the DISK restore policy: content and addresses kept across
+ * cycles, the region's file (unlinked at creation, so the directory stays
+ * empty) truncated after resume and closed on destroy, directory errors, and
+ * (simulation only) injected file write/read failures and driver faults
+ * rolling back with nothing lost or leaked.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static char dir[256];
+
+static void make_dir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(dir, sizeof(dir), "%s/cms-disk-XXXXXX", t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* Entries of dir besides . and .. */
+static int dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void remove_dir(void)
+{
+	ck_assert_int_eq(dir_entries(dir), 0); /* the library never leaves a name behind */
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+
+/* The descriptor of the library's unlinked file in dir (the last one), or -1; *count: how many. */
+static int disk_fds(int *count)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1, files = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char link[300], target[512];
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		if (!strncmp(target, dir, strlen(dir)) && strstr(target, "cumemsaver-") &&
+		    strstr(target, "(deleted)")) {
+			found = atoi(e->d_name);
+			files++;
+		}
+	}
+	closedir(d);
+	if (count)
+		*count = files;
+	return found;
+}
+
+static int disk_fd(void)
+{
+	return disk_fds(NULL);
+}
+
+static int disk_files(void)
+{
+	int n;
+
+	disk_fds(&n);
+	return n;
+}
+
+static off_t file_size(int fd)
+{
+	struct stat sb;
+
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	return sb.st_size;
+}
+
+static cms_region_info info(cms_region *r)
+{
+	cms_region_info i = { .struct_size = sizeof(i) };
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i;
+}
+
+static cms_region *disk_region(cms_context *ctx, const char *tag)
+{
+	cms_region *r = t_region(ctx, tag, 0, CMS_POLICY_DISK);
+
+	ck_ok(cms_region_disk_dir_set(r, dir));
+	return r;
+}
+
+/* Odd sizes (not multiples of the 4 KiB slot alignment) and one above a staging buffer. */
+#define NALLOC 5
+static const uint64_t sizes[NALLOC] = { 2 * MiB, 3 * MiB + 8, 4100, 1 * MiB, 65 * MiB + 12 };
+
+static void fill_all(const uint64_t *p, uint32_t seed)
+{
+	int i;
+
+	for (i = 0; i < NALLOC; i++)
+		ck_assert_int_eq(t_fill(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i), 0);
+}
+
+static void check_all(const uint64_t *p, uint32_t seed)
+{
+	int i;
+
+	for (i = 0; i < NALLOC; i++)
+		ck_assert_msg(t_check(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i) == -1,
+			      "allocation %d lost its content", i);
+}
+
+START_TEST(cycles_keep_content_and_addresses)
+{
+	cms_context *ctx = t_ctx();
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_region *r;
+	uint64_t p[NALLOC], total = 0;
+	int fds0, fd, i, cycle;
+
+	make_dir();
+	fds0 = t_open_fds();
+	r = disk_region(ctx, "d");
+	ck_assert_int_eq(t_open_fds(), fds0 + 1); /* the region's file, already open */
+	fd = disk_fd();
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(dir_entries(dir), 0); /* ... and already unlinked */
+	for (i = 0; i < NALLOC; i++) {
+		ck_ok(cms_alloc(r, sizes[i], &p[i]));
+		total += sizes[i];
+	}
+	for (cycle = 0; cycle < 3; cycle++) {
+		cms_pointer_info pi = { .struct_size = sizeof(pi) };
+
+		fill_all(p, 100u * (uint32_t)cycle); /* new content every cycle: nothing stale */
+		ck_ok(cms_region_pause(r, NULL, &pr));
+		ck_assert_uint_eq(pr.bytes_backed_up, total);
+		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
+		ck_assert_uint_eq(info(r).backup_bytes, total);
+		ck_assert_uint_eq(info(r).host_bytes, 0); /* no host backup: the file holds it */
+		ck_assert_int_ge(file_size(fd), (off_t)total);
+		ck_assert_int_eq(dir_entries(dir), 0);
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		ck_assert_uint_eq(info(r).backup_bytes, 0);
+		ck_assert_int_eq(file_size(fd), 0); /* stale after resume: truncated */
+		for (i = 0; i < NALLOC; i++) {
+			ck_ok(cms_pointer_info_get(ctx, p[i], &pi));
+			ck_assert_uint_eq(pi.base, p[i]);
+		}
+		check_all(p, 100u * (uint32_t)cycle);
+	}
+	/* Async resume reads a DISK region synchronously: the content is there at once. */
+	{
+		cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+
+		ro.flags = CMS_RESUME_ASYNC;
+		fill_all(p, 7);
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		ck_ok(cms_region_resume(r, &ro, NULL));
+		check_all(p, 7);
+	}
+	ck_ok(cms_context_destroy(ctx)); /* closes the file */
+	ck_assert_int_eq(t_open_fds(), fds0);
+	remove_dir();
+}
+END_TEST
+
+START_TEST(files_go_with_free_destroy_and_context)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *a, *b;
+	uint64_t pa[3], pb;
+	int fds0, fd, i;
+
+	make_dir();
+	fds0 = t_open_fds();
+	a = disk_region(ctx, "a");
+	b = disk_region(ctx, "b");
+	for (i = 0; i < 3; i++) {
+		ck_ok(cms_alloc(a, 4 * MiB, &pa[i]));
+		ck_assert_int_eq(t_fill(0, pa[i], 4 * MiB, (uint32_t)i), 0);
+	}
+	ck_ok(cms_alloc(b, 1 * MiB, &pb));
+	ck_assert_int_eq(t_fill(0, pb, 1 * MiB, 9), 0);
+	ck_assert_int_eq(disk_files(), 2);
+	ck_ok(cms_pause(ctx, "a", NULL, NULL));
+	/* Freeing an allocation of a paused region gives its part of the file back. */
+	fd = disk_fd(); /* one of the two; its size says which */
+	ck_assert_int_ge(fd, 0);
+	ck_ok(cms_free(ctx, pa[1]));
+	ck_ok(cms_resume(ctx, "a", NULL, NULL));
+	ck_assert_int_eq(t_check(0, pa[0], 4 * MiB, 0), -1);
+	ck_assert_int_eq(t_check(0, pa[2], 4 * MiB, 2), -1);
+	/* Destroying a region closes its file; destroying a paused one too. */
+	ck_ok(cms_region_destroy(a));
+	ck_assert_int_eq(disk_files(), 1);
+	ck_ok(cms_pause(ctx, "b", NULL, NULL));
+	ck_ok(cms_context_destroy(ctx)); /* b paused, its file holding content */
+	ck_assert_int_eq(disk_files(), 0);
+	ck_assert_int_eq(t_open_fds(), fds0);
+	remove_dir();
+}
+END_TEST
+
+START_TEST(directory_errors)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r, *h;
+	char path[320];
+	uint64_t p;
+	int fds0, fd;
+
+	make_dir();
+	r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
+	h = t_region(ctx, "h", 0, CMS_POLICY_HOST);
+	ck_ok(cms_alloc(r, 1 * MiB, &p));
+	fds0 = t_open_fds();
+	/* No directory: pause refuses, nothing changes. */
+	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), "cms_region_disk_dir_set"));
+	ck_status(cms_pause(ctx, NULL, NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(info(h).state, CMS_STATE_ACTIVE);
+	/* Bad arguments. */
+	ck_status(cms_region_disk_dir_set(NULL, dir), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_region_disk_dir_set(h, dir), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_region_disk_dir_set(r, ""), CMS_ERR_INVALID_ARGUMENT);
+	/* Missing directory, a file instead of a directory. */
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	ck_status(cms_region_disk_dir_set(r, path), CMS_ERR_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), path));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_status(cms_region_disk_dir_set(r, path), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), "not a directory"));
+	ck_assert_int_eq(unlink(path), 0);
+	/* Not writable (root writes anyway: checked only for others). */
+	if (geteuid() != 0) {
+		snprintf(path, sizeof(path), "%s/ro", dir);
+		ck_assert_int_eq(mkdir(path, 0500), 0);
+		ck_status(cms_region_disk_dir_set(r, path), CMS_ERR_PERMISSION);
+		ck_assert_ptr_nonnull(strstr(cms_last_error(), "not writable"));
+		ck_assert_int_eq(rmdir(path), 0);
+	}
+	ck_assert_int_eq(t_open_fds(), fds0); /* nothing opened by the failures */
+	/* Set, then refused while the content is in the file; NULL closes it when resumed. */
+	ck_ok(cms_region_disk_dir_set(r, dir));
+	ck_assert_int_eq(t_fill(0, p, 1 * MiB, 3), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_status(cms_region_disk_dir_set(r, dir), CMS_ERR_PAUSED);
+	ck_status(cms_region_disk_dir_set(r, NULL), CMS_ERR_PAUSED);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, 1 * MiB, 3), -1);
+	ck_ok(cms_region_disk_dir_set(r, dir)); /* a new file replaces the old one */
+	ck_assert_int_eq(t_open_fds(), fds0 + 1);
+	ck_ok(cms_region_disk_dir_set(r, NULL));
+	ck_assert_int_eq(t_open_fds(), fds0);
+	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
+START_TEST(many_allocations)
+{
+	cms_context *ctx = t_ctx();
+	enum { N = 600 };
+	static uint64_t p[N];
+	cms_region *r;
+	int i, cycle;
+
+	make_dir();
+	r = disk_region(ctx, "many");
+	for (i = 0; i < N; i++)
+		ck_ok(cms_alloc(r, 64 * 1024 + 4 * (uint64_t)(i % 7), &p[i]));
+	for (cycle = 0; cycle < 2; cycle++) {
+		for (i = 0; i < N; i++)
+			ck_assert_int_eq(t_fill(0, p[i], 64 * 1024, (uint32_t)(i + cycle * N)), 0);
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		if (cycle == 1) /* free some while paused: the rest must still come back */
+			for (i = 0; i < N; i += 3)
+				ck_ok(cms_free(ctx, p[i]));
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		for (i = 0; i < N; i++)
+			if (cycle == 0 || i % 3)
+				ck_assert_msg(t_check(0, p[i], 64 * 1024,
+						      (uint32_t)(i + cycle * N)) == -1,
+					      "allocation %d", i);
+	}
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
+/* ---- simulation only: injected faults ---- */
+
+static int (*fail_io)(int op, uint64_t nth, int err);
+
+static int sim_ready(void)
+{
+	if (!t_is_sim())
+		return 0;
+	fail_io = (int (*)(int, uint64_t, int))dlsym(t_drv()->dl, "cmssim_fail_io");
+	ck_assert_ptr_nonnull(fail_io);
+	return 1;
+}
+
+static void same_counts(const cmssim_counters *a, cmssim_counters now)
+{
+	const cmssim_counters *b = &now;
+
+	ck_assert_uint_eq(a->handles, b->handles);
+	ck_assert_uint_eq(a->mappings, b->mappings);
+	ck_assert_uint_eq(a->reservations, b->reservations);
+	ck_assert_uint_eq(a->host_buffers, b->host_buffers);
+	ck_assert_uint_eq(a->device_used_bytes[0], b->device_used_bytes[0]);
+}
+
+START_TEST(write_and_read_failures_roll_back)
+{
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p[NALLOC];
+	cmssim_counters c0;
+	int fds0, fd, i, k, err;
+
+	if (!sim_ready())
+		return;
+	make_dir();
+	ctx = t_ctx();
+	r = disk_region(ctx, "d");
+	fd = disk_fd();
+	for (i = 0; i < NALLOC; i++)
+		ck_ok(cms_alloc(r, sizes[i], &p[i]));
+	fill_all(p, 50);
+	/* The k-th write of the pause fails (full disk, then an I/O error). */
+	for (k = 1; k <= 3; k++)
+		for (err = 0; err < 2; err++) {
+			c0 = t_counters();
+			fds0 = t_open_fds();
+			ck_assert_int_eq(fail_io(CMSSIM_IO_WRITE, (uint64_t)k, err ? EIO : ENOSPC),
+					 0);
+			ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_IO);
+			if (!err)
+				ck_assert_ptr_nonnull(strstr(cms_last_error(), "disk full"));
+			ck_assert_ptr_nonnull(strstr(cms_last_error(), dir));
+			ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+			ck_assert_uint_eq(info(r).backup_bytes, 0);
+			ck_assert_int_eq(file_size(fd), 0); /* space given back */
+			same_counts(&c0, t_counters());
+			ck_assert_int_eq(t_open_fds(), fds0);
+			check_all(p, 50);
+		}
+	ck_assert_int_eq(fail_io(CMSSIM_IO_WRITE, 0, 0), 0);
+	/* The k-th read of the resume fails: still paused with its file; a retry works. */
+	for (k = 1; k <= 3; k++) {
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		c0 = t_counters();
+		ck_assert_int_eq(fail_io(CMSSIM_IO_READ, (uint64_t)k, EIO), 0);
+		ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_IO);
+		ck_assert_ptr_nonnull(strstr(cms_last_error(), "read"));
+		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
+		same_counts(&c0, t_counters());
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		check_all(p, 50);
+	}
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
+/* Small sizes for the sweep: several 1 MiB staging batches with the simulation. */
+#define NSWEEP 4
+static const uint64_t sweep_sizes[NSWEEP] = { 2 * MiB, 1 * MiB + 8, 4100, 3 * MiB };
+
+static void sweep_fill(const uint64_t *p)
+{
+	int i;
+
+	for (i = 0; i < NSWEEP; i++)
+		ck_assert_int_eq(t_fill(0, p[i], sweep_sizes[i] & ~3ull, 20u + (uint32_t)i), 0);
+}
+
+static void sweep_check(const uint64_t *p, const char *when)
+{
+	int i;
+
+	for (i = 0; i < NSWEEP; i++)
+		ck_assert_msg(t_check(0, p[i], sweep_sizes[i] & ~3ull, 20u + (uint32_t)i) == -1,
+			      "%s: allocation %d lost its content", when, i);
+}
+
+/* Every driver call of a pause (_i 0) or resume (_i 1) fails once in turn. */
+START_TEST(driver_fault_sweep)
+{
+	const struct t_sim *sim;
+	int resume = _i;
+	uint64_t calls = 0, n;
+	int points = 0;
+
+	if (!sim_ready())
+		return;
+	sim = t_sim();
+	make_dir();
+	for (n = 0;; n++) {
+		cms_context *ctx = t_ctx();
+		cms_region *r = disk_region(ctx, "d");
+		uint64_t p[NSWEEP];
+		cmssim_counters c0;
+		cms_status st = CMS_OK;
+		char when[64];
+		int i, fds0;
+
+		for (i = 0; i < NSWEEP; i++)
+			ck_ok(cms_alloc(r, sweep_sizes[i], &p[i]));
+		sweep_fill(p);
+		if (resume)
+			ck_ok(cms_region_pause(r, NULL, NULL));
+		c0 = t_counters();
+		fds0 = t_open_fds();
+		if (n == 0) { /* dry run: count the calls */
+			calls = sim->call_count();
+			ck_ok(resume ? cms_region_resume(r, NULL, NULL) :
+				       cms_region_pause(r, NULL, NULL));
+			calls = sim->call_count() - calls;
+			ck_assert_uint_gt(calls, 0);
+		} else {
+			ck_assert_int_eq(sim->fail_call(NULL, n, CUDA_ERROR_UNKNOWN), 0);
+			st = resume ? cms_region_resume(r, NULL, NULL) :
+				      cms_region_pause(r, NULL, NULL);
+			ck_assert_msg(sim->armed_faults() == 0, "call %llu of %llu not reached: %s",
+				      (unsigned long long)n, (unsigned long long)calls,
+				      cms_status_name(st));
+			if (st != CMS_OK) {
+				points++;
+				ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED, "call %llu: %s",
+					      (unsigned long long)n, cms_last_error());
+				ck_assert_uint_eq(info(r).state,
+						  resume ? CMS_STATE_PAUSED : CMS_STATE_ACTIVE);
+				same_counts(&c0, t_counters());
+				ck_assert_int_eq(t_open_fds(), fds0);
+				snprintf(when, sizeof(when), "call %llu failed: %s",
+					 (unsigned long long)n, cms_status_name(st));
+				if (!resume)
+					sweep_check(p, when);
+				ck_ok(resume ? cms_region_resume(r, NULL, NULL) :
+					       cms_region_pause(r, NULL, NULL));
+			}
+		}
+		if (!resume)
+			ck_ok(cms_region_resume(r, NULL, NULL));
+		snprintf(when, sizeof(when), "after call %llu (%s)", (unsigned long long)n,
+			 cms_status_name(st));
+		sweep_check(p, when);
+		ck_ok(cms_context_destroy(ctx));
+		if (n == calls)
+			break;
+	}
+	ck_assert_int_gt(points, 0);
+	remove_dir();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("disk");
+	TCase *tc = tcase_create("disk");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, cycles_keep_content_and_addresses);
+	tcase_add_test(tc, files_go_with_free_destroy_and_context);
+	tcase_add_test(tc, directory_errors);
+	tcase_add_test(tc, many_allocations);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("faults"); /* simulation only (pass elsewhere without running) */
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, write_and_read_failures_roll_back);
+	tcase_add_loop_test(tc, driver_fault_sweep, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(suite, T_NEEDS_DEVICE);
+}

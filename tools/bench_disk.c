@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_disk.c - workload (g): an 8 GiB DISK region (8 x 1 GiB at --scale 1)
+ * in --disk-dir, next to the disk's own sequential bandwidth measured in the
+ * same run with the same I/O method as the library (O_DIRECT where the
+ * filesystem accepts it, 64 MiB transfers): a file of the same size written
+ * and fsync'ed, then read back after dropping it from the page cache
+ * (posix_fadvise POSIX_FADV_DONTNEED after the fsync; O_DIRECT bypasses the
+ * cache anyway). Every cycle rewrites windows at the start, middle and end of
+ * each allocation with a new generation before the pause and checks them, and
+ * a window left at the first generation, after the resume.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define DISK_CHUNK (64ull << 20) /* the library's staging buffer size (CMS_DISK_CHUNK) */
+#define DISK_ROOM_MARGIN (1ull << 30)
+
+static struct {
+	char dir[PATH_MAX];
+	bool direct;
+	bool measured;
+	bool cache_dropped; /* O_DIRECT, or fadvise(DONTNEED) succeeded */
+	const char *cache_how;
+	double write_gbs, read_gbs;
+	uint64_t bytes;
+	char skipped[1000];
+} g;
+
+void bench_disk_dir_set(const char *dir)
+{
+	snprintf(g.dir, sizeof(g.dir), "%s", dir);
+}
+
+static const char *disk_dir(void)
+{
+	const char *t;
+
+	if (g.dir[0])
+		return g.dir;
+	t = getenv("TMPDIR");
+	return t && *t ? t : "/tmp";
+}
+
+/* The disk floor: write + fsync and read back total bytes of a new file in dir. */
+static int disk_floor(struct bench *b, uint64_t total)
+{
+	char path[PATH_MAX + 64];
+	uint64_t off, t0, t1;
+	void *buf = NULL;
+	int fd, rc = -1;
+
+	snprintf(path, sizeof(path), "%s/cms-bench-floor-%ld.tmp", disk_dir(), (long)getpid());
+	g.direct = true;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
+	if (fd < 0 && errno == EINVAL) {
+		g.direct = false;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		bench_fail(b, "(g) cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (posix_memalign(&buf, 4096, DISK_CHUNK)) {
+		bench_fail(b, "(g) out of host memory");
+		goto out;
+	}
+	memset(buf, 0x5a, DISK_CHUNK);
+	t0 = bench_now_ns();
+	for (off = 0; off < total; off += DISK_CHUNK) {
+		size_t n = total - off < DISK_CHUNK ? (size_t)(total - off) : DISK_CHUNK;
+
+		n = (n + 4095) & ~(size_t)4095;
+		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) {
+			bench_fail(b, "(g) floor: write to %s: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	if (fsync(fd)) {
+		bench_fail(b, "(g) floor: fsync of %s: %s", path, strerror(errno));
+		goto out;
+	}
+	t1 = bench_now_ns();
+	g.write_gbs = (double)total / (double)(t1 - t0);
+	if (g.direct) {
+		g.cache_dropped = true;
+		g.cache_how = "O_DIRECT";
+	} else {
+		g.cache_dropped = !posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		g.cache_how = g.cache_dropped ? "posix_fadvise(DONTNEED)" :
+						"not dropped (fadvise failed)";
+	}
+	t0 = bench_now_ns();
+	for (off = 0; off < total; off += DISK_CHUNK) {
+		size_t n = total - off < DISK_CHUNK ? (size_t)(total - off) : DISK_CHUNK;
+
+		n = (n + 4095) & ~(size_t)4095;
+		if (pread(fd, buf, n, (off_t)off) != (ssize_t)n) {
+			bench_fail(b, "(g) floor: read of %s: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	t1 = bench_now_ns();
+	g.read_gbs = (double)total / (double)(t1 - t0);
+	g.measured = true;
+	g.bytes = total;
+	printf("  disk floor in %s (%s I/O, 64 MiB transfers): write+fsync %.2f GB/s, read %.2f "
+	       "GB/s (page cache: %s)\n",
+	       disk_dir(), g.direct ? "O_DIRECT" : "buffered", g.write_gbs, g.read_gbs,
+	       g.cache_how);
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	unlink(path);
+	return rc;
+}
+
+/* Pattern word k of allocation a, generation gen. */
+static uint64_t word(uint64_t a, uint64_t gen, uint64_t k)
+{
+	uint64_t x = (a << 40) ^ (gen << 56) ^ k ^ 0x9e3779b97f4a7c15ull;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	return x ^ (x >> 29);
+}
+
+/* Writes (check false) or checks [off, off + len) of allocation a at ptr with generation gen. */
+static int window(struct bench *b, uint64_t ptr, uint64_t a, uint64_t gen, uint64_t off,
+		  uint64_t len, bool check)
+{
+	uint64_t done, k;
+
+	for (done = 0; done < len; done += BENCH_STAGE_BYTES) {
+		uint64_t n = len - done < BENCH_STAGE_BYTES ? len - done : BENCH_STAGE_BYTES;
+		uint64_t first = (off + done) / 8;
+
+		if (!check) {
+			for (k = 0; k < n / 8; k++)
+				b->stage[k] = word(a, gen, first + k);
+			BENCH_CU(b, fail, cuMemcpyHtoD, ptr + off + done, b->stage, n);
+			continue;
+		}
+		BENCH_CU(b, fail, cuMemcpyDtoH, b->stage, ptr + off + done, n);
+		for (k = 0; k < n / 8; k++)
+			if (!bench_check(b, b->stage[k] == word(a, gen, first + k),
+					 "(g) allocation %" PRIu64 " word %" PRIu64
+					 " holds 0x%016" PRIx64
+					 " after the resume, want generation "
+					 "%" PRIu64,
+					 a, first + k, b->stage[k], gen))
+				return -1;
+	}
+	return 0;
+fail:
+	return -1;
+}
+
+/* Windows of an allocation of size: start, middle, end (rewritten), and a quarter (kept). */
+static void windows(uint64_t size, uint64_t *len, uint64_t *off)
+{
+	*len = size / 16 < (2ull << 20) ? (size / 16) & ~7ull : (2ull << 20);
+	if (!*len)
+		*len = 8;
+	off[0] = 0;
+	off[1] = (size / 2) & ~7ull;
+	off[2] = (size - *len) & ~7ull;
+	off[3] = (size / 4) & ~7ull; /* generation 0 from the fill */
+}
+
+int bench_disk_run(struct bench *b, struct bench_work *w)
+{
+	cms_context_options copts = CMS_CONTEXT_OPTIONS_INIT;
+	cms_region_options ropts = CMS_REGION_OPTIONS_INIT;
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_region_info info = { .struct_size = sizeof(info) };
+	cms_context *ctx = NULL;
+	cms_region *region = NULL;
+	uint64_t *ptr = NULL, i, need, wl, off[4], t0, room, slowest = 0;
+	char b1[32], b2[32];
+	struct statvfs sv;
+	unsigned int c;
+	size_t fr = 0, tot = 0;
+	int k, rc = -1;
+
+	bench_scale(b, w->count0, w->size0, &w->count, &w->size);
+	need = w->count * w->size;
+	printf("\n(g) %" PRIu64 " x %s DISK in %s, %s (%s at --scale 1)\n", w->count,
+	       bench_fmt_bytes(b1, sizeof(b1), w->size), disk_dir(),
+	       bench_fmt_bytes(b2, sizeof(b2), need), w->what);
+	snprintf(b->step, sizeof(b->step), "workload (g)");
+	if (statvfs(disk_dir(), &sv)) {
+		snprintf(g.skipped, sizeof(g.skipped), "skipped: cannot statvfs %.600s: %s",
+			 disk_dir(), strerror(errno));
+		goto skip;
+	}
+	room = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (room < need + DISK_ROOM_MARGIN) {
+		snprintf(g.skipped, sizeof(g.skipped),
+			 "skipped: %.600s has %s free, needs %s + 1 GiB (--disk-dir, --scale)",
+			 disk_dir(), bench_fmt_bytes(b1, sizeof(b1), room),
+			 bench_fmt_bytes(b2, sizeof(b2), need));
+		goto skip;
+	}
+	w->ran = true;
+	BENCH_CU(b, fail, cuMemGetInfo, &fr, &tot);
+	if (need > fr) {
+		bench_fail(b, "(g) needs %s of device memory, %s is free; use a larger --scale",
+			   bench_fmt_bytes(b1, sizeof(b1), need),
+			   bench_fmt_bytes(b2, sizeof(b2), fr));
+		goto fail;
+	}
+	if (disk_floor(b, need))
+		goto fail;
+	w->pause_ns = calloc(b->cycles, sizeof(*w->pause_ns));
+	w->resume_ns = calloc(b->cycles, sizeof(*w->resume_ns));
+	ptr = calloc(w->count, sizeof(*ptr));
+	if (!w->pause_ns || !w->resume_ns || !ptr) {
+		bench_fail(b, "(g) out of host memory");
+		goto fail;
+	}
+	w->hwm_reset = bench_reset_hwm();
+	w->hwm_before = bench_proc_status("VmHWM");
+	copts.driver_path = b->drv_path;
+	BENCH_CMS(b, fail, cms_context_create, &copts, &ctx);
+	ropts.device = BENCH_DEVICE;
+	ropts.policy = CMS_POLICY_DISK;
+	BENCH_CMS(b, fail, cms_region_create, ctx, "bench_g", &ropts, &region);
+	BENCH_CMS(b, fail, cms_region_disk_dir_set, region, disk_dir());
+	for (i = 0; i < w->count; i++)
+		BENCH_CMS(b, fail, cms_alloc, region, w->size, &ptr[i]);
+	BENCH_CMS(b, fail, cms_region_info_get, region, &info);
+	w->logical = info.logical_bytes;
+	w->physical = info.physical_bytes;
+	windows(w->size, &wl, off);
+	w->window = wl;
+	t0 = bench_now_ns();
+	for (i = 0; i < w->count; i++)
+		if (window(b, ptr[i], i, 0, 0, w->size & ~7ull, false))
+			goto fail;
+	w->fill_s = (double)(bench_now_ns() - t0) / 1e9;
+	for (c = 0; c < b->cycles; c++) {
+		for (i = 0; i < w->count; i++) /* new content: a stale file would show */
+			for (k = 0; k < 3; k++)
+				if (window(b, ptr[i], i, c + 1, off[k], wl, false))
+					goto fail;
+		BENCH_CU(b, fail, cuCtxSynchronize);
+		t0 = bench_now_ns();
+		BENCH_CMS(b, fail, cms_region_pause, region, NULL, c ? NULL : &pr);
+		w->pause_ns[c] = bench_now_ns() - t0;
+		if (!c) {
+			w->rss_after_pause = bench_proc_status("VmRSS");
+			w->pin_after_pause = bench_proc_status("VmPin");
+			BENCH_CMS(b, fail, cms_region_info_get, region, &info);
+			w->backup_after_pause = info.backup_bytes;
+			w->bytes_backed_up = pr.bytes_backed_up;
+			if (!bench_check(b, pr.bytes_backed_up == w->logical,
+					 "(g) the pause wrote %" PRIu64 " bytes, want %" PRIu64,
+					 pr.bytes_backed_up, w->logical))
+				goto fail;
+		}
+		t0 = bench_now_ns();
+		BENCH_CMS(b, fail, cms_region_resume, region, NULL, NULL);
+		w->resume_ns[c] = bench_now_ns() - t0;
+		w->cycles_done = c + 1;
+		for (i = 0; i < w->count; i++) {
+			cms_pointer_info pi = { .struct_size = sizeof(pi) };
+
+			BENCH_CMS(b, fail, cms_pointer_info_get, ctx, ptr[i], &pi);
+			if (!bench_check(b, pi.base == ptr[i] && pi.state == CMS_STATE_ACTIVE,
+					 "(g) allocation %" PRIu64 " moved or is not active", i))
+				goto fail;
+			for (k = 0; k < 4; k++)
+				if (window(b, ptr[i], i, k < 3 ? c + 1 : 0, off[k], wl, true))
+					goto fail;
+		}
+		printf("  cycle %u: pause %.3f s (%.2f GB/s), resume %.3f s (%.2f GB/s), "
+		       "content checked\n",
+		       c + 1, (double)w->pause_ns[c] / 1e9, (double)need / (double)w->pause_ns[c],
+		       (double)w->resume_ns[c] / 1e9, (double)need / (double)w->resume_ns[c]);
+		if (w->pause_ns[c] + w->resume_ns[c] > slowest)
+			slowest = w->pause_ns[c] + w->resume_ns[c];
+		if (c == 1 && c + 1 < b->cycles && slowest > BENCH_SLOW_CYCLE_NS) {
+			w->truncated = true;
+			printf("  stopped after 2 cycles: a cycle took %.1f s (> %.0f s)\n",
+			       (double)slowest / 1e9, (double)BENCH_SLOW_CYCLE_NS / 1e9);
+			break;
+		}
+	}
+	w->hwm_after = bench_proc_status("VmHWM");
+	rc = 0;
+	goto out;
+skip:
+	snprintf(w->note, sizeof(w->note), "%s", g.skipped);
+	printf("  %s\n", w->note);
+	return 0;
+fail:
+	w->failed = true;
+out:
+	if (ctx) {
+		cms_status st = cms_context_destroy(ctx);
+
+		if (st)
+			bench_cms_fail(b, st, "cms_context_destroy");
+	}
+	free(ptr);
+	if (!rc && g.measured) {
+		double p = bench_work_median_ms(w, BENCH_PAUSE),
+		       r = bench_work_median_ms(w, BENCH_RESUME);
+
+		if (isnan(p))
+			p = bench_work_first_ms(w, BENCH_PAUSE);
+		if (isnan(r))
+			r = bench_work_first_ms(w, BENCH_RESUME);
+		snprintf(w->note, sizeof(w->note),
+			 "disk floor (%s, cache %s): write+fsync %.2f GB/s, read %.2f GB/s; "
+			 "median pause %.2f GB/s = %.0f%% of write, resume %.2f GB/s = %.0f%% of "
+			 "read (target >= 70%%)%s",
+			 g.direct ? "O_DIRECT" : "buffered", g.cache_how, g.write_gbs, g.read_gbs,
+			 (double)need / (p * 1e6), 100.0 * (double)need / (p * 1e6) / g.write_gbs,
+			 (double)need / (r * 1e6), 100.0 * (double)need / (r * 1e6) / g.read_gbs,
+			 w->truncated ? "; stopped after 2 cycles (a cycle took > 10 s)" : "");
+	}
+	return rc;
+}
+
+void bench_disk_report(const struct bench *b, const struct bench_work *w)
+{
+	double ms[2][2];
+	int m, p;
+
+	(void)b;
+	if (!w->selected)
+		return;
+	printf("\n(g) DISK policy in %s (%s)\n", disk_dir(), w->what);
+	if (!w->ran || !w->cycles_done || !g.measured) {
+		printf("  %s\n", w->note[0] ? w->note : "no cycle completed");
+		return;
+	}
+	for (m = 0; m < 2; m++)
+		for (p = 0; p < 2; p++)
+			ms[m][p] = m ? bench_work_median_ms(w, p ? BENCH_PAUSE : BENCH_RESUME) :
+				       bench_work_first_ms(w, p ? BENCH_PAUSE : BENCH_RESUME);
+	printf("  %-7s %-7s %10s %9s  %-22s %6s  %s\n", "cycle", "phase", "ms", "GB/s",
+	       "disk floor", "ratio", "target");
+	for (m = 0; m < 2; m++)
+		for (p = 1; p >= 0; p--) {
+			double gbs = (double)w->logical / (ms[m][p] * 1e6);
+			double fl = p ? g.write_gbs : g.read_gbs;
+
+			if (isnan(ms[m][p]))
+				continue;
+			printf("  %-7s %-7s %10.1f %9.2f  %-5s %6.2f GB/s      %5.0f%%  >= 70%% "
+			       "%s\n",
+			       m ? "median" : "first", p ? "pause" : "resume", ms[m][p], gbs,
+			       p ? "write" : "read", fl, 100.0 * gbs / fl,
+			       b->sim || b->scale != 1 ? "(not judged)" :
+			       gbs >= 0.7 * fl	       ? "yes" :
+							 "NO");
+		}
+	printf("  disk floor: %s I/O, 64 MiB transfers, page cache %s\n",
+	       g.direct ? "O_DIRECT" : "buffered", g.cache_how);
+}
+
+void bench_disk_json(const struct bench *b, const struct bench_work *w, FILE *f)
+{
+	double p = bench_work_median_ms(w, BENCH_PAUSE), r = bench_work_median_ms(w, BENCH_RESUME);
+	double pg, rg;
+
+	if (!g.measured) {
+		fputs(", \"disk_floor\": null", f);
+		return;
+	}
+	if (isnan(p))
+		p = bench_work_first_ms(w, BENCH_PAUSE);
+	if (isnan(r))
+		r = bench_work_first_ms(w, BENCH_RESUME);
+	pg = (double)w->logical / (p * 1e6);
+	rg = (double)w->logical / (r * 1e6);
+	fprintf(f, ", \"disk_floor\": {\"dir\": ");
+	fputc('"', f);
+	for (const char *c = disk_dir(); *c; c++)
+		fprintf(f,
+			*c == '"' || *c == '\\'	 ? "\\%c" :
+			(unsigned char)*c < 0x20 ? "?" :
+						   "%c",
+			*c);
+	fputc('"', f);
+	fprintf(f,
+		", \"io\": \"%s\", \"cache\": \"%s\", \"cache_dropped\": %s, \"bytes\": %llu, "
+		"\"write_gbs\": ",
+		g.direct ? "O_DIRECT" : "buffered", g.cache_how, g.cache_dropped ? "true" : "false",
+		(unsigned long long)g.bytes);
+	bench_json_num(f, g.write_gbs);
+	fputs(", \"read_gbs\": ", f);
+	bench_json_num(f, g.read_gbs);
+	fputs(", \"median_pause_gbs\": ", f);
+	bench_json_num(f, pg);
+	fputs(", \"median_resume_gbs\": ", f);
+	bench_json_num(f, rg);
+	fputs(", \"pause_to_write\": ", f);
+	bench_json_num(f, pg / g.write_gbs);
+	fputs(", \"resume_to_read\": ", f);
+	bench_json_num(f, rg / g.read_gbs);
+	fprintf(f, ", \"target\": 0.7, \"judged\": %s}",
+		!b->sim && b->scale == 1 ? "true" : "false");
+}
