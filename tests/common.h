@@ -25,6 +25,10 @@ enum t_needs {
 	T_NEEDS_GPU,	 /* a real GPU */
 };
 
+/* The driver's device count (and, in *is_sim, whether it is the simulation), asked in a forked
+ * child so that main() never touches CUDA itself; 0 without a driver. */
+int t_probe_devices(int *is_sim);
+
 /* Runs the suite in forked children; exits 77 if needs are not met. */
 int t_main(Suite *(*make)(void), enum t_needs needs);
 

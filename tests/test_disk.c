@@ -18,6 +18,14 @@
 
 #include "common.h"
 
+/* Open descriptors are counted on the simulation only: the CUDA driver opens and closes
+ * descriptors of its own (device nodes, pinned-memory bookkeeping) as it goes. */
+#define ck_fds_eq(want)                                         \
+	do {                                                    \
+		if (t_is_sim())                                 \
+			ck_assert_int_eq(t_open_fds(), (want)); \
+	} while (0)
+
 static char dir[256];
 
 static void make_dir(void)
@@ -148,7 +156,7 @@ START_TEST(cycles_keep_content_and_addresses)
 	make_dir();
 	fds0 = t_open_fds();
 	r = disk_region(ctx, "d");
-	ck_assert_int_eq(t_open_fds(), fds0 + 1); /* the region's file, already open */
+	ck_fds_eq(fds0 + 1); /* the region's file, already open */
 	fd = disk_fd();
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(dir_entries(dir), 0); /* ... and already unlinked */
@@ -187,7 +195,7 @@ START_TEST(cycles_keep_content_and_addresses)
 		check_all(p, 7);
 	}
 	ck_ok(cms_context_destroy(ctx)); /* closes the file */
-	ck_assert_int_eq(t_open_fds(), fds0);
+	ck_fds_eq(fds0);
 	remove_dir();
 }
 END_TEST
@@ -224,7 +232,7 @@ START_TEST(files_go_with_free_destroy_and_context)
 	ck_ok(cms_pause(ctx, "b", NULL, NULL));
 	ck_ok(cms_context_destroy(ctx)); /* b paused, its file holding content */
 	ck_assert_int_eq(disk_files(), 0);
-	ck_assert_int_eq(t_open_fds(), fds0);
+	ck_fds_eq(fds0);
 	remove_dir();
 }
 END_TEST
@@ -271,7 +279,7 @@ START_TEST(directory_errors)
 		ck_assert_ptr_nonnull(strstr(cms_last_error(), "not writable"));
 		ck_assert_int_eq(rmdir(path), 0);
 	}
-	ck_assert_int_eq(t_open_fds(), fds0); /* nothing opened by the failures */
+	ck_fds_eq(fds0); /* nothing opened by the failures */
 	/* Set, then refused while the content is in the file; NULL closes it when resumed. */
 	ck_ok(cms_region_disk_dir_set(r, dir));
 	ck_assert_int_eq(t_fill(0, p, 1 * MiB, 3), 0);
@@ -281,9 +289,9 @@ START_TEST(directory_errors)
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, 1 * MiB, 3), -1);
 	ck_ok(cms_region_disk_dir_set(r, dir)); /* a new file replaces the old one */
-	ck_assert_int_eq(t_open_fds(), fds0 + 1);
+	ck_fds_eq(fds0 + 1);
 	ck_ok(cms_region_disk_dir_set(r, NULL));
-	ck_assert_int_eq(t_open_fds(), fds0);
+	ck_fds_eq(fds0);
 	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
 	ck_ok(cms_context_destroy(ctx));
 	remove_dir();
@@ -377,7 +385,7 @@ START_TEST(write_and_read_failures_roll_back)
 			ck_assert_uint_eq(info(r).backup_bytes, 0);
 			ck_assert_int_eq(file_size(fd), 0); /* space given back */
 			same_counts(&c0, t_counters());
-			ck_assert_int_eq(t_open_fds(), fds0);
+			ck_fds_eq(fds0);
 			check_all(p, 50);
 		}
 	ck_assert_int_eq(fail_io(CMSSIM_IO_WRITE, 0, 0), 0);
@@ -467,7 +475,7 @@ START_TEST(driver_fault_sweep)
 				ck_assert_uint_eq(info(r).state,
 						  resume ? CMS_STATE_PAUSED : CMS_STATE_ACTIVE);
 				same_counts(&c0, t_counters());
-				ck_assert_int_eq(t_open_fds(), fds0);
+				ck_fds_eq(fds0);
 				snprintf(when, sizeof(when), "call %llu failed: %s",
 					 (unsigned long long)n, cms_status_name(st));
 				if (!resume)
