@@ -665,7 +665,7 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * same time, one worker thread each, and agree before committing, exactly
  * as cms_pause describes (results per device, all or nothing across devices;
  * with CMS_RESUME_ASYNC, opts->stream is made to wait for every device's
- * restore). Peer access (cms_region_options.peer_device_mask) is granted
+ * restore). Peer access (cms_region_peer_devices_set) is granted
  * again with every mapping.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT, CMS_ERR_STRUCT_SIZE,
  * CMS_ERR_NOT_FOUND, CMS_ERR_NOT_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY (from

@@ -237,6 +237,56 @@ START_TEST(files_go_with_free_destroy_and_context)
 }
 END_TEST
 
+/*
+ * A resume empties the file under the same descriptor number: with a new file (the old
+ * one's blocks are freed by the region's reaper thread, off the resume's path), or in
+ * place (ftruncate) where no new file can be made, here because the directory is gone.
+ */
+START_TEST(resume_empties_the_file)
+{
+	cms_context *ctx = t_ctx();
+	struct stat s0, s1;
+	cms_region *r;
+	uint64_t p;
+	int fds0, fd, cycle;
+
+	make_dir();
+	fds0 = t_open_fds();
+	r = disk_region(ctx, "d");
+	fd = disk_fd();
+	ck_assert_int_ge(fd, 0);
+	ck_ok(cms_alloc(r, 8 * MiB, &p));
+	for (cycle = 0; cycle < 3; cycle++) {
+		ck_assert_int_eq(t_fill(0, p, 8 * MiB, 40u + (uint32_t)cycle), 0);
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		ck_assert_int_eq(fstat(fd, &s0), 0);
+		ck_assert_int_ge(s0.st_size, (off_t)(8 * MiB));
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		ck_assert_int_eq(fstat(fd, &s1), 0);
+		ck_assert_int_eq(s1.st_size, 0);
+		ck_assert_int_eq(s1.st_blocks, 0);
+		ck_assert_uint_ne(s1.st_ino, s0.st_ino); /* a new file, same number */
+		ck_assert_int_eq(t_check(0, p, 8 * MiB, 40u + (uint32_t)cycle), -1);
+	}
+	/* The directory is empty (the files are unlinked): remove it; the next resume
+	 * cannot make a new file there and truncates the current one. */
+	ck_assert_int_eq(dir_entries(dir), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	ck_assert_int_eq(t_fill(0, p, 8 * MiB, 77), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_int_eq(fstat(fd, &s0), 0);
+	ck_assert_int_ge(s0.st_size, (off_t)(8 * MiB));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(fstat(fd, &s1), 0);
+	ck_assert_int_eq(s1.st_size, 0);
+	ck_assert_uint_eq(s1.st_ino, s0.st_ino); /* truncated in place */
+	ck_assert_int_eq(t_check(0, p, 8 * MiB, 77), -1);
+	ck_ok(cms_context_destroy(ctx)); /* joins the reaper, closes the file */
+	ck_assert_int_eq(disk_files(), 0);
+	ck_fds_eq(fds0);
+}
+END_TEST
+
 START_TEST(directory_errors)
 {
 	cms_context *ctx = t_ctx();
@@ -506,6 +556,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, cycles_keep_content_and_addresses);
 	tcase_add_test(tc, files_go_with_free_destroy_and_context);
+	tcase_add_test(tc, resume_empties_the_file);
 	tcase_add_test(tc, directory_errors);
 	tcase_add_test(tc, many_allocations);
 	suite_add_tcase(s, tc);

@@ -21,7 +21,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cmsctl [--help] [--version] <command> [options]\n"
 		   "\n"
 		   "commands:\n"
-		   "  demo [--size BYTES] [--sim|--gpu] [--cycles N]\n"
+		   "  demo [--size BYTES] [--sim|--gpu] [--cycles N] [--progress]\n"
 		   "           pause and resume a weights region (HOST policy) and a kv_cache\n"
 		   "           region (DISCARD policy) N times, replaying a CUDA graph captured\n"
 		   "           before the first pause after every resume, and verify that the\n"

@@ -23,6 +23,7 @@ class Policy(enum.IntEnum):
     DISCARD = L.CMS_POLICY_DISCARD
     ZERO = L.CMS_POLICY_ZERO
     HOST = L.CMS_POLICY_HOST
+    DISK = L.CMS_POLICY_DISK  # since 1.1: set the directory with cms_region_disk_dir_set
 
 
 class State(enum.IntEnum):
