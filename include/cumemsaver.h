@@ -428,7 +428,10 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  * cumemsaver-PID-N-K.swp) and unlinks it immediately: the file lives only as
  * the region's open descriptor, so it never outlives the process and no name
  * is left in the directory; it takes disk space only while the region is
- * paused (truncated after each successful resume, a freed allocation's part
+ * paused (emptied after each successful resume: a new empty file takes the
+ * same descriptor number and a library thread closes the old one, so the
+ * filesystem frees and discards its blocks off the resume's path; in place
+ * with ftruncate where no new file can be made; a freed allocation's part
  * punched out) and is closed, giving everything back, when the region or its
  * context is destroyed or another directory is set. No keep option: the
  * file's content is stale once the region is active again.
