@@ -36,12 +36,7 @@ enum {
 
 typedef int (*rt_malloc_fn)(void **ptr, size_t size);
 typedef int (*rt_free_fn)(void *ptr);
-
-static _Atomic(rt_malloc_fn) real_malloc;
-static _Atomic(rt_free_fn) real_free;
-
-/* rt_lookup below; declared for the accessors. */
-static void *rt_lookup(const char *name);
+typedef int (*rt_get_device_fn)(int *device);
 
 #define RT_NAME_MAX 512
 
@@ -81,42 +76,27 @@ static void *rt_lookup(const char *name)
 	return fn;
 }
 
-typedef int (*rt_get_device_fn)(int *device);
-
-static _Atomic(rt_get_device_fn) real_get_device;
-
-static rt_malloc_fn rt_malloc(void)
+/* The real runtime function `name`, cached in *slot once found (until then looked up on each call).
+ */
+static void *rt_fn(_Atomic(void *) *slot, const char *name)
 {
-	rt_malloc_fn fn = atomic_load(&real_malloc);
+	void *fn = atomic_load(slot);
 
 	if (!fn) {
-		fn = (rt_malloc_fn)(uintptr_t)rt_lookup("cudaMalloc");
-		atomic_store(&real_malloc, fn);
+		fn = rt_lookup(name);
+		atomic_store(slot, fn);
 	}
 	return fn;
 }
 
-static rt_free_fn rt_free(void)
-{
-	rt_free_fn fn = atomic_load(&real_free);
-
-	if (!fn) {
-		fn = (rt_free_fn)(uintptr_t)rt_lookup("cudaFree");
-		atomic_store(&real_free, fn);
-	}
-	return fn;
-}
+static _Atomic(void *) real_malloc, real_free, real_get_device;
 
 /* The runtime's current device of the calling thread, or -1 when it cannot be asked. */
 static int rt_device(void)
 {
-	rt_get_device_fn fn = atomic_load(&real_get_device);
+	rt_get_device_fn fn = (rt_get_device_fn)(uintptr_t)rt_fn(&real_get_device, "cudaGetDevice");
 	int dev = -1;
 
-	if (!fn) {
-		fn = (rt_get_device_fn)(uintptr_t)rt_lookup("cudaGetDevice");
-		atomic_store(&real_get_device, fn);
-	}
 	if (!fn || fn(&dev) != RT_SUCCESS)
 		return -1;
 	return dev;
@@ -124,9 +104,16 @@ static int rt_device(void)
 
 static int real_cuda_malloc(void **ptr, size_t size)
 {
-	rt_malloc_fn fn = rt_malloc();
+	rt_malloc_fn fn = (rt_malloc_fn)(uintptr_t)rt_fn(&real_malloc, "cudaMalloc");
 
 	return fn ? fn(ptr, size) : RT_INITIALIZATION_ERROR;
+}
+
+static int real_cuda_free(void *ptr)
+{
+	rt_free_fn fn = (rt_free_fn)(uintptr_t)rt_fn(&real_free, "cudaFree");
+
+	return fn ? fn(ptr) : RT_INITIALIZATION_ERROR;
 }
 
 CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size);
@@ -160,8 +147,6 @@ CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size)
 
 CMS_API_PRELOAD int cudaFree(void *ptr)
 {
-	rt_free_fn fn;
-
 	if (ptr) {
 		cms_status st = cms_hook_free(ptr);
 
@@ -171,6 +156,5 @@ CMS_API_PRELOAD int cudaFree(void *ptr)
 			return RT_INVALID_VALUE; /* inside one of ours, not its base */
 		/* NOT_FOUND, no hook context, FORKED, ...: not ours (any more) */
 	}
-	fn = rt_free();
-	return fn ? fn(ptr) : RT_INITIALIZATION_ERROR;
+	return real_cuda_free(ptr);
 }
