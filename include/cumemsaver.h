@@ -294,6 +294,21 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * reported in cms_region_info.handle_types for the application's own use.
  */
 #define CMS_REGION_SHAREABLE_FABRIC 0x4ull
+/*
+ * Region flag (since 1.1): keep one physical handle and one mapping per
+ * allocation. By default a resume re-backs each run of address-adjacent
+ * allocations of a region with ONE physical handle (cuMemCreate) mapped once
+ * (cuMemMap + cuMemSetAccess): thousands of small allocations then pause and
+ * resume in a few driver calls, at the same addresses. The cost: a
+ * cms_free() of an allocation that shares a handle with live neighbours
+ * cannot give its device memory back by itself; its bytes stay in the
+ * shared handle (counted in backed_bytes) until the next pause or until its
+ * neighbours are freed too. Set this flag where allocations are freed one by
+ * one while active and each free must return memory at once. Shareable
+ * regions (CMS_REGION_SHAREABLE*) always keep one handle per allocation
+ * (importers map each allocation's handle).
+ */
+#define CMS_REGION_NO_COALESCE 0x8ull
 
 /* Handle types of a region's physical allocations (cms_region_info.handle_types, since 1.1);
  * the values of CUmemAllocationHandleType. */
@@ -379,6 +394,17 @@ typedef struct cms_region_info {
 	/* Since 1.1: the devices given access besides the region's own (bit d = ordinal d;
 	 * cms_region_peer_devices_set). */
 	uint64_t peer_device_mask;
+	/* Since 1.1: bytes of this region's host backup buffers currently page-locked with
+	 * cuMemHostRegister (a subset of host_bytes, kept across cycles with them; a buffer
+	 * whose registration failed stays pageable and is not counted). The DISK policy's
+	 * staging buffers are not counted: they are page-locked only during a pause or resume
+	 * call (2 x 64 MiB per device and call, 2 x 1 MiB on the host simulation). */
+	uint64_t pinned_bytes;
+	/* Since 1.1: device bytes of allocations freed while they shared a physical handle with
+	 * live neighbours (coalesced by a resume, see CMS_REGION_NO_COALESCE): still held in
+	 * that handle until the next pause or until the neighbours are freed. Not part of
+	 * physical_bytes or backed_bytes. */
+	uint64_t retained_bytes;
 } cms_region_info;
 
 /*
@@ -437,7 +463,8 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  * file's content is stale once the region is active again.
  * Pause writes every allocation to the file (cuMemcpyDtoHAsync into a staging
  * pool of two page-locked buffers of 64 MiB per device and call, made with
- * cuMemHostRegister for the call and freed after it, pipelined with pwrite;
+ * cuMemHostRegister for the call and freed after it, so never counted in
+ * cms_region_info.pinned_bytes; pipelined with pwrite;
  * no fsync: the content needs to outlive the pause, not the machine); resume
  * reads it back (pread, cuMemcpyHtoDAsync, pipelined the same way). Resume
  * with CMS_RESUME_ASYNC reads a DISK region synchronously. Both stay

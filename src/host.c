@@ -20,6 +20,10 @@
  * soon as its slices are done, and meanwhile the main thread copies into the
  * buffers that are ready. If registration fails (locked-memory limits), the
  * buffer stays pageable: slower, still correct.
+ *
+ * A region's pinned_bytes counts its registered buffers. It changes only on the
+ * thread that holds the region's lock: workers register buffers but never
+ * touch it; the calling thread adds their buffers after joining them.
  */
 #include <errno.h>
 #include <sched.h>
@@ -71,13 +75,18 @@ static void buffer_register(cms_context *ctx, struct cms_hostbuf *hb)
 		ctx->drv.cuCtxPopCurrent(&popped);
 	}
 	hb->registered = res == CUDA_SUCCESS;
-	hb->register_result = res; /* logged by the calling thread (see log_unregistered) */
+	hb->register_result = res; /* logged by the calling thread (see note_registered) */
 }
 
-/* Logs, once per context, that a buffer could not be page-locked (calling thread only). */
-static void log_unregistered(cms_context *ctx, struct cms_hostbuf *hb)
+/* Counts a buffer just registered in its region's pinned_bytes, or logs, once per context,
+ * that it could not be page-locked (calling thread only). */
+static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
 {
-	if (hb->registered || atomic_load(&hb->failed) || atomic_exchange(&ctx->warned_register, 1))
+	if (hb->registered)
+		r->pinned_bytes += hb->len;
+	/* Unregistered with CUDA_SUCCESS: never tried (a failed pause skipped it). */
+	if (hb->registered || hb->register_result == CUDA_SUCCESS || atomic_load(&hb->failed) ||
+	    atomic_exchange(&ctx->warned_register, 1))
 		return;
 	cms_log(ctx, CMS_LOG_WARN,
 		"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable and "
@@ -156,6 +165,7 @@ cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a)
 	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[hb->device].primary), st, out);
 	CU_TRY(ctx, cuMemHostUnregister(hb->base), st, out_pop);
 	hb->registered = false;
+	a->region->pinned_bytes -= hb->len;
 out_pop:
 	ctx->drv.cuCtxPopCurrent(&popped);
 out:
@@ -166,7 +176,7 @@ void cms_backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
 	if (a->hostbuf && !a->hostbuf->registered) {
 		buffer_register(ctx, a->hostbuf);
-		log_unregistered(ctx, a->hostbuf);
+		note_registered(ctx, a->region, a->hostbuf);
 	}
 }
 
@@ -393,8 +403,10 @@ out_join:
 		atomic_store(&w.next, w.first_slice[w.n]);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
-	for (k = 0; k < w.n; k++)
-		log_unregistered(ctx, w.bufs[k]);
+	/* The new buffers appear in v in the order of w.bufs, each first at its first user. */
+	for (k = 0, b = 0; k < n && b < w.n; k++)
+		if (v[k]->hostbuf == w.bufs[b])
+			note_registered(ctx, v[k]->region, w.bufs[b++]);
 	pthread_cond_destroy(&w.ready_cond);
 	pthread_mutex_destroy(&w.lock);
 out_free:

@@ -109,12 +109,52 @@ struct cms_alloc {
 	size_t backup_len;	     /* page-rounded size of the slice */
 	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool saved;
-	bool claimed;	   /* a cms_free() removed it from the index and will free it */
-	bool fresh_buffer; /* scratch of the pause engine: buffer made by the running call */
-	bool fresh_saved;  /* scratch of the pause engine: content saved by the running call */
-	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
+	bool claimed;		/* a cms_free() removed it from the index and will free it */
+	bool fresh_buffer;	/* scratch of the pause engine: buffer made by the running call */
+	bool fresh_saved;	/* scratch of the pause engine: content saved by the running call */
+	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
+	bool disk_slot;		/* DISK: has a slot in its region's file, at disk_off (disk.c) */
 	uint64_t disk_off;
+	struct cms_arena *arena; /* the reservation its addresses are carved from (arena.c) */
+	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
+	 * and mapped then mirror the run's (every member changes with it). */
+	struct cms_run *run;
 	struct cms_alloc *prev, *next;
+};
+
+/* Address space of a region: reservations that allocations are carved from, so that
+ * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
+struct cms_extent {
+	CUdeviceptr base;
+	size_t len;
+	struct cms_extent *next;
+};
+struct cms_arena {
+	CUdeviceptr base; /* cuMemAddressReserve */
+	size_t len;
+	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
+	struct cms_extent *free; /* free extents, by address, merged */
+	struct cms_arena *next;
+};
+
+/* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
+ * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
+ * it ("retained") until it is released. */
+struct cms_run {
+	struct cms_region *region;
+	struct cms_arena *arena;
+	CUdeviceptr base;
+	size_t len;
+	CUmemGenericAllocationHandle handle;
+	bool mapped;
+	size_t users;	 /* live members */
+	size_t retained; /* bytes of freed members, still in the handle and mapping */
+	size_t nslots;	 /* members at creation, by address */
+	struct cms_run_slot {
+		CUdeviceptr base;
+		size_t len;
+		struct cms_alloc *a; /* NULL once freed (retained) */
+	} slots[];
 };
 
 struct cms_region {
@@ -133,12 +173,15 @@ struct cms_region {
 	bool restore_pending; /* an async resume's copies may still run on the device's streams */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
+	uint64_t retained_bytes; /* of freed allocations, still in runs (run.c) */
+	uint64_t pinned_bytes;	 /* page-locked part of host_bytes (host.c) */
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
-	struct cms_ipc_pub *ipc; /* exporters publishing it (ipc_export.c); under lock */
-	struct cms_disk *disk;	 /* DISK: its directory and file (disk.c); under lock */
+	struct cms_ipc_pub *ipc;  /* exporters publishing it (ipc_export.c); under lock */
+	struct cms_disk *disk;	  /* DISK: its directory and file (disk.c); under lock */
+	struct cms_arena *arenas; /* its address space (arena.c); under lock */
 };
 
 struct cms_context {
@@ -240,11 +283,64 @@ void cms_disk_trim(struct cms_region *r);
 /* Closes the region's file (its space goes back to the filesystem). */
 void cms_disk_close(struct cms_region *r);
 
+/* ---- arena.c: address space of a region (region lock held) ---- */
+/* Default reservation size; a larger allocation gets a reservation of its own. */
+#define CMS_ARENA_BYTES (2ull << 30)
+/* Carves len bytes (a granularity multiple) for a->base and a->arena; may reserve. */
+cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
+			  struct cms_arena **arena);
+/* Gives [base, base + len) back; frees the reservation once nothing of it is used. On a
+ * failure of that cuMemAddressFree nothing changed. */
+cms_status cms_arena_give(struct cms_region *r, struct cms_arena *arena, CUdeviceptr base,
+			  size_t len);
+/* A destroyed region's arenas that bookkeeping failures left behind: freed, best effort. */
+void cms_arena_drop_all(struct cms_region *r);
+
+/* ---- run.c: coalesced re-backing (region lock held) ---- */
+/* Sorts v[0..n) by address: the members of each run become consecutive. */
+void cms_run_order(struct cms_alloc **v, size_t n);
+/* Groups the allocations of v[0..n) that have no memory into runs of adjacent allocations
+ * of one region and arena (regions allowing it); sorts v by address first. No driver call. */
+cms_status cms_run_plan(struct cms_alloc **v, size_t n);
+/* cuMemCreate of the run's handle; every member's handle follows. */
+cms_status cms_run_create(struct cms_run *run);
+/* cuMemMap + cuMemSetAccess of the run; every member becomes mapped. */
+cms_status cms_run_map(struct cms_run *run);
+/* cuMemUnmap of the run; no member is mapped then. */
+cms_status cms_run_unmap(struct cms_run *run);
+/* cuMemRelease of the run's handle. The run stays (a rollback re-backs it whole) until
+ * cms_run_dissolve. */
+cms_status cms_run_release(struct cms_run *run);
+/* Dissolves the runs of v[0..n) that hold no handle and no mapping (released, or planned and
+ * never backed): members become separate allocations, retained bytes' addresses go back to
+ * the arena. After a commit or an undo. No driver call. */
+void cms_run_dissolve(struct cms_alloc **v, size_t n);
+/* cuMemSetAccess over the whole run (see cms_vmm_set_access). */
+cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke);
+/* Whether freeing a leaves its bytes in its run (other members are live). */
+bool cms_run_keeps(const struct cms_alloc *a);
+/* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
+ * the run until the run is released. No driver call; cannot fail. */
+void cms_run_retire(struct cms_alloc *a);
+/* Whether a is the live member of its run with the highest address (a run's members are
+ * copied in address order: after this one's copy the run may be released). */
+bool cms_run_is_last(const struct cms_alloc *a);
+
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
 /* Accounting follows the state: change mapped and backup only through these. */
 void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
 cms_status cms_vmm_reserve(struct cms_alloc *a);
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
+/* cuMemCreate of size bytes with the region's properties. */
+cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
+				 CUmemGenericAllocationHandle *handle);
+/* cuMemMap of handle over [base, base + len) + cuMemSetAccess read-write for the region's
+ * device and peers; CMS_ERR_ROLLBACK_FAILED: mapped without access (the unmap failed). */
+cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+			     CUmemGenericAllocationHandle handle);
+/* cuMemSetAccess over a mapped range (see cms_vmm_set_access). */
+cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+				uint64_t mask, uint64_t revoke);
 /* cuMemCreate into a->handle (which must be 0) with the region's properties. */
 cms_status cms_vmm_create(struct cms_alloc *a);
 /* cuMemRelease of a->handle if held; a->handle = 0 on success. */

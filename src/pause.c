@@ -186,16 +186,25 @@ static cms_status rollback(cms_context *ctx, struct cms_alloc **v, size_t n, con
 	uint64_t unused = 0;
 	size_t i;
 
+	for (i = 0; i < n; i++) /* a run's members get their handle with the first one */
+		v[i]->rollback_released = !v[i]->handle;
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
-		bool released = !a->handle;
+		size_t k;
 
 		st = cms_vmm_back(a);
-		if (!st && released) {
-			st = cms_switch_device(ctx, &cur, a->region->device);
+		/* Once mapped, every released member of its run gets its content back (a member
+		 * whose own attempt failed earlier is mapped now by a later one). */
+		for (k = 0; !st && k < (a->run ? a->run->nslots : 1); k++) {
+			struct cms_alloc *m = a->run ? a->run->slots[k].a : a;
+
+			if (!m || !m->rollback_released || !m->mapped)
+				continue;
+			m->rollback_released = false;
+			st = cms_switch_device(ctx, &cur, m->region->device);
 			if (!st)
-				st = cms_restore_content(ctx, a,
-							 cms_copy_stream(ctx, a->region->device, i),
+				st = cms_restore_content(ctx, m,
+							 cms_copy_stream(ctx, m->region->device, i),
 							 &unused);
 		}
 		if (st && !first)
@@ -260,19 +269,22 @@ cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, s
 	st = cms_xdev_vote(xv); /* every device unmapped: nothing lost yet if one failed */
 	if (st)
 		goto err;
+	for (i = 0; i < n; i++) { /* a run's handle goes with its first member (run.c) */
+		released += v[i]->handle ? v[i]->physical : 0;
+		if (v[i]->run && cms_run_is_last(v[i]))
+			released += v[i]->run->retained;
+	}
 	for (i = 0; i < n; i++) {
-		uint64_t bytes = v[i]->handle ? v[i]->physical : 0;
-
 		st = cms_vmm_release(v[i]);
 		if (st)
 			goto err;
-		released += bytes;
 	}
 	st = cms_xdev_vote(xv); /* every device released: commit (nothing fails after this) */
 	if (st)
 		goto err;
 
 	/* Commit. */
+	cms_run_dissolve(v, n); /* released runs: separate allocations until the next resume */
 	for (i = 0; i < n; i++)
 		v[i]->fresh_saved = v[i]->fresh_buffer = false;
 	for (i = 0; i < nr; i++)

@@ -86,7 +86,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
 	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
-				  CMS_REGION_SHAREABLE_FABRIC))
+				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_NO_COALESCE))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
 	st = cms_ctx_device(ctx, o.device, NULL);
@@ -172,6 +172,17 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 	cms_status st;
 
 	st = cms_region_settle(a->region); /* no copy may still run into it */
+	if (!st && cms_run_keeps(a)) {
+		/* Its neighbours share its physical handle: its bytes stay in their run until the
+		 * run is released (run.c). Only the host buffer can fail. */
+		st = cms_backup_unpin(ctx, a);
+		if (st)
+			return st;
+		cms_run_retire(a);
+		cms_backup_drop(ctx, a);
+		cms_disk_drop(a);
+		return CMS_OK;
+	}
 	if (!st)
 		st = cms_vmm_unback(a);
 	if (st)
@@ -264,7 +275,8 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 			ctx->regions_tail = r->prev;
 		r->dead = true;
 		pthread_mutex_unlock(&ctx->lock);
-		cms_disk_close(r); /* the file's space goes back now */
+		cms_arena_drop_all(r); /* none left unless bookkeeping failed (arena.c) */
+		cms_disk_close(r);     /* the file's space goes back now */
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (st)
@@ -318,6 +330,8 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.backed_bytes = region->backed_bytes;
 	o.backup_bytes = region->backup_bytes;
 	o.host_bytes = region->host_bytes;
+	o.pinned_bytes = region->pinned_bytes;
+	o.retained_bytes = region->retained_bytes;
 	if (region->restore_pending && restore_done(region))
 		region->restore_pending = false;
 	o.restore_pending = region->restore_pending;

@@ -2,8 +2,9 @@
 /*
  * resume.c - transactional resume of a set of paused regions whose locks are held.
  *
- *   1. create a physical handle for every allocation without one
- *   2. map + set access for every allocation not mapped
+ *   1. create a physical handle for every allocation without one (one per run
+ *      of adjacent allocations, run.c)
+ *   2. map + set access for every allocation not mapped (one mapping per run)
  *   3. restore content per policy and synchronize
  *   4. commit: drop host backups, states, epochs
  * Across devices (multidev.c) each device runs this on its own thread, and
@@ -36,6 +37,7 @@ static cms_status undo(struct cms_alloc **v, size_t n, const bool *had_handle)
 		if (st && !first)
 			first = st;
 	}
+	cms_run_dissolve(v, n); /* the runs this call planned, where released */
 	return first;
 }
 
@@ -98,8 +100,13 @@ cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, 
 			goto out;
 		}
 	}
+	/* Adjacent allocations share one handle and one mapping (run.c); v is in address order
+	 * from here on. */
+	st = cms_run_plan(v, n);
 	for (i = 0; i < n; i++)
 		had_handle[i] = v[i]->handle != 0;
+	if (st)
+		goto err;
 	/* Pipelined: allocation i's copy runs while i + 1 is created and mapped. */
 	for (i = 0; i < n && !st; i++) {
 		struct cms_alloc *a = v[i];
@@ -177,6 +184,7 @@ err:
 	rb = undo(v, n, had_handle);
 	st = cms_rollback_status(ctx, st, saved, rb, "resume");
 out:
+	cms_run_dissolve(v, n); /* a plan left by a failure before the undo */
 	free(had_handle);
 	free(v);
 	return st;

@@ -172,12 +172,18 @@ static cms_status pause_release(struct swap *s, size_t j, int32_t *cur)
 	cms_status st;
 
 	st = wait_copy(s, sd, j, cur);
-	if (!st)
-		st = cms_vmm_unmap(a);
-	if (!st)
-		st = cms_vmm_release(a);
 	if (st)
 		return st;
+	/* A run (run.c) is unmapped and released as a whole, once its last member is copied
+	 * (members are consecutive in sd->v, which is in address order). */
+	if (!a->run || cms_run_is_last(a)) {
+		bytes += a->run ? a->run->retained : 0; /* freed members' bytes go too */
+		st = cms_vmm_unmap(a);
+		if (!st)
+			st = cms_vmm_release(a);
+		if (st)
+			return st;
+	}
 	sd->bytes += bytes;
 	sd->dev_bytes[dev] += bytes;
 	sd->dev_allocs[dev]++;
@@ -326,6 +332,7 @@ static void commit(struct swap *s)
 	struct cms_alloc *a;
 	size_t i;
 
+	cms_run_dissolve(s->p.v, s->p.n); /* released runs: separate until the next resume */
 	for (i = 0; i < s->p.n; i++)
 		s->p.v[i]->fresh_saved = s->p.v[i]->fresh_buffer = false;
 	for (i = 0; i < s->p.nr; i++)
@@ -359,6 +366,7 @@ static cms_status resume_undo(struct swap *s)
 		if (st && !first)
 			first = st;
 	}
+	cms_run_dissolve(s->r.v, s->r.n); /* the runs this call planned, where released */
 	return first;
 }
 
@@ -523,8 +531,12 @@ static cms_status engine(struct swap *s, cms_pause_result *presult, cms_resume_r
 	s->had_handle = calloc(s->r.n + 1, sizeof(*s->had_handle));
 	if (!s->had_handle)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
+	cms_run_order(s->p.v, s->p.n);	   /* runs are released after their last member's copy */
+	st = cms_run_plan(s->r.v, s->r.n); /* adjacent allocations share handles (run.c) */
 	for (i = 0; i < s->r.n; i++)
 		s->had_handle[i] = s->r.v[i]->handle != 0;
+	if (st)
+		goto out_plan;
 	s->p.nd = cms_region_devices(s->p.regions, s->p.nr, s->p.devs);
 	s->r.nd = cms_region_devices(s->r.regions, s->r.nr, s->r.devs);
 	s->p.failed_device = s->r.failed_device = -1;
@@ -581,6 +593,8 @@ out_mutex:
 out_events:
 	events_free(ctx, &s->r);
 	events_free(ctx, &s->p);
+out_plan:
+	cms_run_dissolve(s->r.v, s->r.n); /* runs planned but never backed (a failure) */
 	return st;
 }
 

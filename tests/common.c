@@ -83,6 +83,8 @@ cms_context *t_ctx(void)
 	return ctx;
 }
 
+uint64_t t_region_flags;
+
 cms_region *t_region(cms_context *ctx, const char *tag, int32_t device, uint32_t policy)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
@@ -90,6 +92,7 @@ cms_region *t_region(cms_context *ctx, const char *tag, int32_t device, uint32_t
 
 	o.device = device;
 	o.policy = policy;
+	o.flags = t_region_flags;
 	ck_ok(cms_region_create(ctx, tag, &o, &r));
 	return r;
 }

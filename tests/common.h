@@ -37,6 +37,8 @@ struct cms_driver *t_drv(void);
 int t_is_sim(void);
 
 cms_context *t_ctx(void);
+/* Flags t_region creates regions with (default 0; a test sets and restores it). */
+extern uint64_t t_region_flags;
 cms_region *t_region(cms_context *ctx, const char *tag, int32_t device, uint32_t policy);
 
 /* Copies between host and device memory of device dev (primary context pushed). Returns CUresult.

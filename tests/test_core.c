@@ -579,6 +579,113 @@ START_TEST(host_buffers_kept_or_released)
 }
 END_TEST
 
+/* pinned_bytes: the registered part of host_bytes, on the simulation equal to its own count. */
+static void check_pinned(cms_region *const *r, size_t n)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cms_region_info ri = info(r[i]);
+
+		ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
+		sum += ri.pinned_bytes;
+	}
+	if (t_is_sim())
+		ck_assert_uint_eq(t_counters().host_registered_bytes, sum);
+}
+
+START_TEST(pinned_bytes_count_registered_buffers)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r[3]; /* kept, given back after each resume, pageable (sim only) */
+	uint64_t pk[NSIZES], pg[NSIZES], pp[NSIZES], held = 0;
+	cms_region_info ik, ig, ip;
+	int cycle;
+	size_t i;
+
+	o.policy = CMS_POLICY_HOST;
+	ck_ok(cms_region_create(ctx, "kept", &o, &r[0]));
+	o.flags = CMS_REGION_RELEASE_HOST;
+	ck_ok(cms_region_create(ctx, "given", &o, &r[1]));
+	alloc_all(r[0], pk, 60);
+	alloc_all(r[1], pg, 70);
+	ck_assert_uint_eq(info(r[0]).pinned_bytes, 0);
+	check_pinned(r, 2);
+	for (cycle = 0; cycle < 3; cycle++) {
+		ck_ok(cms_pause(ctx, NULL, NULL, NULL));
+		ik = info(r[0]);
+		ig = info(r[1]);
+		ck_assert_uint_gt(ik.host_bytes, 0);
+		ck_assert_uint_eq(ik.pinned_bytes, ik.host_bytes);
+		ck_assert_uint_gt(ig.host_bytes, 0);
+		ck_assert_uint_eq(ig.pinned_bytes, ig.host_bytes);
+		check_pinned(r, 2);
+		if (!cycle)
+			held = ik.pinned_bytes;
+		ck_assert_uint_eq(ik.pinned_bytes, held); /* the same buffers every cycle */
+		ck_ok(cms_resume(ctx, NULL, NULL, NULL));
+		ik = info(r[0]);
+		ig = info(r[1]);
+		/* Kept: still page-locked for the next cycle; given back: nothing held. */
+		ck_assert_uint_eq(ik.pinned_bytes, held);
+		ck_assert_uint_eq(ik.host_bytes, held);
+		ck_assert_uint_eq(ig.pinned_bytes, 0);
+		ck_assert_uint_eq(ig.host_bytes, 0);
+		check_pinned(r, 2);
+		check_all(pk, 60);
+		check_all(pg, 70);
+	}
+	/* The shared buffer stays page-locked until its last allocation goes. */
+	ck_ok(cms_free(ctx, pk[1]));
+	ck_assert_uint_eq(info(r[0]).pinned_bytes, held);
+	ck_ok(cms_free(ctx, pk[0]));
+	ck_ok(cms_free(ctx, pk[2]));
+	ck_assert_uint_eq(info(r[0]).pinned_bytes, 0);
+	check_pinned(r, 2);
+
+	if (t_is_sim()) {
+		/* A failed cuMemHostRegister leaves the buffer pageable: not counted, still used.
+		 */
+		const struct t_sim *sim = t_sim();
+
+		o.flags = 0;
+		ck_ok(cms_region_create(ctx, "pageable", &o, &r[2]));
+		alloc_all(r[2], pp, 80);
+		ck_assert_int_eq(sim->fail_call("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY),
+				 0);
+		ck_ok(cms_region_pause(r[2], NULL, NULL));
+		ck_assert_int_eq(sim->armed_faults(),
+				 0); /* the registration was tried and failed */
+		ip = info(r[2]);
+		ck_assert_uint_eq(ip.state, CMS_STATE_PAUSED);
+		ck_assert_uint_eq(ip.backup_bytes, ip.logical_bytes);
+		ck_assert_uint_gt(ip.host_bytes, 0);
+		ck_assert_uint_eq(ip.pinned_bytes, 0);
+		check_pinned(r, 3);
+		for (cycle = 0; cycle < 2; cycle++) { /* it stays pageable and correct */
+			ck_ok(cms_region_resume(r[2], NULL, NULL));
+			check_all(pp, 80);
+			ck_assert_uint_eq(info(r[2]).pinned_bytes, 0);
+			ck_ok(cms_region_pause(r[2], NULL, NULL));
+			ck_assert_uint_eq(info(r[2]).pinned_bytes, 0);
+		}
+		ck_ok(cms_region_resume(r[2], NULL, NULL));
+		check_all(pp, 80);
+		for (i = 0; i < NSIZES; i++)
+			ck_ok(cms_free(ctx, pp[i]));
+		ip = info(r[2]);
+		ck_assert_uint_eq(ip.host_bytes, 0);
+		ck_assert_uint_eq(ip.pinned_bytes, 0);
+		check_pinned(r, 3);
+	}
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim())
+		ck_assert_uint_eq(t_counters().host_registered_bytes, 0);
+}
+END_TEST
+
 START_TEST(async_resume_orders_the_callers_stream)
 {
 	struct cms_driver *d = t_drv();
@@ -667,6 +774,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, log_callback_receives_lines);
 	tcase_add_test(tc, driver_free_memory_follows_pause);
 	tcase_add_test(tc, host_buffers_kept_or_released);
+	tcase_add_test(tc, pinned_bytes_count_registered_buffers);
 	tcase_add_test(tc, async_resume_orders_the_callers_stream);
 	suite_add_tcase(s, tc);
 	return s;

@@ -23,6 +23,10 @@ struct fixture {
 	uint64_t p[2][NALLOC];
 };
 
+/* When set, setup() runs one pause/resume cycle: the allocations then share physical handles
+ * (run.c), and the sweeps go through runs. */
+static int coalesced;
+
 static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy_b)
 {
 	int i, k;
@@ -39,6 +43,14 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 			ck_assert_int_eq(
 				t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
 		}
+	if (!coalesced)
+		return;
+	ck_ok(cms_pause(f->ctx, NULL, NULL, NULL));
+	ck_ok(cms_resume(f->ctx, NULL, NULL, NULL));
+	for (k = 0; k < f->nregions; k++) /* DISCARD/ZERO: fill again */
+		for (i = 0; i < NALLOC; i++)
+			ck_assert_int_eq(
+				t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
 }
 
 static uint32_t state(cms_region *r)
@@ -94,6 +106,27 @@ static void same_counts(const cmssim_counters *a, const cmssim_counters *b, cons
 	ck_assert_msg(a->streams == b->streams && a->events == b->events, "%s: streams/events",
 		      when);
 	ck_assert_msg(a->primary_ctx_refs == b->primary_ctx_refs, "%s: primary ctx refs", when);
+}
+
+/* pinned_bytes of the regions is exactly what the simulation has registered (no DISK staging
+ * is held between calls), and part of host_bytes. */
+static void pinned_matches(struct fixture *f, const char *when)
+{
+	uint64_t sum = 0, registered;
+	int k;
+
+	for (k = 0; k < f->nregions; k++) {
+		cms_region_info i = { .struct_size = sizeof(i) };
+
+		ck_ok(cms_region_info_get(f->r[k], &i));
+		ck_assert_msg(i.pinned_bytes <= i.host_bytes,
+			      "%s: region %d pinned %llu > host %llu", when, k,
+			      (unsigned long long)i.pinned_bytes, (unsigned long long)i.host_bytes);
+		sum += i.pinned_bytes;
+	}
+	registered = t_counters().host_registered_bytes;
+	ck_assert_msg(sum == registered, "%s: pinned_bytes %llu, registered %llu", when,
+		      (unsigned long long)sum, (unsigned long long)registered);
 }
 
 enum op { OP_PAUSE, OP_RESUME };
@@ -158,6 +191,7 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 		ck_assert_msg(sim->armed_faults() == 0, "fault %llu not reached",
 			      (unsigned long long)i);
 		points++;
+		pinned_matches(&f, st ? cms_last_error() : "absorbed fault");
 		if (st == CMS_OK) {
 			/* The failing call was one the library may absorb (e.g. a pop). */
 			absorbed++;
@@ -187,10 +221,12 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 			}
 			/* A retry without the fault succeeds. */
 			ck_ok(run(&f, op, two));
+			pinned_matches(&f, "retry");
 		}
 		/* Finish the cycle and check the content where the policy keeps it. */
 		if (op == OP_PAUSE)
 			ck_ok(run(&f, OP_RESUME, two));
+		pinned_matches(&f, "cycle done");
 		for (k = 0; k < f.nregions; k++)
 			if (policy(f.r[k]) == CMS_POLICY_HOST)
 				check_content(&f, k);
@@ -417,6 +453,7 @@ START_TEST(free_sweep)
 		}
 		c1 = t_counters();
 		same_counts(&c0, &c1, "free");
+		pinned_matches(&f, "failed free");
 		ck_ok(cms_pointer_info_get(f.ctx, f.p[0][1], &pi));
 		ck_assert_uint_eq(pi.base, f.p[0][1]);
 		if (paused)
@@ -478,12 +515,22 @@ START_TEST(destroy_sweep)
 		ck_assert_uint_ge(ri.allocations, 1);
 		ck_assert_uint_eq(ri.backed_bytes, paused ? 0 : ri.physical_bytes);
 		c = t_counters();
-		ck_assert_uint_eq(c.reservations, ri.allocations);
-		ck_assert_uint_eq(c.handles, paused ? 0 : ri.allocations);
+		ck_assert_uint_eq(c.reservations, 1); /* the region's arena (arena.c) */
+		if (paused)
+			ck_assert_uint_eq(c.handles, 0);
+		else if (coalesced) /* the run keeps its handle until its last member goes */
+			ck_assert_uint_eq(c.handles, 1);
+		else
+			ck_assert_uint_eq(c.handles, ri.allocations);
+		/* a buffer whose cuMemHostUnregister failed stays registered and counted */
+		ck_assert_uint_eq(ri.pinned_bytes, c.host_registered_bytes);
+		ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
 		/* one buffer holds a region's backups */
-		ck_assert_uint_eq(c.host_buffers,
-				  paused && pol[_i % 3] == CMS_POLICY_HOST && ri.allocations ? 1 :
-											       0);
+		ck_assert_uint_eq(c.host_buffers, (paused || coalesced) &&
+								  pol[_i % 3] == CMS_POLICY_HOST &&
+								  ri.allocations ?
+							  1 :
+							  0);
 		/* Context destroy retries the region destroy. */
 		ck_ok(cms_context_destroy(f.ctx));
 		c = t_counters();
@@ -525,8 +572,10 @@ START_TEST(no_stale_backup_after_double_faults)
 	ck_ok(cms_context_destroy(f.ctx));
 
 	/* Resume: create fails and the undo's unmap fails; a later resume and cycle keep new data.
-	 */
+	 * One handle per allocation, so that the second cuMemCreate exists. */
+	t_region_flags = CMS_REGION_NO_COALESCE;
 	setup(&f, CMS_POLICY_HOST, 0, 0);
+	t_region_flags = 0;
 	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
 	ck_assert_int_eq(sim->fail_call("cuMemCreate", 2, CUDA_ERROR_OUT_OF_MEMORY), 0);
 	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
@@ -545,6 +594,39 @@ START_TEST(no_stale_backup_after_double_faults)
 }
 END_TEST
 
+/* The same sweeps with allocations that share physical handles since a first cycle. */
+START_TEST(pause_sweep_coalesced)
+{
+	coalesced = 1;
+	pause_sweep_fn(_i);
+	coalesced = 0;
+}
+END_TEST
+
+START_TEST(resume_sweep_coalesced)
+{
+	coalesced = 1;
+	resume_sweep_fn(_i);
+	coalesced = 0;
+}
+END_TEST
+
+START_TEST(free_sweep_coalesced)
+{
+	coalesced = 1;
+	free_sweep_fn(_i);
+	coalesced = 0;
+}
+END_TEST
+
+START_TEST(destroy_sweep_coalesced)
+{
+	coalesced = 1;
+	destroy_sweep_fn(_i);
+	coalesced = 0;
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -559,6 +641,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, region_create_sweep);
 	tcase_add_loop_test(tc, free_sweep, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep, 0, 6);
+	tcase_add_loop_test(tc, pause_sweep_coalesced, 0, 3);
+	tcase_add_loop_test(tc, resume_sweep_coalesced, 0, 3);
+	tcase_add_loop_test(tc, free_sweep_coalesced, 0, 6);
+	tcase_add_loop_test(tc, destroy_sweep_coalesced, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
 	suite_add_tcase(s, tc);

@@ -3,7 +3,8 @@
  * bench.h - shared state of cms-bench, the benchmark of cumemsaver against
  * the driver floor measured in the same run (docs/bench.md).
  *
- * cms-bench.c: options, driver choice, device setup, helpers, main.
+ * cms-bench.c: options, the run, main.
+ * bench_common.c: helpers, driver choice, device setup (also used by cms-exp-copy).
  * bench_floor.c: the floors (raw VMM calls, pinned copy bandwidth).
  * bench_work.c: the workloads through the library, with correctness checks.
  * bench_report.c: the table on stdout and the JSON file.
@@ -95,8 +96,9 @@ struct bench_work {
 	uint64_t rss_after_pause; /* VmRSS after the first pause */
 	uint64_t hwm_before;
 	uint64_t hwm_after;
-	bool hwm_reset;		  /* VmHWM was reset before the workload (/proc/self/clear_refs) */
-	uint64_t pin_after_pause; /* VmPin after the first pause (if the kernel accounts it) */
+	bool hwm_reset; /* VmHWM was reset before the workload (/proc/self/clear_refs) */
+	/* after the first pause: sum of cms_region_info.pinned_bytes of the workload's regions */
+	uint64_t pinned_after_pause;
 	uint64_t backup_after_pause; /* cms_region_info.backup_bytes after the first pause */
 	uint64_t bytes_backed_up;    /* cms_pause_result of the first pause */
 	/* (f) only */
@@ -173,6 +175,7 @@ struct bench_mwork {
 };
 
 struct bench {
+	const char *tool; /* name in messages; NULL: "cms-bench" */
 	/* options */
 	unsigned int scale;
 	bool scale_given;
@@ -217,8 +220,10 @@ struct bench {
 	char last_failure[1024]; /* the latest one */
 };
 
-/* ---- cms-bench.c: helpers shared by the parts ---- */
+/* ---- bench_common.c: helpers shared by the parts (and by cms-exp-copy) ---- */
 
+/* b->tool, or "cms-bench". */
+const char *bench_tool(const struct bench *b);
 void bench_fail(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A passed check counts; a failed one records the failure. Returns ok. */
 bool bench_check(struct bench *b, bool ok, const char *fmt, ...)
@@ -231,6 +236,8 @@ int bench_cms_fail(struct bench *b, cms_status st, const char *what);
 uint64_t bench_now_ns(void);
 /* A /proc/self/status field ("VmRSS", "VmHWM", "VmPin") in bytes; 0 when unknown. */
 uint64_t bench_proc_status(const char *field);
+/* The same from another file of "Field:  N kB" lines ("/proc/self/smaps_rollup"). */
+uint64_t bench_proc_field(const char *file, const char *field);
 /* MemAvailable of /proc/meminfo in bytes; 0 when unknown. */
 uint64_t bench_mem_available(void);
 /* Resets VmHWM to VmRSS (echo 5 > /proc/self/clear_refs). Returns whether it worked. */
@@ -241,6 +248,36 @@ const char *bench_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 double bench_median_ns(const uint64_t *v, unsigned int n);
 /* Writes to one byte of every page of [p, p + bytes) on up to max_threads threads. */
 unsigned int bench_touch(void *p, uint64_t bytes, unsigned int max_threads);
+/* The 8-byte word of a test pattern at byte offset off (a multiple of 8) for salt. */
+uint64_t bench_pattern_word(uint64_t off, uint64_t salt);
+/* Writes the pattern of offsets off0.. and salt into [p, p + bytes) (bytes a multiple of 8). */
+void bench_pattern_fill(void *p, uint64_t bytes, uint64_t off0, uint64_t salt);
+/* bench_pattern_fill on up to max_threads threads (p and bytes page aligned): the fault-in of
+ * fresh memory and its content at once. Returns the number of threads used. */
+unsigned int bench_touch_pattern(void *p, uint64_t bytes, unsigned int max_threads, uint64_t off0,
+				 uint64_t salt);
+/* Parses a decimal in [lo, hi] into *out. Returns 0 or -1. */
+int bench_parse_uint(const char *s, unsigned int lo, unsigned int hi, unsigned int *out);
+/* The command line joined with spaces (malloc'ed; NULL when out of memory). */
+char *bench_join_args(int argc, char **argv);
+/* A JSON string (escaped) and a JSON number ("%.6g", null for NaN and infinities). */
+void bench_json_str(FILE *f, const char *s);
+void bench_json_num(FILE *f, double v);
+/* Opens the JSON object: "{", then tool, library_version, date, command, simulation,
+ * driver_library, driver_version, device and device_name (no comma after the last). */
+void bench_json_head(const struct bench *b, FILE *f);
+/* The options shared by the tools: 's' (--scale N), 'S' (--sim), 'G' (--gpu), arg the
+ * option's argument. Returns 0 (taken), 2 (bad: message on stderr) or -1 (not one of them). */
+int bench_parse_option(struct bench *b, int c, const char *arg);
+/* Chooses the driver (b->mode: a GPU, else the host simulation) and prints the first line.
+ * Returns 0 or -1 (failure recorded). */
+int bench_choose_driver(struct bench *b);
+/* Device BENCH_DEVICE's primary context retained and pushed, b->granularity of the library's
+ * allocation properties, a line about the device. Returns 0 or -1 (failure recorded). */
+int bench_setup_device(struct bench *b);
+/* Pops and releases the primary context, closes the driver; on the simulation (when nothing
+ * failed) checks that no driver object is left alive. */
+void bench_close_driver(struct bench *b);
 
 /* Calls b->drv.fn(...); on failure records it and jumps to label. */
 #define BENCH_CU(b, label, fn, ...)                       \
@@ -263,6 +300,18 @@ unsigned int bench_touch(void *p, uint64_t bytes, unsigned int max_threads);
 	} while (0)
 
 /* ---- bench_floor.c ---- */
+
+/* What a handle of a set is (bench_vmm_undo). */
+enum { BENCH_H_NONE, BENCH_H_CREATED, BENCH_H_MAPPED };
+/* The allocation properties and access descriptor src/vmm.c uses, for device b->dev. */
+void bench_fill_prop(const struct bench *b, CUmemAllocationProp *prop, CUmemAccessDesc *acc);
+/* Device memory for need bytes free (and, on the simulation, host RAM for host_need + need);
+ * else records a failure naming what and returns -1. */
+int bench_room(struct bench *b, const char *what, uint64_t need, uint64_t host_need);
+/* Unmaps (BENCH_H_MAPPED) and releases (not BENCH_H_NONE) handle i of h[0..n), mapped at
+ * base + i * size, and sets st[i] to BENCH_H_NONE; records the first failure. */
+void bench_vmm_undo(struct bench *b, CUdeviceptr base, uint64_t size,
+		    CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n);
 
 /* Scales (count0 x size0) by b->scale: see docs/bench.md. */
 void bench_scale(const struct bench *b, uint64_t count0, uint64_t size0, uint64_t *count,
@@ -332,8 +381,6 @@ void bench_mfloor_json(const struct bench *b, const struct bench_mwork *w, FILE 
 /* ---- bench_report.c ---- */
 
 void bench_report_table(const struct bench *b);
-/* A JSON number ("%.6g"), or null for NaN and infinities. */
-void bench_json_num(FILE *f, double v);
 int bench_report_json(struct bench *b);
 /* What a time of a workload's cycle is: the pause call, the resume call (with
  * CMS_RESUME_ASYNC: until it returns), or (f) until the work enqueued after it is done. */

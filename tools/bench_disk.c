@@ -259,9 +259,9 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 		w->pause_ns[c] = bench_now_ns() - t0;
 		if (!c) {
 			w->rss_after_pause = bench_proc_status("VmRSS");
-			w->pin_after_pause = bench_proc_status("VmPin");
 			BENCH_CMS(b, fail, cms_region_info_get, region, &info);
 			w->backup_after_pause = info.backup_bytes;
+			w->pinned_after_pause = info.pinned_bytes; /* 0: staging is per call */
 			w->bytes_backed_up = pr.bytes_backed_up;
 			if (!bench_check(b, pr.bytes_backed_up == w->logical,
 					 "(g) the pause wrote %" PRIu64 " bytes, want %" PRIu64,

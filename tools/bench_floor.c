@@ -41,7 +41,7 @@ void bench_scale(const struct bench *b, uint64_t count0, uint64_t size0, uint64_
 }
 
 /* Device memory for need bytes (and, on the simulation, host RAM for host_need). */
-static int bench_room(struct bench *b, const char *what, uint64_t need, uint64_t host_need)
+int bench_room(struct bench *b, const char *what, uint64_t need, uint64_t host_need)
 {
 	size_t fr = 0, tot = 0;
 	uint64_t avail;
@@ -69,7 +69,7 @@ static int bench_room(struct bench *b, const char *what, uint64_t need, uint64_t
 	return 0;
 }
 
-static void bench_fill_prop(const struct bench *b, CUmemAllocationProp *prop, CUmemAccessDesc *acc)
+void bench_fill_prop(const struct bench *b, CUmemAllocationProp *prop, CUmemAccessDesc *acc)
 {
 	memset(prop, 0, sizeof(*prop));
 	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -83,27 +83,25 @@ static void bench_fill_prop(const struct bench *b, CUmemAllocationProp *prop, CU
 	acc->flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 }
 
-enum { H_NONE, H_CREATED, H_MAPPED };
-
 /* Unmaps and releases whatever st[] says is left; reports the first failure. */
-static void bench_vmm_undo(struct bench *b, CUdeviceptr base, uint64_t size,
-			   CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n)
+void bench_vmm_undo(struct bench *b, CUdeviceptr base, uint64_t size,
+		    CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n)
 {
 	CUresult res;
 	uint64_t i;
 
 	for (i = 0; i < n; i++) {
-		if (st[i] == H_MAPPED) {
+		if (st[i] == BENCH_H_MAPPED) {
 			res = b->drv.cuMemUnmap(base + i * size, size);
 			if (res != CUDA_SUCCESS)
 				bench_cu_fail(b, res, "cleanup, cuMemUnmap");
 		}
-		if (st[i] != H_NONE) {
+		if (st[i] != BENCH_H_NONE) {
 			res = b->drv.cuMemRelease(h[i]);
 			if (res != CUDA_SUCCESS)
 				bench_cu_fail(b, res, "cleanup, cuMemRelease");
 		}
-		st[i] = H_NONE;
+		st[i] = BENCH_H_NONE;
 	}
 }
 
@@ -146,17 +144,17 @@ int bench_vmm_floor(struct bench *b, struct bench_vmm_floor *f)
 		t0 = bench_now_ns();
 		for (i = 0; i < f->count; i++) {
 			BENCH_CU(b, err_undo, cuMemCreate, &h[i], f->size, &prop, 0);
-			st[i] = H_CREATED;
+			st[i] = BENCH_H_CREATED;
 			BENCH_CU(b, err_undo, cuMemMap, base + i * f->size, f->size, 0, h[i], 0);
-			st[i] = H_MAPPED;
+			st[i] = BENCH_H_MAPPED;
 			BENCH_CU(b, err_undo, cuMemSetAccess, base + i * f->size, f->size, &acc, 1);
 		}
 		t1 = bench_now_ns();
 		for (i = 0; i < f->count; i++) {
 			BENCH_CU(b, err_undo, cuMemUnmap, base + i * f->size, f->size);
-			st[i] = H_CREATED;
+			st[i] = BENCH_H_CREATED;
 			BENCH_CU(b, err_undo, cuMemRelease, h[i]);
-			st[i] = H_NONE;
+			st[i] = BENCH_H_NONE;
 		}
 		t2 = bench_now_ns();
 		if (r) {
@@ -229,7 +227,7 @@ int bench_copy_floor(struct bench *b)
 	struct bench_copy_floor *f = &b->copy;
 	uint64_t d2h[BENCH_FLOOR_REPS], h2d[BENCH_FLOOR_REPS], bi[BENCH_FLOOR_REPS], t0, ns;
 	CUmemGenericAllocationHandle h[2];
-	unsigned char st[2] = { H_NONE, H_NONE };
+	unsigned char st[2] = { BENCH_H_NONE, BENCH_H_NONE };
 	CUmemAllocationProp prop;
 	CUmemAccessDesc acc;
 	CUdeviceptr base = 0;
@@ -258,9 +256,9 @@ int bench_copy_floor(struct bench *b)
 	BENCH_CU(b, out, cuMemAddressReserve, &base, 2 * f->bytes, 0, 0, 0);
 	for (i = 0; i < 2; i++) {
 		BENCH_CU(b, out, cuMemCreate, &h[i], f->bytes, &prop, 0);
-		st[i] = H_CREATED;
+		st[i] = BENCH_H_CREATED;
 		BENCH_CU(b, out, cuMemMap, base + i * f->bytes, f->bytes, 0, h[i], 0);
-		st[i] = H_MAPPED;
+		st[i] = BENCH_H_MAPPED;
 	}
 	BENCH_CU(b, out, cuMemSetAccess, base, 2 * f->bytes, &acc, 1);
 

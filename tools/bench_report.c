@@ -261,7 +261,7 @@ void bench_report_table(const struct bench *b)
 	       reset ? "reset before each workload through /proc/self/clear_refs" :
 		       "cannot be reset: see the delta");
 	printf("%-28s %6s %8s %13s %13s %13s %13s %13s\n", "workload", "cycles", "fill s",
-	       "VmRSS@pause1", "peak VmHWM", "VmHWM delta", "backup@pause1", "VmPin@pause1");
+	       "VmRSS@pause1", "peak VmHWM", "VmHWM delta", "backup@pause1", "pinned@pause1");
 	for (i = 0; i < BENCH_NWORK; i++) {
 		const struct bench_work *w = &b->work[i];
 
@@ -278,37 +278,20 @@ void bench_report_table(const struct bench *b)
 				       w->hwm_after > w->hwm_before ? w->hwm_after - w->hwm_before :
 								      0),
 		       bench_fmt_bytes(c5, sizeof(c5), w->backup_after_pause),
-		       bench_fmt_bytes(c6, sizeof(c6), w->pin_after_pause));
+		       bench_fmt_bytes(c6, sizeof(c6), w->pinned_after_pause));
+		if (w->policy == CMS_POLICY_DISK)
+			printf("%-28s DISK staging: 2 x %s page-locked per device during each "
+			       "pause "
+			       "or resume call only (not in pinned@pause1)\n",
+			       "", b->sim ? "1.00 MiB" : "64.0 MiB");
 	}
+	printf("(pinned@pause1: cms_region_info.pinned_bytes, host backups page-locked with "
+	       "cuMemHostRegister, summed over the workload's regions)\n");
 	if (b->sim)
 		printf("(on the simulation, device memory is host memory and counts in VmRSS)\n");
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-void bench_json_num(FILE *f, double v)
-{
-	if (isnan(v) || isinf(v))
-		fputs("null", f);
-	else
-		fprintf(f, "%.6g", v);
-}
 
 static void json_row(FILE *f, const struct bench *b, const struct bench_work *w, bool median)
 {
@@ -334,13 +317,13 @@ static void json_row(FILE *f, const struct bench *b, const struct bench_work *w,
 	bench_json_num(f, rr.ratio);
 	fputs(", \"pause_target\": ", f);
 	if (pr.spec)
-		json_str(f, pr.spec);
+		bench_json_str(f, pr.spec);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"pause_target_met\": %s", pr.met < 0 ? "null" : pr.met ? "true" : "false");
 	fputs(", \"resume_target\": ", f);
 	if (rr.spec)
-		json_str(f, rr.spec);
+		bench_json_str(f, rr.spec);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"resume_target_met\": %s", rr.met < 0 ? "null" : rr.met ? "true" : "false");
@@ -376,9 +359,9 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 	else
 		status = "ok";
 	fprintf(f, "    {\"id\": \"%c\", \"name\": ", w->id);
-	json_str(f, w->what);
+	bench_json_str(f, w->what);
 	fputs(", \"status\": ", f);
-	json_str(f, status);
+	bench_json_str(f, status);
 	fprintf(f, ", \"policy\": \"%s\"",
 		w->policy == CMS_POLICY_HOST ? "HOST" :
 		w->policy == CMS_POLICY_DISK ? "DISK" :
@@ -394,7 +377,7 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		w->count, w->size, w->logical, w->physical, w->window, w->cycles_done,
 		w->truncated ? "true" : "false");
 	fputs(", \"note\": ", f);
-	json_str(f, w->note);
+	bench_json_str(f, w->note);
 	if (w->id == 'g')
 		bench_disk_json(b, w, f);
 	if (w->id == 'e') { /* its own per-cycle and row keys; closes the object */
@@ -450,10 +433,10 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		", \"vmhwm_reset\": %s, \"vmhwm_after_bytes\": %" PRIu64
 		", \"vmhwm_delta_bytes\": %" PRIu64 ", \"backup_bytes_after_first_pause\": %" PRIu64
 		", \"bytes_backed_up_first_pause\": %" PRIu64
-		", \"vmpin_after_first_pause_bytes\": %" PRIu64 "}",
+		", \"pinned_bytes_after_first_pause\": %" PRIu64 "}",
 		w->rss_after_pause, w->hwm_reset ? "true" : "false", w->hwm_after,
 		w->hwm_after > w->hwm_before ? w->hwm_after - w->hwm_before : 0,
-		w->backup_after_pause, w->bytes_backed_up, w->pin_after_pause);
+		w->backup_after_pause, w->bytes_backed_up, w->pinned_after_pause);
 }
 
 int bench_report_json(struct bench *b)
@@ -464,17 +447,7 @@ int bench_report_json(struct bench *b)
 
 	if (!f)
 		return -1;
-	fprintf(f, "{\n  \"tool\": \"cms-bench\", \"library_version\": ");
-	json_str(f, cms_version_string());
-	fputs(",\n  \"date\": ", f);
-	json_str(f, b->date);
-	fputs(", \"command\": ", f);
-	json_str(f, b->cmdline);
-	fprintf(f, ",\n  \"simulation\": %s, \"driver_library\": ", b->sim ? "true" : "false");
-	json_str(f, b->drv_path);
-	fprintf(f, ", \"driver_version\": %d, \"device\": %d, \"device_name\": ", b->drv_version,
-		BENCH_DEVICE);
-	json_str(f, b->device_name);
+	bench_json_head(b, f);
 	fprintf(f,
 		",\n  \"device_total_bytes\": %" PRIu64 ", \"granularity\": %" PRIu64
 		", \"scale\": %u, \"cycles\": %u, \"verify_full\": %s,\n",
@@ -530,7 +503,7 @@ int bench_report_json(struct bench *b)
 	fprintf(f, "  \"checks\": %u, \"result\": \"%s\", \"failure\": ", b->checks,
 		b->failed ? "fail" : "pass");
 	if (b->failed)
-		json_str(f, b->failure);
+		bench_json_str(f, b->failure);
 	else
 		fputs("null", f);
 	fputs("\n}\n", f);

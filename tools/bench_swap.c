@@ -89,11 +89,11 @@ static int swap_cycle(struct bench *b, struct bench_work *w, cms_context *ctx,
 		cms_region_info ia = { .struct_size = sizeof(ia) };
 
 		w->rss_after_pause = bench_proc_status("VmRSS");
-		w->pin_after_pause = bench_proc_status("VmPin");
 		w->bytes_backed_up = pr.bytes_backed_up;
 		BENCH_CMS(b, err, cms_region_info_get, region[0], &ia);
 		BENCH_CMS(b, err, cms_region_info_get, region[1], &info);
 		w->backup_after_pause = ia.backup_bytes + info.backup_bytes;
+		w->pinned_after_pause = ia.pinned_bytes + info.pinned_bytes;
 	}
 	if (!bench_check(b,
 			 pr.allocations == w->count && pr.bytes_released == w->physical &&
@@ -368,8 +368,8 @@ void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f)
 		", \"vmhwm_reset\": %s, \"vmhwm_after_bytes\": %" PRIu64
 		", \"vmhwm_delta_bytes\": %" PRIu64 ", \"backup_bytes_after_first_pause\": %" PRIu64
 		", \"bytes_backed_up_first_pause\": %" PRIu64
-		", \"vmpin_after_first_pause_bytes\": %" PRIu64 "}",
+		", \"pinned_bytes_after_first_pause\": %" PRIu64 "}",
 		w->rss_after_pause, w->hwm_reset ? "true" : "false", w->hwm_after,
 		w->hwm_after > w->hwm_before ? w->hwm_after - w->hwm_before : 0,
-		w->backup_after_pause, w->bytes_backed_up, w->pin_after_pause);
+		w->backup_after_pause, w->bytes_backed_up, w->pinned_after_pause);
 }

@@ -376,12 +376,12 @@ static int bench_cycle(struct bench *b, struct bench_work *w, cms_context *ctx, 
 	*sl->pause_ns = t1 - t0;
 	if (c == 0) {
 		w->rss_after_pause = bench_proc_status("VmRSS");
-		w->pin_after_pause = bench_proc_status("VmPin");
 		w->bytes_backed_up = pr.bytes_backed_up;
 		st = cms_region_info_get(region, &info);
 		if (st)
 			return bench_cms_fail(b, st, "cms_region_info_get");
 		w->backup_after_pause = info.backup_bytes;
+		w->pinned_after_pause = info.pinned_bytes;
 	}
 	if (!bench_check(b, pr.allocations == w->count && pr.bytes_released == w->physical,
 			 "(%c) cycle %u: cms_region_pause paused %" PRIu64

@@ -727,9 +727,10 @@ static int demo_cycle(struct demo *d, unsigned int c)
 {
 	cms_pause_result pr = { .struct_size = sizeof(pr) };
 	cms_resume_result rr = { .struct_size = sizeof(rr) };
+	cms_region_info wi = { .struct_size = sizeof(wi) };
 	struct demo_cycle *s = &d->stats[c];
 	uint64_t before = 0, after = 0, weights_bytes = DEMO_WEIGHTS * d->chunk, diff;
-	char when[32], b1[32], b2[32], b3[32], b4[32], b5[32];
+	char when[32], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
 
 	snprintf(when, sizeof(when), "cycle %u", c + 1);
 	snprintf(d->step_buf, sizeof(d->step_buf), "%s", when);
@@ -739,6 +740,7 @@ static int demo_cycle(struct demo *d, unsigned int c)
 	DEMO_CMS(d, err, cms_device_memory_info, d->ctx, DEMO_DEVICE, &before, NULL);
 	DEMO_CMS(d, err, cms_pause, d->ctx, NULL, NULL, &pr);
 	DEMO_CMS(d, err, cms_device_memory_info, d->ctx, DEMO_DEVICE, &after, NULL);
+	DEMO_CMS(d, err, cms_region_info_get, d->weights, &wi);
 	s->pause_ns = pr.elapsed_ns;
 	s->released = pr.bytes_released;
 	s->free_delta = (int64_t)(after - before);
@@ -747,11 +749,12 @@ static int demo_cycle(struct demo *d, unsigned int c)
 		       pr.bytes_released - (uint64_t)s->free_delta;
 	s->delta_ok = d->sim ? diff == 0 : diff <= DEMO_GPU_TOLERANCE;
 	printf("%s: pause   %8.2f ms  %u regions, %u allocations, released %s, backed up %s;\n"
-	       "         driver free %s -> %s (%s)\n",
+	       "         driver free %s -> %s (%s); weights' host backup %s (%s pinned)\n",
 	       when, (double)pr.elapsed_ns / 1e6, (unsigned int)pr.regions,
 	       (unsigned int)pr.allocations, fmtb(b1, sizeof(b1), pr.bytes_released),
 	       fmtb(b2, sizeof(b2), pr.bytes_backed_up), fmtb(b3, sizeof(b3), before),
-	       fmtb(b4, sizeof(b4), after), fmt_delta(b5, sizeof(b5), s->free_delta));
+	       fmtb(b4, sizeof(b4), after), fmt_delta(b5, sizeof(b5), s->free_delta),
+	       fmtb(b6, sizeof(b6), wi.host_bytes), fmtb(b7, sizeof(b7), wi.pinned_bytes));
 	if (!demo_check(d, pr.regions == 2 && pr.allocations == DEMO_ALLOCS,
 			"%s: cms_pause paused %" PRIu64 " regions, %" PRIu64
 			" allocations (expected 2, %d)",
@@ -762,6 +765,10 @@ static int demo_cycle(struct demo *d, unsigned int c)
 	    !demo_check(d, pr.bytes_backed_up == weights_bytes,
 			"%s: cms_pause backed up %" PRIu64 " bytes, the weights are %" PRIu64, when,
 			pr.bytes_backed_up, weights_bytes) ||
+	    !demo_check(d, wi.host_bytes >= weights_bytes && wi.pinned_bytes <= wi.host_bytes,
+			"%s: the weights hold %" PRIu64 " bytes of host backup, %" PRIu64
+			" page-locked, for %" PRIu64 " bytes",
+			when, wi.host_bytes, wi.pinned_bytes, weights_bytes) ||
 	    !demo_check(d, s->delta_ok,
 			"%s: the driver's free memory changed by %" PRId64 " bytes, but %" PRIu64
 			" were released (tolerance %llu)",

@@ -135,6 +135,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_SHAREABLE) == 1, "CMS_REGION_SHAREA
 _Static_assert(CMS_REGION_SHAREABLE_FABRIC == 4u, "CMS_REGION_SHAREABLE_FABRIC == 4");
 _Static_assert(sizeof(CMS_REGION_SHAREABLE_FABRIC) == sizeof(uint64_t), "CMS_REGION_SHAREABLE_FABRIC has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_SHAREABLE_FABRIC) == 1, "CMS_REGION_SHAREABLE_FABRIC is unsigned");
+_Static_assert(CMS_REGION_NO_COALESCE == 8u, "CMS_REGION_NO_COALESCE == 8");
+_Static_assert(sizeof(CMS_REGION_NO_COALESCE) == sizeof(uint64_t), "CMS_REGION_NO_COALESCE has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_NO_COALESCE) == 1, "CMS_REGION_NO_COALESCE is unsigned");
 _Static_assert(CMS_HANDLE_TYPE_POSIX_FD == 1u, "CMS_HANDLE_TYPE_POSIX_FD == 1");
 _Static_assert(sizeof(CMS_HANDLE_TYPE_POSIX_FD) == sizeof(uint32_t), "CMS_HANDLE_TYPE_POSIX_FD has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_HANDLE_TYPE_POSIX_FD) == 1, "CMS_HANDLE_TYPE_POSIX_FD is unsigned");
@@ -235,7 +238,7 @@ _Static_assert(offsetof(cms_region_options, policy) == 12, "offsetof(cms_region_
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_options *)0)->policy, uint32_t *), "cms_region_options.policy is uint32_t");
 _Static_assert(offsetof(cms_region_options, flags) == 16, "offsetof(cms_region_options, flags) == 16");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_options *)0)->flags, uint64_t *), "cms_region_options.flags is uint64_t");
-_Static_assert(sizeof(cms_region_info) == 184, "sizeof(cms_region_info) == 184");
+_Static_assert(sizeof(cms_region_info) == 200, "sizeof(cms_region_info) == 200");
 _Static_assert(offsetof(cms_region_info, struct_size) == 0, "offsetof(cms_region_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->struct_size, size_t *), "cms_region_info.struct_size is size_t");
 _Static_assert(offsetof(cms_region_info, tag) == 8, "offsetof(cms_region_info, tag) == 8");
@@ -276,6 +279,10 @@ _Static_assert(offsetof(cms_region_info, reserved3) == 172, "offsetof(cms_region
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->reserved3, uint32_t *), "cms_region_info.reserved3 is uint32_t");
 _Static_assert(offsetof(cms_region_info, peer_device_mask) == 176, "offsetof(cms_region_info, peer_device_mask) == 176");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->peer_device_mask, uint64_t *), "cms_region_info.peer_device_mask is uint64_t");
+_Static_assert(offsetof(cms_region_info, pinned_bytes) == 184, "offsetof(cms_region_info, pinned_bytes) == 184");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->pinned_bytes, uint64_t *), "cms_region_info.pinned_bytes is uint64_t");
+_Static_assert(offsetof(cms_region_info, retained_bytes) == 192, "offsetof(cms_region_info, retained_bytes) == 192");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->retained_bytes, uint64_t *), "cms_region_info.retained_bytes is uint64_t");
 _Static_assert(sizeof(cms_pointer_info) == 56, "sizeof(cms_pointer_info) == 56");
 _Static_assert(offsetof(cms_pointer_info, struct_size) == 0, "offsetof(cms_pointer_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_pointer_info *)0)->struct_size, size_t *), "cms_pointer_info.struct_size is size_t");
@@ -617,7 +624,7 @@ int main(void)
 	(void)p_cms_control_destroy;
 	(void)p_cms_swap;
 	(void)p_cms_context_progress_set;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 70, 50);
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 71, 50);
 	return 0;
 }
 /* clang-format on */

@@ -570,6 +570,8 @@ type RegionInfo struct {
 	HostBytes      uint64 // host memory held by backup buffers
 	RestorePending bool   // an async resume's restore copies may still run
 	HandleTypes    uint32 // HandleTypePosixFd | HandleTypeFabric bits (since 1.1; 0: not shareable)
+	PinnedBytes    uint64 // of HostBytes, page-locked with cuMemHostRegister (since 1.1)
+	RetainedBytes  uint64 // freed allocations' bytes kept in shared handles (since 1.1)
 }
 
 // Info is a consistent snapshot of the region (cms_region_info_get).
@@ -598,6 +600,8 @@ func (r *Region) Info() (RegionInfo, error) {
 		HostBytes:      uint64(i.host_bytes),
 		RestorePending: i.restore_pending != 0,
 		HandleTypes:    uint32(i.handle_types),
+		PinnedBytes:    uint64(i.pinned_bytes),
+		RetainedBytes:  uint64(i.retained_bytes),
 	}, nil
 }
 

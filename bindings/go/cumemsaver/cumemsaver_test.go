@@ -126,7 +126,8 @@ func TestHostPolicyKeepsAddressAndContentAndFreesDeviceMemory(t *testing.T) {
 		t.Fatalf("driver free %d -> %d, want +%d", free0, free1, phys)
 	}
 	info = must(w.Info())
-	if info.State != StatePaused || info.BackedBytes != 0 || info.BackupBytes < size {
+	if info.State != StatePaused || info.BackedBytes != 0 || info.BackupBytes < size ||
+		info.HostBytes < size || info.PinnedBytes != info.HostBytes {
 		t.Fatalf("info while paused: %+v", info)
 	}
 	pi := must(ctx.PointerInfo(ptr + 100))
@@ -145,8 +146,9 @@ func TestHostPolicyKeepsAddressAndContentAndFreesDeviceMemory(t *testing.T) {
 		t.Fatal("HOST content lost")
 	}
 	info = must(w.Info())
-	if info.State != StateActive || info.Epoch != 1 || info.BackedBytes != phys {
-		t.Fatalf("info after resume: %+v", info)
+	if info.State != StateActive || info.Epoch != 1 || info.BackedBytes != phys ||
+		info.PinnedBytes < size || info.PinnedBytes != info.HostBytes {
+		t.Fatalf("info after resume: %+v", info) // the kept buffer stays page-locked
 	}
 	if free2, _, _ := ctx.DeviceMemoryInfo(0); free2 != free0 {
 		t.Fatalf("driver free %d after resume, want %d", free2, free0)

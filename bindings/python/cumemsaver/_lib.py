@@ -85,6 +85,9 @@ CMS_REGION_SHAREABLE = 0x2  # uint64_t, since 1.1
 # Also request fabric handles (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in
 # cms_region_info.handle_types. CMS_ERR_NOT_SUPPORTED where the device lacks it.
 CMS_REGION_SHAREABLE_FABRIC = 0x4  # uint64_t, since 1.1
+# One physical handle and one mapping per allocation, also after a resume: each cms_free gives its
+# memory back at once (default: adjacent allocations share handles after a resume).
+CMS_REGION_NO_COALESCE = 0x8  # uint64_t, since 1.1
 
 # ---- pause_flag
 # cms_pause_options.flags.
@@ -283,6 +286,8 @@ class cms_region_info(ctypes.Structure):
         ("handle_types", ctypes.c_uint32),
         ("reserved3", ctypes.c_uint32),
         ("peer_device_mask", ctypes.c_uint64),
+        ("pinned_bytes", ctypes.c_uint64),
+        ("retained_bytes", ctypes.c_uint64),
     ]
 
 
@@ -523,6 +528,8 @@ FIELD_SINCE = {
         "handle_types": "1.1",
         "reserved3": "1.1",
         "peer_device_mask": "1.1",
+        "pinned_bytes": "1.1",
+        "retained_bytes": "1.1",
     },
     "cms_pointer_info": {
         "struct_size": "1.0",

@@ -298,6 +298,8 @@ class RegionInfo:
     host_bytes: int
     restore_pending: bool
     peer_device_mask: int  # since 1.1: devices given access besides the region's own (mask)
+    pinned_bytes: int  # since 1.1: bytes of host_bytes page-locked with cuMemHostRegister
+    retained_bytes: int  # since 1.1: bytes of freed allocations kept in shared handles
 
     @property
     def paused(self) -> bool:
@@ -481,12 +483,19 @@ class Context:
         device: int = 0,
         policy: Policy = Policy.DISCARD,
         release_host: bool = False,
+        coalesce: bool = True,
     ) -> "Region":
-        """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken."""
+        """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken.
+
+        coalesce=False sets CMS_REGION_NO_COALESCE: one physical handle per allocation, so
+        that every free returns its device memory at once (by default a resume backs adjacent
+        allocations with shared handles, and a free keeps its bytes until the next pause)."""
         opts = L.init_struct(L.cms_region_options)
         opts.device = _i32(device, "device")
         opts.policy = int(policy)
         opts.flags = L.CMS_REGION_RELEASE_HOST if release_host else 0
+        if not coalesce:
+            opts.flags |= L.CMS_REGION_NO_COALESCE
         out = L.cms_region_p()
         _call("cms_region_create", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(out))
         return Region(self, out.value)

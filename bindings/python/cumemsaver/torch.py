@@ -127,7 +127,11 @@ class Saver:
     hook_mode: "torch" (CUDAPluggableAllocator, the default) or "preload" (the process runs
     with libcumemsaver-preload.so in LD_PRELOAD). context: an existing cumemsaver Context
     (else one is created, with driver_path). The Saver makes its context the library's hook
-    context; only one Saver should be live in a process.
+    context; only one Saver should be live in a process. coalesce=False creates its regions
+    with CMS_REGION_NO_COALESCE: after a resume, PyTorch's frees (torch.cuda.empty_cache(), its
+    out-of-memory retry) then give device memory back at once; by default adjacent blocks
+    share physical handles after a resume (much faster pause/resume of many tensors) and a
+    freed block's memory returns at the next pause.
     """
 
     def __init__(
@@ -135,6 +139,7 @@ class Saver:
         hook_mode: str = "torch",
         context: Optional[Context] = None,
         driver_path: Optional[str] = None,
+        coalesce: bool = True,
     ):
         check_allocator_config()
         if hook_mode not in ("torch", "preload"):
@@ -160,6 +165,7 @@ class Saver:
                     "process); use it, or close() it first"
                 )
         self.hook_mode = hook_mode
+        self._coalesce = bool(coalesce)
         self._own_ctx = context is None
         self.context = context if context is not None else Context(driver_path=driver_path)
         self._lock = threading.Lock()
@@ -187,7 +193,9 @@ class Saver:
                         f"a tag has one policy per device (asked for {Policy(policy).name})"
                     )
                 return region
-            region = self.context.region(tag, device=device, policy=policy)
+            region = self.context.region(
+                tag, device=device, policy=policy, coalesce=self._coalesce
+            )
             self._regions[key] = (region, Policy(policy))
             return region
 

@@ -68,6 +68,9 @@ pub const CMS_REGION_SHAREABLE: u64 = 0x2;
 /// Also request fabric handles (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in
 /// cms_region_info.handle_types. CMS_ERR_NOT_SUPPORTED where the device lacks it. (since 1.1)
 pub const CMS_REGION_SHAREABLE_FABRIC: u64 = 0x4;
+/// One physical handle and one mapping per allocation, also after a resume: each cms_free gives its
+/// memory back at once (default: adjacent allocations share handles after a resume). (since 1.1)
+pub const CMS_REGION_NO_COALESCE: u64 = 0x8;
 
 // ---- pause_flag
 /// The caller guarantees no GPU work uses the memory; skip waiting. (since 1.0)
@@ -361,6 +364,12 @@ pub struct cms_region_info {
     /// Devices given read-write access besides the region's own, bit d = device ordinal d
     /// (cms_region_peer_devices_set). (since 1.1)
     pub peer_device_mask: u64,
+    /// Bytes of host_bytes currently page-locked with cuMemHostRegister (DISK staging, page-locked
+    /// only during a call, is not counted). (since 1.1)
+    pub pinned_bytes: u64,
+    /// Device bytes of allocations freed while sharing a physical handle with live neighbours, held
+    /// until the next pause or until the neighbours are freed. (since 1.1)
+    pub retained_bytes: u64,
 }
 
 impl Default for cms_region_info {

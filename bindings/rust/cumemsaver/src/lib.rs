@@ -715,6 +715,13 @@ pub struct RegionInfo {
     /// `HANDLE_TYPE_*` bits the physical allocations are created with (0: not shareable;
     /// since 1.1, 0 from a 1.0 library).
     pub handle_types: u32,
+    /// Bytes of `host_bytes` page-locked with `cuMemHostRegister` (a buffer whose
+    /// registration failed stays pageable and is not counted; since 1.1, 0 from a 1.0
+    /// library).
+    pub pinned_bytes: u64,
+    /// Device bytes of freed allocations still held in handles shared with live neighbours
+    /// (since 1.1).
+    pub retained_bytes: u64,
 }
 
 /// A set of allocations sharing a tag, a device and a restore policy. Borrows its
@@ -784,6 +791,8 @@ impl<'ctx> Region<'ctx> {
             host_bytes: i.host_bytes as u64,
             restore_pending: i.restore_pending != 0,
             handle_types: i.handle_types as u32,
+            pinned_bytes: i.pinned_bytes as u64,
+            retained_bytes: i.retained_bytes as u64,
         })
     }
 

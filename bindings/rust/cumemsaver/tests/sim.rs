@@ -114,6 +114,8 @@ fn host_policy_keeps_address_and_content_and_frees_device_memory() {
     assert_eq!(info.state, State::Paused);
     assert_eq!(info.backed_bytes, 0);
     assert!(info.backup_bytes >= size);
+    assert!(info.host_bytes >= size);
+    assert_eq!(info.pinned_bytes, info.host_bytes, "the backup is page-locked");
     let pi = ctx.pointer_info(ptr + 100).unwrap();
     assert_eq!((pi.base, pi.offset, pi.size), (ptr, 100, size));
     assert_eq!(pi.physical_size, phys);
@@ -130,6 +132,8 @@ fn host_policy_keeps_address_and_content_and_frees_device_memory() {
         (info.state, info.epoch, info.backed_bytes),
         (State::Active, 1, phys)
     );
+    assert!(info.pinned_bytes >= size, "the kept buffer stays page-locked");
+    assert_eq!(info.pinned_bytes, info.host_bytes);
     assert_eq!(ctx.device_memory_info(0).unwrap().free, before.free);
 }
 
