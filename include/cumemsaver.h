@@ -5,12 +5,13 @@
  *
  * This is the one public C ABI of libcumemsaver (SONAME libcumemsaver.so.1).
  * It is built on the CUDA driver's virtual memory management API: every
- * allocation is a virtual address reservation (cuMemAddressReserve) that
- * lives from cms_alloc() to cms_free(), backed by a physical allocation
- * (cuMemCreate + cuMemMap + cuMemSetAccess) that a pause releases
- * (cuMemUnmap + cuMemRelease) and a resume creates and maps again at the same
- * address. Pointers, kernel arguments and captured CUDA graphs therefore stay
- * valid across any number of pause/resume cycles.
+ * allocation is a virtual address range (carved from its region's
+ * cuMemAddressReserve reservations) that lives from cms_alloc() to
+ * cms_free(), backed by physical memory (cuMemCreate + cuMemMap +
+ * cuMemSetAccess) that a pause releases (cuMemUnmap + cuMemRelease) and a
+ * resume creates and maps again at the same address, one physical handle
+ * per run of adjacent allocations. Pointers, kernel arguments and captured CUDA graphs therefore
+ * stay valid across any number of pause/resume cycles.
  *
  * Conventions that hold for every function below:
  *  - Sizes are in bytes; devices are CUDA device ordinals (as cuDeviceGet);
@@ -302,7 +303,7 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * resume in a few driver calls, at the same addresses. The cost: a
  * cms_free() of an allocation that shares a handle with live neighbours
  * cannot give its device memory back by itself; its bytes stay in the
- * shared handle (counted in backed_bytes) until the next pause or until its
+ * shared handle (cms_region_info.retained_bytes) until the next pause or until its
  * neighbours are freed too. Set this flag where allocations are freed one by
  * one while active and each free must return memory at once. Shareable
  * regions (CMS_REGION_SHAREABLE*) always keep one handle per allocation
@@ -487,11 +488,14 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
 /* ---- Allocations ----------------------------------------------------------- */
 
 /*
- * cms_alloc - allocates size bytes in an active region: reserves a virtual
- * range (cuMemAddressReserve, size rounded up to the granularity, aligned to
- * it), creates a physical allocation (cuMemCreate) and maps it read-write
- * for the region's device and its peer devices (cuMemMap, one cuMemSetAccess
- * with a descriptor per device). Content is undefined,
+ * cms_alloc - allocates size bytes in an active region: carves a virtual
+ * range (size rounded up to the granularity, aligned to it) out of the
+ * region's reservations (cuMemAddressReserve of 2 GiB at a time, or of the
+ * rounded size if larger), creates a physical allocation (cuMemCreate) and
+ * maps it read-write for the region's device and its peer devices
+ * (cuMemMap, one cuMemSetAccess with a descriptor per device); a later
+ * resume may back it together with its neighbours (CMS_REGION_NO_COALESCE).
+ * Content is undefined,
  * as with cudaMalloc. *ptr receives the device pointer; it stays the same
  * until cms_free(), whatever pauses and resumes happen in between.
  * Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (NULL, size 0, size overflowing
@@ -502,8 +506,12 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
 
 /*
  * cms_free - frees the allocation whose base is ptr, in any state and from
- * any thread: unmaps and releases its physical memory if backed, drops its
- * host backup if any, frees its reservation (cuMemAddressFree). The caller
+ * any thread: unmaps and releases its physical memory if backed (if it
+ * shares a physical handle with live neighbours since a resume, its bytes
+ * stay in that handle until the next pause, see CMS_REGION_NO_COALESCE and
+ * cms_region_info.retained_bytes), drops its host backup if any, gives its
+ * range back to the region's reservations (a reservation nothing uses any
+ * more is freed with cuMemAddressFree). The caller
  * must have finished GPU work using it. Returns CMS_OK,
  * CMS_ERR_INVALID_ARGUMENT (ptr 0), CMS_ERR_NOT_FOUND (not an allocation of
  * this context, or already freed), CMS_ERR_NOT_BASE (inside an allocation,

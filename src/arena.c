@@ -53,7 +53,10 @@ static cms_status arena_new(struct cms_region *r, size_t len, struct cms_arena *
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
 		goto err_free;
 	}
-	CU_TRY(ctx, cuMemAddressReserve(&ar->base, size, gran, 0, 0), st, err_free);
+	/* Aligned to its default size: large allocations and runs then start on large
+	 * boundaries, as a reservation of their own would (the driver maps and unmaps
+	 * large-aligned ranges with fewer page-table entries). */
+	CU_TRY(ctx, cuMemAddressReserve(&ar->base, size, CMS_ARENA_ALIGN, 0, 0), st, err_free);
 	ar->len = size;
 	e->base = ar->base;
 	e->len = size;

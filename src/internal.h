@@ -286,6 +286,7 @@ void cms_disk_close(struct cms_region *r);
 /* ---- arena.c: address space of a region (region lock held) ---- */
 /* Default reservation size; a larger allocation gets a reservation of its own. */
 #define CMS_ARENA_BYTES (2ull << 30)
+#define CMS_ARENA_ALIGN CMS_ARENA_BYTES /* a power of two, a multiple of any granularity */
 /* Carves len bytes (a granularity multiple) for a->base and a->arena; may reserve. */
 cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
 			  struct cms_arena **arena);
@@ -471,6 +472,15 @@ void cms_progress_end(struct cms_progress *p, bool ok);
 struct cms_progress *cms_progress_enter(struct cms_progress *p);
 /* cms_progress_add to the calling thread's operation (set by multidev.c), if any. */
 void cms_progress_note(uint64_t bytes);
+
+/* ---- pause_pipe.c: steady-state HOST pause, release overlapped with the copies ---- */
+/* Whether v (one device) has only HOST allocations with buffers to copy, enough for it. */
+bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices);
+/* Copies the mapped HOST allocations of v out in batches and unmaps and releases each batch
+ * once its copies are done; sorts v by address. On failure copies may still run (synchronize
+ * the device's library streams) and released ones hold their content in their backups. */
+cms_status cms_pause_pipelined(cms_context *ctx, struct cms_alloc **v, size_t n, int32_t dev,
+			       uint64_t *backed_up, uint64_t *released);
 
 /* ---- pause.c helpers shared with swap.c ---- */
 cms_status cms_pause_wait(cms_context *ctx, const int32_t *devs, size_t nd,

@@ -524,7 +524,7 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 	pthread_mutex_lock(&r->lock);
 	old = r->peer_mask;
 	for (a = r->allocs; a && old != device_mask; a = a->next) {
-		if (!a->mapped)
+		if (!a->mapped || (a->run && !cms_run_is_last(a))) /* once per run (run.c) */
 			continue;
 		st = cms_vmm_set_access(a, device_mask, old);
 		if (st)
@@ -535,7 +535,8 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 		for (b = r->allocs; b != a; b = b->next) {
 			char why2[256];
 
-			if (!b->mapped || !cms_vmm_set_access(b, old, device_mask) || rb)
+			if (!b->mapped || (b->run && !cms_run_is_last(b)) ||
+			    !cms_vmm_set_access(b, old, device_mask) || rb)
 				continue;
 			cms_last_error_message(why2, sizeof(why2));
 			rb = cms_set_error(CMS_ERR_ROLLBACK_FAILED,

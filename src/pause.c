@@ -3,7 +3,9 @@
  * pause.c - transactional pause of a set of regions whose locks are held.
  *
  *   0. wait for GPU work (context, stream or event synchronize)
- *   1. HOST policy: copy every allocation to a host buffer
+ *   1. HOST policy: copy every allocation to a host buffer (in the steady state
+ *      each batch is unmapped and released as soon as its copies are done,
+ *      pause_pipe.c: its content is in the backup, so a rollback restores it)
  *   2. unmap every allocation          (failure: map the earlier ones again)
  *   3. release every physical handle   (failure: map the unreleased ones again,
  *                                       re-back the released ones per policy)
@@ -248,7 +250,10 @@ cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, s
 	st = wait_for_work(ctx, devs, nd, o);
 	if (st)
 		goto out;
-	st = cms_backup_copy_out(ctx, v, n, &backed_up);
+	if (cms_pause_can_pipeline(v, n, nd)) /* HOST, steady state: release during the copies */
+		st = cms_pause_pipelined(ctx, v, n, devs[0], &backed_up, &released);
+	else
+		st = cms_backup_copy_out(ctx, v, n, &backed_up);
 	rb = cms_sync_streams(ctx, devs, nd); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
@@ -271,7 +276,7 @@ cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, s
 		goto err;
 	for (i = 0; i < n; i++) { /* a run's handle goes with its first member (run.c) */
 		released += v[i]->handle ? v[i]->physical : 0;
-		if (v[i]->run && cms_run_is_last(v[i]))
+		if (v[i]->handle && v[i]->run && cms_run_is_last(v[i])) /* not released yet */
 			released += v[i]->run->retained;
 	}
 	for (i = 0; i < n; i++) {

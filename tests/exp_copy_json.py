@@ -9,8 +9,9 @@ call, content check and the simulation's leak check passed), then checks the
 file: every variant's rows in order, 5 repetitions each, medians that are the
 medians of those repetitions, GB/s that are bytes over the median, ratios that
 are the quotient of a row's GB/s and the ceiling (F1/F2 for H2D rows,
-G-copy/H-copy for D2H rows), the span calls of J with their return codes, and
-the content samples. Then a run with a copy fault injected must fail with exit
+G-copy/H-copy for D2H rows), the span calls of J with their return codes, L's
+free bytes before the copies (the simulation's exact accounting: L4 holds a
+second set) and the content samples. Then a run with a copy fault injected must fail with exit
 status 1 and name the failed call in the JSON. No timing is judged: the
 simulation's timings say nothing about a GPU.
 """
@@ -21,7 +22,7 @@ import subprocess
 import sys
 
 IDS = ["A", "B", "C", "D", "E1", "E2", "F1", "F2", "G", "G-copy", "G-rel", "H", "H-copy",
-       "H-rel", "I0-rel", "I0-back", "I1-rel", "I1-back", "K", "J1-back", "J1-rel",
+       "H-rel", "I0-rel", "I0-back", "I1-rel", "I1-back", "L0", "L1", "L2", "L3", "L4", "K", "J1-back", "J1-rel",
        "J2-back", "J2-rel", "J3-back", "J3-rel"]
 failures = []
 
@@ -71,7 +72,9 @@ def check_rows(d):
         if "rep_back_ms" in r:
             check(close(r["back_ms"], statistics.median(r["rep_back_ms"])),
                   "%s: back" % r["id"])
-            check(all(0 <= b <= t + 1e-3 for b, t in zip(r["rep_back_ms"], r["rep_ms"])),
+            # L times only the copies: its back comes before them
+            check(all(0 <= b and (r["id"].startswith("L") or b <= t + 1e-3)
+                      for b, t in zip(r["rep_back_ms"], r["rep_ms"])),
                   "%s: back within the total" % r["id"])
     check(close(d["ceiling_h2d_gbs"], max(by["F1"]["gbs"], by["F2"]["gbs"])), "H2D ceiling")
     check(close(d["ceiling_d2h_gbs"], max(by["G-copy"]["gbs"], by["H-copy"]["gbs"])),
@@ -80,6 +83,7 @@ def check_rows(d):
         check(by[v]["handles"] == n and by[v]["handle_bytes"] == unit, "%s: shape" % v)
     check(by["D"]["handles"] * 2 == n and by["D"]["handle_bytes"] == 2 * unit, "D: shape")
     check(by["J3-back"]["handles"] * 2 == n, "J3: shape")
+    check_l(d, by, n, unit)
     for g in ("G", "H"):
         parts = [a + b for a, b in zip(by[g + "-copy"]["rep_ms"], by[g + "-rel"]["rep_ms"])]
         check(all(p <= t + 1e-3 for p, t in zip(parts, by[g]["rep_ms"])),
@@ -87,6 +91,33 @@ def check_rows(d):
     check(by["J2-back"]["result"] == 0 and by["J2-back"]["result_name"] == "CUDA_SUCCESS",
           "J2-back result %r" % by["J2-back"]["result"])
     check(by["J2-rel"]["result"] == 0, "J2-rel result %r" % by["J2-rel"]["result"])
+
+
+def check_l(d, by, n, unit):
+    """L0-L4: shape, the free bytes of every repetition, L3's synchronize time only."""
+    free = {}
+    for v in ("L0", "L1", "L2", "L3", "L4"):
+        r = by[v]
+        check(r["direction"] == "h2d" and r["handles"] == n and r["handle_bytes"] == unit,
+              "%s: shape" % v)
+        fb = r.get("rep_free_bytes")
+        if not check(isinstance(fb, list) and len(fb) == r["reps"] and
+                     all(isinstance(b, int) and b > 0 for b in fb), "%s: free %r" % (v, fb)):
+            continue
+        check("free before the copies" in r["note"], "%s: note %r" % (v, r["note"]))
+        check(len(r.get("rep_enqueued_ms", [])) == r["reps"], "%s: enqueued" % v)
+        check(("rep_sync_ms" in r) == (v == "L3"), "%s: rep_sync_ms" % v)
+        free[v] = fb
+    if len(free) < 5:
+        return
+    # the simulation counts exactly: L0-L3 hold one set before their copies, L4 two
+    one = free["L0"][0]
+    check(all(b == one for v in ("L0", "L1", "L2", "L3") for b in free[v]),
+          "L0-L3: free bytes differ %r" % free)
+    check(all(b + d["total_bytes"] == one for b in free["L4"]),
+          "L4: free %r, L0 %d, a set %d" % (free["L4"], one, d["total_bytes"]))
+    sync = by["L3"].get("rep_sync_ms", [])
+    check(len(sync) == by["L3"]["reps"] and all(s >= 0 for s in sync), "L3: sync %r" % sync)
 
 
 def main():

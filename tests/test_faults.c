@@ -603,6 +603,18 @@ START_TEST(pause_sweep_coalesced)
 }
 END_TEST
 
+/* After a first cycle with one handle per allocation: a HOST pause releases batch by batch
+ * while it copies (pause_pipe.c). */
+START_TEST(pause_sweep_cycled_separate)
+{
+	coalesced = 1;
+	t_region_flags = CMS_REGION_NO_COALESCE;
+	pause_sweep_fn(_i);
+	t_region_flags = 0;
+	coalesced = 0;
+}
+END_TEST
+
 START_TEST(resume_sweep_coalesced)
 {
 	coalesced = 1;
@@ -642,6 +654,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, free_sweep, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep, 0, 6);
 	tcase_add_loop_test(tc, pause_sweep_coalesced, 0, 3);
+	tcase_add_loop_test(tc, pause_sweep_cycled_separate, 2, 3); /* HOST */
 	tcase_add_loop_test(tc, resume_sweep_coalesced, 0, 3);
 	tcase_add_loop_test(tc, free_sweep_coalesced, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep_coalesced, 0, 6);

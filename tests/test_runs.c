@@ -682,7 +682,7 @@ START_TEST(peer_access_coalesced)
 	pause_r(r, set_phys(&s) + s.phys[3]);
 	resume_r(r, set_phys(&s));
 	counts(2, 2, 1, set_phys(&s));
-	ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", 7, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", 2, CUDA_ERROR_UNKNOWN), 0);
 	ck_status(cms_region_peer_devices_set(r, 0), CMS_ERR_DRIVER);
 	t_sim()->clear_faults();
 	ck_assert_uint_eq(info(r).peer_device_mask, 0x2);

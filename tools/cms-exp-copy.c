@@ -26,6 +26,20 @@
  *      of them on release), 8 x 2 GiB handles (J3); return codes recorded
  *   K  (extra) A with the host side as src/host.c lays it out: one mmap'ed,
  *      faulted and registered buffer per 1 GiB instead of one for all
+ *   L  does a copy into memory backed just before run slower because the driver
+ *      scrubs physical memory on the copy engines, at cuMemCreate or after
+ *      cuMemRelease? Each repetition starts from the handles mapped and
+ *      written by the one before (as after a resume); only the copies (1 GiB,
+ *      4 streams) are timed, back is outside that time:
+ *      L0 release all, at once back all, at once the copies
+ *      L1 release all, 500 ms later back all, at once the copies
+ *      L2 release all, at once back all, 500 ms later the copies
+ *      L3 release all, at once back all, cuCtxSynchronize, the copies
+ *      L4 back a second set in a second reservation while the first stays
+ *         mapped (no release), at once the copies into it; then release the
+ *         first set (not timed)
+ *      with cuMemGetInfo's free bytes just before the copies (free in the
+ *      table, rep_free_bytes in the JSON; L3's wait: rep_sync_ms)
  *
  * All H2D variants copy from one host buffer (mmap, MADV_HUGEPAGE, faulted in
  * with a pattern on 16 threads, cuMemHostRegister PORTABLE once, as the
@@ -33,7 +47,7 @@
  * warm-up, from before the first driver call to after the last
  * synchronize. Before each repetition, 4 KiB samples at the start, middle
  * and end of every handle get a fresh pattern in the host buffer; after it
- * they are read back with cuMemcpyDtoH and compared (A-F, K).
+ * they are read back with cuMemcpyDtoH and compared (A-F, K, L).
  *
  * Exits 0 when every call and check passed, 1 otherwise, 2 on bad usage.
  */
@@ -55,6 +69,7 @@
 #define EXP_STREAMS 4u
 #define EXP_SAMPLE 4096ull
 #define EXP_SLEEP_MS 200
+#define EXP_L_SLEEP_MS 500 /* L1, L2 (their what says 500 ms) */
 #define EXP_DEFAULT_GIB 16u
 #define EXP_MAX_GIB 1024u
 #define EXP_UNIT (1ull << 30)  /* the engine's allocation and copy size */
@@ -78,8 +93,12 @@ struct exp_row {
 	uint64_t total_ns[EXP_REPS];
 	uint64_t back_ns[EXP_REPS]; /* time in cuMemCreate + cuMemMap + cuMemSetAccess */
 	uint64_t enq_ns[EXP_REPS];  /* from the start until the last copy was enqueued */
+	uint64_t free_b[EXP_REPS];  /* L: cuMemGetInfo's free bytes just before the copies */
+	uint64_t sync_ns[EXP_REPS]; /* L3: time in the cuCtxSynchronize after the back */
 	bool has_back;
 	bool has_enq;
+	bool has_free;
+	bool has_sync;
 	bool has_result;
 	CUresult result; /* the driver call the row is about (J2) */
 	char result_name[48];
@@ -95,6 +114,16 @@ struct exp_h2d {
 	bool pieces;	      /* 256 MiB copies (else 1 GiB) */
 	unsigned int streams; /* round-robin over the first streams */
 	bool separate;	      /* host buffers as src/host.c makes them */
+};
+
+/* An L variant: what comes between the written set and the timed copies. */
+struct exp_after {
+	const char *id;
+	const char *what;
+	unsigned int sleep_before_ms; /* between the release and the back */
+	unsigned int sleep_after_ms;  /* between the back and the copies */
+	bool sync;		      /* cuCtxSynchronize after the back */
+	bool keep_old;		      /* back the other set; release this one after the copies */
 };
 
 struct exp {
@@ -129,6 +158,10 @@ struct exp {
 	CUmemGenericAllocationHandle *h;
 	unsigned char *st;
 	uint64_t hmax, hn, hsize;
+	/* L4: a second reservation of total bytes and its set (hmax entries), exp_swap'ed */
+	CUdeviceptr alt_base;
+	CUmemGenericAllocationHandle *alt_h;
+	unsigned char *alt_st;
 	CUstream s[EXP_STREAMS];
 	unsigned char *stage; /* EXP_SAMPLE bytes */
 
@@ -178,12 +211,21 @@ static void exp_put(struct exp_row *r, unsigned int rep, uint64_t total, uint64_
 	r->reps = rep;
 }
 
+/* L: the free bytes before repetition rep's copies and its cuCtxSynchronize time. */
+static void exp_put_after(struct exp_row *r, unsigned int rep, uint64_t free_b, uint64_t sync)
+{
+	if (!rep || !r)
+		return;
+	r->free_b[rep - 1] = free_b;
+	r->sync_ns[rep - 1] = sync;
+}
+
 static double exp_ms(const uint64_t *v, unsigned int n)
 {
 	return n ? bench_median_ns(v, n) / 1e6 : NAN;
 }
 
-static double exp_min_ms(const uint64_t *v, unsigned int n)
+static uint64_t exp_min(const uint64_t *v, unsigned int n)
 {
 	uint64_t m = UINT64_MAX;
 	unsigned int i;
@@ -191,7 +233,23 @@ static double exp_min_ms(const uint64_t *v, unsigned int n)
 	for (i = 0; i < n; i++)
 		if (v[i] < m)
 			m = v[i];
-	return n ? (double)m / 1e6 : NAN;
+	return m;
+}
+
+static uint64_t exp_max(const uint64_t *v, unsigned int n)
+{
+	uint64_t m = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+static double exp_min_ms(const uint64_t *v, unsigned int n)
+{
+	return n ? (double)exp_min(v, n) / 1e6 : NAN;
 }
 
 static double exp_gbs(const struct exp_row *r)
@@ -555,6 +613,120 @@ static int exp_run_recreate(struct exp *x, const char *id, unsigned int ms)
 	return exp_release_all(x);
 }
 
+/* L4: the other reservation and its handle set become the ones exp_copy & co. use. */
+static void exp_swap(struct exp *x)
+{
+	CUdeviceptr base = x->base;
+	CUmemGenericAllocationHandle *h = x->h;
+	unsigned char *st = x->st;
+
+	x->base = x->alt_base;
+	x->h = x->alt_h;
+	x->st = x->alt_st;
+	x->alt_base = base;
+	x->alt_h = h;
+	x->alt_st = st;
+}
+
+/* L: from the set mapped and written, a new set backed (as v says), then only its copies
+ * timed; the new set, mapped and written, is where the next repetition starts. */
+static int exp_run_after(struct exp *x, const struct exp_after *v)
+{
+	struct exp_row *r = exp_row(x, v->id, EXP_H2D, x->nunit, x->unit, v->what);
+	struct bench *b = &x->b;
+	uint64_t t0, ta, tb, back, sync;
+	char b1[32], b2[32], b3[32];
+	size_t fr, tot;
+	unsigned int rep, k;
+
+	snprintf(b->step, sizeof(b->step), "variant %s", v->id);
+	if (!r)
+		return -1;
+	r->has_back = true;
+	r->has_enq = true;
+	r->has_free = true;
+	r->has_sync = v->sync;
+	for (rep = 0; rep <= EXP_REPS; rep++) {
+		exp_stamp(
+			x); /* host side only: the samples of either set are at the same offsets */
+		if (v->keep_old)
+			exp_swap(x);
+		else if (exp_release_all(x))
+			return -1;
+		if (v->sleep_before_ms)
+			exp_sleep_ms(v->sleep_before_ms);
+		ta = bench_now_ns();
+		if (exp_back_all(x, x->nunit, x->unit))
+			return -1;
+		back = bench_now_ns() - ta;
+		sync = 0;
+		if (v->sync) {
+			BENCH_CU(b, err, cuCtxSynchronize);
+			sync = bench_now_ns() - ta - back;
+		}
+		if (v->sleep_after_ms)
+			exp_sleep_ms(v->sleep_after_ms);
+		BENCH_CU(b, err, cuMemGetInfo, &fr, &tot);
+		k = 0;
+		t0 = bench_now_ns();
+		if (exp_copy(x, EXP_H2D, 0, x->total, x->unit, EXP_STREAMS, &k))
+			return -1;
+		tb = bench_now_ns() - t0;
+		if (exp_sync(x, EXP_STREAMS))
+			return -1;
+		exp_put(r, rep, bench_now_ns() - t0, back, tb);
+		exp_put_after(r, rep, fr, sync);
+		if (exp_check(x, v->id, rep))
+			return -1;
+		if (v->keep_old) {
+			exp_swap(x);
+			if (exp_release_all(x))
+				return -1;
+			exp_swap(x);
+		}
+	}
+	snprintf(r->note, sizeof(r->note), "free before the copies %s, min %s, max %s",
+		 bench_fmt_bytes(b1, sizeof(b1), (uint64_t)bench_median_ns(r->free_b, r->reps)),
+		 bench_fmt_bytes(b2, sizeof(b2), exp_min(r->free_b, r->reps)),
+		 bench_fmt_bytes(b3, sizeof(b3), exp_max(r->free_b, r->reps)));
+	exp_line(r);
+	return 0;
+err:
+	return -1;
+}
+
+/* L: the set backed and written once (not timed), then L0-L4, then the set released. */
+static int exp_run_l(struct exp *x)
+{
+	static const struct exp_after l[] = {
+		{ .id = "L0", .what = "release all, at once back all; copies only" },
+		{ .id = "L1",
+		  .what = "release all, 500 ms later back all; copies only",
+		  .sleep_before_ms = EXP_L_SLEEP_MS },
+		{ .id = "L2",
+		  .what = "release all, back all, 500 ms later copies only",
+		  .sleep_after_ms = EXP_L_SLEEP_MS },
+		{ .id = "L3",
+		  .what = "release all, back all, cuCtxSynchronize; copies only",
+		  .sync = true },
+		{ .id = "L4",
+		  .what = "back a new set, old one mapped; copies only",
+		  .keep_old = true },
+	};
+	unsigned int k = 0;
+	size_t i;
+
+	snprintf(x->b.step, sizeof(x->b.step), "variant L");
+	exp_stamp(x);
+	if (exp_back_all(x, x->nunit, x->unit) ||
+	    exp_copy(x, EXP_H2D, 0, x->total, x->unit, EXP_STREAMS, &k) || exp_sync(x, EXP_STREAMS))
+		return -1;
+	for (i = 0; i < sizeof(l) / sizeof(l[0]); i++)
+		if (exp_run_after(x, &l[i]))
+			return -1;
+	return exp_release_all(x);
+}
+
 /* J: reads 4 KiB at the first, middle and last mapping (access granted everywhere?). */
 static void exp_access_probe(struct exp *x, const char *id)
 {
@@ -810,13 +982,16 @@ static int exp_device_setup(struct exp *x)
 	x->hmax = x->jcount > x->nunit ? x->jcount : x->nunit;
 	x->h = calloc(x->hmax, sizeof(*x->h));
 	x->st = calloc(x->hmax, sizeof(*x->st));
+	x->alt_h = calloc(x->hmax, sizeof(*x->alt_h));
+	x->alt_st = calloc(x->hmax, sizeof(*x->alt_st));
 	x->stage = malloc(EXP_SAMPLE);
-	if (!x->h || !x->st || !x->stage) {
+	if (!x->h || !x->st || !x->alt_h || !x->alt_st || !x->stage) {
 		bench_fail(b, "out of host memory");
 		return -1;
 	}
 	bench_fill_prop(b, &x->prop, &x->acc);
 	BENCH_CU(b, err, cuMemAddressReserve, &x->base, x->total, 0, 0, 0);
+	BENCH_CU(b, err, cuMemAddressReserve, &x->alt_base, x->total, 0, 0, 0);
 	for (i = 0; i < EXP_STREAMS; i++)
 		BENCH_CU(b, err, cuStreamCreate, &x->s[i], CU_STREAM_NON_BLOCKING);
 	return 0;
@@ -841,11 +1016,19 @@ static void exp_cleanup(struct exp *x)
 	}
 	if (x->h)
 		bench_vmm_undo(b, x->base, x->hsize, x->h, x->st, x->hn);
+	if (x->alt_h)
+		bench_vmm_undo(b, x->alt_base, x->hsize, x->alt_h, x->alt_st, x->hn);
 	if (x->base) {
 		res = b->drv.cuMemAddressFree(x->base, x->total);
 		if (res != CUDA_SUCCESS)
 			bench_cu_fail(b, res, "cuMemAddressFree");
 		x->base = 0;
+	}
+	if (x->alt_base) {
+		res = b->drv.cuMemAddressFree(x->alt_base, x->total);
+		if (res != CUDA_SUCCESS)
+			bench_cu_fail(b, res, "cuMemAddressFree");
+		x->alt_base = 0;
 	}
 	for (i = 0; i < EXP_STREAMS; i++) {
 		if (!x->s[i])
@@ -946,9 +1129,9 @@ static void exp_run(struct exp *x)
 	printf("\ncms-bench's copy floor (its own buffers, chunks on one stream):\n");
 	if (bench_copy_floor(b))
 		return;
-	/* device: the variants' handles; host: the buffer and K's buffers (on the simulation,
-	 * the device's bytes are host memory too) */
-	if (bench_room(b, "the variants", x->total, 2 * x->total))
+	/* device: the variants' handles, two sets in L4; host: the buffer and K's buffers (on
+	 * the simulation, the device's bytes are host memory too) */
+	if (bench_room(b, "the variants", 2 * x->total, 2 * x->total))
 		return;
 	printf("\n");
 	if (exp_host_setup(x) || exp_device_setup(x))
@@ -965,6 +1148,8 @@ static void exp_run(struct exp *x)
 	if (exp_run_d2h(x, "G", false) || exp_run_d2h(x, "H", true))
 		return;
 	if (exp_run_recreate(x, "I0", 0) || exp_run_recreate(x, "I1", EXP_SLEEP_MS))
+		return;
+	if (exp_run_l(x))
 		return;
 	if (exp_sep_setup(x) || exp_run_h2d(x, &k))
 		return;
@@ -1042,11 +1227,17 @@ static void exp_table(const struct exp *x)
 			printf(" %9s", "-");
 		if (r->has_result)
 			printf("  %s", r->result_name);
+		if (r->has_free)
+			printf("  free %s",
+			       bench_fmt_bytes(b2, sizeof(b2),
+					       (uint64_t)bench_median_ns(r->free_b, r->reps)));
+		if (r->has_sync)
+			printf(", sync %.3f ms", exp_ms(r->sync_ns, r->reps));
 		printf("\n");
 	}
 	if (x->samples || x->mismatches)
 		printf("content: %s (%" PRIu64
-		       " samples of 4 KiB read back after A-F and K, %" PRIu64 " mismatched)\n",
+		       " samples of 4 KiB read back after A-F, K and L, %" PRIu64 " mismatched)\n",
 		       x->mismatches ? "MISMATCH" : "OK", x->samples, x->mismatches);
 }
 
@@ -1065,6 +1256,7 @@ static void exp_json_ms_list(FILE *f, const char *key, const uint64_t *v, unsign
 static void exp_json_row(const struct exp *x, const struct exp_row *r, FILE *f)
 {
 	static const char *const dirs[] = { "vmm", "h2d", "d2h" };
+	unsigned int i;
 
 	fputs("    {\"id\": ", f);
 	bench_json_str(f, r->id);
@@ -1098,6 +1290,14 @@ static void exp_json_row(const struct exp *x, const struct exp_row *r, FILE *f)
 		exp_json_ms_list(f, "rep_back_ms", r->back_ns, r->reps);
 	if (r->has_enq)
 		exp_json_ms_list(f, "rep_enqueued_ms", r->enq_ns, r->reps);
+	if (r->has_free) {
+		fputs(", \"rep_free_bytes\": [", f);
+		for (i = 0; i < r->reps; i++)
+			fprintf(f, "%s%" PRIu64, i ? ", " : "", r->free_b[i]);
+		fputs("]", f);
+	}
+	if (r->has_sync)
+		exp_json_ms_list(f, "rep_sync_ms", r->sync_ns, r->reps);
 	fputs("}", f);
 }
 
@@ -1303,6 +1503,8 @@ int main(int argc, char **argv)
 out_free:
 	free(x->h);
 	free(x->st);
+	free(x->alt_h);
+	free(x->alt_st);
 	free(x->stage);
 	free(b->cmdline);
 	free(x);
