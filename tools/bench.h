@@ -182,6 +182,7 @@ struct bench {
 	unsigned int cycles;
 	enum bench_mode mode;
 	bool verify_full;
+	unsigned int gap_ms; /* --gap: idle time before each resume and each floor back */
 	bool only_floor;
 	unsigned int nmdev; /* --devices: 0, or the number of devices listed (>= 2) */
 	int mdev[BENCH_MAX_MDEV];
@@ -258,6 +259,8 @@ unsigned int bench_touch_pattern(void *p, uint64_t bytes, unsigned int max_threa
 				 uint64_t salt);
 /* Parses a decimal in [lo, hi] into *out. Returns 0 or -1. */
 int bench_parse_uint(const char *s, unsigned int lo, unsigned int hi, unsigned int *out);
+/* Sleeps --gap milliseconds (nothing when 0). */
+void bench_gap(const struct bench *b);
 /* The command line joined with spaces (malloc'ed; NULL when out of memory). */
 char *bench_join_args(int argc, char **argv);
 /* A JSON string (escaped) and a JSON number ("%.6g", null for NaN and infinities). */

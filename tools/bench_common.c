@@ -520,3 +520,12 @@ int bench_parse_option(struct bench *b, int c, const char *arg)
 		return -1;
 	}
 }
+
+void bench_gap(const struct bench *b)
+{
+	struct timespec ts = { .tv_sec = b->gap_ms / 1000,
+			       .tv_nsec = (long)(b->gap_ms % 1000) * 1000000L };
+
+	while (b->gap_ms && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}

@@ -141,6 +141,7 @@ int bench_vmm_floor(struct bench *b, struct bench_vmm_floor *f)
 	BENCH_CU(b, out, cuMemAddressReserve, &base, f->count * f->size, 0, 0, 0);
 	/* rep 0 is a warm-up */
 	for (r = 0; r <= reps; r++) {
+		bench_gap(b);
 		t0 = bench_now_ns();
 		for (i = 0; i < f->count; i++) {
 			BENCH_CU(b, err_undo, cuMemCreate, &h[i], f->size, &prop, 0);

@@ -401,6 +401,7 @@ static int bench_cycle(struct bench *b, struct bench_work *w, cms_context *ctx, 
 		ropts.flags = CMS_RESUME_ASYNC;
 		ropts.stream = (uint64_t)(uintptr_t)as->stream;
 	}
+	bench_gap(b);
 	t0 = bench_now_ns();
 	st = cms_region_resume(region, &ropts, &rr);
 	t1 = bench_now_ns();

@@ -47,7 +47,7 @@ static void bench_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cms-bench [--scale N] [--cycles N] [--only LIST] [--json FILE]\n"
-		"                 [--verify-full] [--disk-dir DIR] [--sim|--gpu]\n"
+		"                 [--verify-full] [--gap MS] [--disk-dir DIR] [--sim|--gpu]\n"
 		"  -s, --scale N      divide every workload's and floor's bytes by N (1..%u;\n"
 		"                     default 1 on a GPU, %u on the host simulation); an\n"
 		"                     allocation never goes below one granularity\n"
@@ -61,6 +61,11 @@ static void bench_usage(FILE *f)
 		"  -j, --json FILE    also write the results as JSON to FILE\n"
 		"      --verify-full  check the whole content of HOST allocations after every\n"
 		"                     cycle (default: a sample at the start, middle and end)\n"
+		"      --gap MS       idle MS milliseconds (0..10000, default 0) before every\n"
+		"                     resume of (a)-(d),(f) and before every back of the VMM\n"
+		"                     floors, outside the timings: the driver scrubs released\n"
+		"                     memory in the background, and a back right after a\n"
+		"                     large release waits for it (see docs/bench.md)\n"
 		"      --devices LIST multi-device mode: (a) and (c) with the same bytes per\n"
 		"                     device in one tag on every listed device (e.g. 0,1),\n"
 		"                     next to the same on the first device alone, and the\n"
@@ -118,6 +123,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "verify-full", no_argument, NULL, 'F' },
+		{ "gap", required_argument, NULL, 'g' },
 		{ "disk-dir", required_argument, NULL, 'K' },
 		{ "devices", required_argument, NULL, 'D' },
 		{ "sim", no_argument, NULL, 'S' },
@@ -157,6 +163,12 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 			break;
 		case 'F':
 			b->verify_full = true;
+			break;
+		case 'g':
+			if (bench_parse_uint(optarg, 0, 10000, &b->gap_ms)) {
+				fprintf(stderr, "cms-bench: bad --gap '%s' (0..10000)\n", optarg);
+				return 2;
+			}
 			break;
 		case 'K':
 			bench_disk_dir_set(optarg);
@@ -225,8 +237,8 @@ static void bench_run(struct bench *b)
 		return;
 	if (!b->scale_given)
 		b->scale = b->sim ? BENCH_DEFAULT_SIM_SCALE : 1;
-	printf("date %s, scale 1/%u, %u cycles per workload, command: %s\n", b->date, b->scale,
-	       b->cycles, b->cmdline);
+	printf("date %s, scale 1/%u, %u cycles per workload, gap %u ms, command: %s\n", b->date,
+	       b->scale, b->cycles, b->gap_ms, b->cmdline);
 	if (bench_setup_device(b))
 		return;
 	b->stage = malloc(BENCH_STAGE_BYTES);
