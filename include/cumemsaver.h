@@ -275,7 +275,9 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * default a HOST region keeps its page-locked host buffers from one cycle to
  * the next, so that every pause and resume after the first is a plain DMA at
  * PCIe speed; with this flag every cycle makes new buffers (the first-cycle
- * cost) and a resumed region holds no host memory.
+ * cost) and a resumed region holds no host memory. A DISK region with this
+ * flag empties its file after each resume (by default the file keeps its
+ * space for the next pause, see cms_region_disk_dir_set).
  */
 #define CMS_REGION_RELEASE_HOST 0x1ull
 /*
@@ -454,14 +456,16 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  * O_EXCL, mode 0600, O_DIRECT where the filesystem accepts it, named
  * cumemsaver-PID-N-K.swp) and unlinks it immediately: the file lives only as
  * the region's open descriptor, so it never outlives the process and no name
- * is left in the directory; it takes disk space only while the region is
- * paused (emptied after each successful resume: a new empty file takes the
- * same descriptor number and a library thread closes the old one, so the
- * filesystem frees and discards its blocks off the resume's path; in place
- * with ftruncate where no new file can be made; a freed allocation's part
- * punched out) and is closed, giving everything back, when the region or its
- * context is destroyed or another directory is set. No keep option: the
- * file's content is stale once the region is active again.
+ * is left in the directory. Like a HOST region's buffers, the file keeps its
+ * space from one cycle to the next, so that every pause after the first
+ * overwrites blocks already allocated (content stale while the region is
+ * active); with CMS_REGION_RELEASE_HOST it is emptied after each successful
+ * resume instead (a new empty file takes the same descriptor number and a
+ * library thread closes the old one, so the filesystem frees and discards
+ * its blocks off the resume's path; in place with ftruncate where no new
+ * file can be made). A freed allocation's part is punched out at once, and
+ * the file is closed, giving everything back, when the region or its
+ * context is destroyed or another directory is set.
  * Pause writes every allocation to the file (cuMemcpyDtoHAsync into a staging
  * pool of two page-locked buffers of 64 MiB per device and call, made with
  * cuMemHostRegister for the call and freed after it, so never counted in

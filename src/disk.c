@@ -369,7 +369,11 @@ static void disk_trim(struct cms_region *r, bool async)
 
 void cms_disk_trim(struct cms_region *r)
 {
-	disk_trim(r, true);
+	/* By default the file keeps its blocks (and each allocation its slot) from one cycle
+	 * to the next, as HOST keeps its buffers: the next pause overwrites them in place, with
+	 * no block allocation and no discard of the old ones competing with its writes. */
+	if (r->flags & CMS_REGION_RELEASE_HOST)
+		disk_trim(r, true);
 }
 
 /* ---- staging pool and batches ---- */
