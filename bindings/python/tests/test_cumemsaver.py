@@ -306,6 +306,22 @@ class TestPauseResume(Base):
             self.assertEqual(i.region, r)
             self.assertIs(i.state, cms.State.ACTIVE)
 
+    def test_coalesce_and_retained_bytes(self):
+        for coalesce in (True, False):
+            r = self.ctx.region("c%d" % coalesce, coalesce=coalesce)
+            self.assertEqual(bool(r.info().flags & L.CMS_REGION_NO_COALESCE), not coalesce)
+            ptrs = [r.alloc(2 * MiB) for _ in range(4)]
+            r.pause()
+            r.resume()
+            r.free(ptrs[1])  # neighbours live: with coalescing its bytes stay in their handle
+            info = r.info()
+            self.assertEqual(info.retained_bytes, 2 * MiB if coalesce else 0)
+            self.assertEqual(info.backed_bytes, info.physical_bytes)
+            pr = r.pause()  # everything goes back, retained bytes too
+            self.assertEqual(pr.bytes_released, 3 * 2 * MiB + (2 * MiB if coalesce else 0))
+            self.assertEqual(r.info().retained_bytes, 0)
+            r.destroy()
+
     def test_host_content_preserved(self):
         r = self.ctx.region("weights", policy=cms.Policy.HOST)
         p = r.alloc(4 * MiB)
