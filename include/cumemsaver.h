@@ -9,9 +9,9 @@
  * cuMemAddressReserve reservations) that lives from cms_alloc() to
  * cms_free(), backed by physical memory (cuMemCreate + cuMemMap +
  * cuMemSetAccess) that a pause releases (cuMemUnmap + cuMemRelease) and a
- * resume creates and maps again at the same address, one physical handle
- * per run of adjacent allocations. Pointers, kernel arguments and captured CUDA graphs therefore
- * stay valid across any number of pause/resume cycles.
+ * resume creates and maps again at the same address (one physical handle
+ * per run of adjacent allocations with CMS_REGION_COALESCE). Pointers, kernel arguments and
+ * captured CUDA graphs therefore stay valid across any number of pause/resume cycles.
  *
  * Conventions that hold for every function below:
  *  - Sizes are in bytes; devices are CUDA device ordinals (as cuDeviceGet);
@@ -298,20 +298,22 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  */
 #define CMS_REGION_SHAREABLE_FABRIC 0x4ull
 /*
- * Region flag (since 1.1): keep one physical handle and one mapping per
- * allocation. By default a resume re-backs each run of address-adjacent
- * allocations of a region with ONE physical handle (cuMemCreate) mapped once
- * (cuMemMap + cuMemSetAccess): thousands of small allocations then pause and
- * resume in a few driver calls, at the same addresses. The cost: a
- * cms_free() of an allocation that shares a handle with live neighbours
- * cannot give its device memory back by itself; its bytes stay in the
- * shared handle (cms_region_info.retained_bytes) until the next pause or until its
- * neighbours are freed too. Set this flag where allocations are freed one by
- * one while active and each free must return memory at once. Shareable
- * regions (CMS_REGION_SHAREABLE*) always keep one handle per allocation
- * (importers map each allocation's handle).
+ * Region flag (since 1.1): coalesced re-backing. A resume then backs each run
+ * of address-adjacent allocations of the region (allocations are carved one
+ * after another from the region's 2 GiB reservations) with ONE physical
+ * handle (cuMemCreate of the run's size) mapped ONCE (cuMemMap +
+ * cuMemSetAccess), at the same addresses: thousands of small allocations
+ * pause and resume in a few driver calls (each handle costs ~35-40 us to
+ * create or release on an H200). The cost: a cms_free() of an allocation
+ * that shares a handle with live neighbours cannot give its device memory
+ * back by itself (the driver cannot unmap part of a mapping); its bytes stay
+ * in the shared handle (cms_region_info.retained_bytes) until the next pause
+ * or until its neighbours are freed too. Without the flag (the 1.0
+ * behaviour) every allocation keeps its own handle and every free returns
+ * its memory at once. Ignored for shareable regions (CMS_REGION_SHAREABLE*:
+ * importers map each allocation's own handle).
  */
-#define CMS_REGION_NO_COALESCE 0x8ull
+#define CMS_REGION_COALESCE 0x8ull
 
 /* Handle types of a region's physical allocations (cms_region_info.handle_types, since 1.1);
  * the values of CUmemAllocationHandleType. */
@@ -379,15 +381,14 @@ typedef struct cms_region_info {
 	uint32_t state;	   /* CMS_STATE_* */
 	uint32_t reserved; /* 0 */
 	uint64_t flags;
-	uint64_t allocations;	 /* live allocations */
-	uint64_t logical_bytes;	 /* sum of the sizes asked for */
-	uint64_t physical_bytes; /* sum of the sizes rounded to granularity (reserved address space)
-				  */
-	uint64_t backed_bytes;	 /* physical bytes currently backed by device memory */
-	uint64_t backup_bytes;	 /* bytes saved in host backups (DISK: in its file) while paused */
-	uint64_t epoch;		 /* bumped by every successful resume, starts at 0 */
-	uint64_t granularity;	 /* allocation granularity of this region's properties */
-	uint64_t host_bytes;	 /* host memory held by backup buffers (kept across cycles) */
+	uint64_t allocations;	  /* live allocations */
+	uint64_t logical_bytes;	  /* sum of the sizes asked for */
+	uint64_t physical_bytes;  /* sum of the sizes rounded to granularity */
+	uint64_t backed_bytes;	  /* physical bytes currently backed by device memory */
+	uint64_t backup_bytes;	  /* bytes saved in host backups (DISK: in its file) while paused */
+	uint64_t epoch;		  /* bumped by every successful resume, starts at 0 */
+	uint64_t granularity;	  /* allocation granularity of this region's properties */
+	uint64_t host_bytes;	  /* host memory held by backup buffers (kept across cycles) */
 	uint32_t restore_pending; /* 1 while an async resume's restore copies may still run */
 	uint32_t reserved2;	  /* 0 */
 	/* Since 1.1: CMS_HANDLE_TYPE_* bits its physical allocations are created with (0: not
@@ -404,7 +405,7 @@ typedef struct cms_region_info {
 	 * call (2 x 64 MiB per device and call, 2 x 1 MiB on the host simulation). */
 	uint64_t pinned_bytes;
 	/* Since 1.1: device bytes of allocations freed while they shared a physical handle with
-	 * live neighbours (coalesced by a resume, see CMS_REGION_NO_COALESCE): still held in
+	 * live neighbours (coalesced by a resume, see CMS_REGION_COALESCE): still held in
 	 * that handle until the next pause or until the neighbours are freed. Not part of
 	 * physical_bytes or backed_bytes. */
 	uint64_t retained_bytes;
@@ -498,7 +499,7 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * rounded size if larger), creates a physical allocation (cuMemCreate) and
  * maps it read-write for the region's device and its peer devices
  * (cuMemMap, one cuMemSetAccess with a descriptor per device); a later
- * resume may back it together with its neighbours (CMS_REGION_NO_COALESCE).
+ * resume may back it together with its neighbours (CMS_REGION_COALESCE).
  * Content is undefined,
  * as with cudaMalloc. *ptr receives the device pointer; it stays the same
  * until cms_free(), whatever pauses and resumes happen in between.
@@ -512,7 +513,8 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  * cms_free - frees the allocation whose base is ptr, in any state and from
  * any thread: unmaps and releases its physical memory if backed (if it
  * shares a physical handle with live neighbours since a resume, its bytes
- * stay in that handle until the next pause, see CMS_REGION_NO_COALESCE and
+ * stay in that handle until the next pause or until those neighbours are
+ * freed too, see CMS_REGION_COALESCE and
  * cms_region_info.retained_bytes), drops its host backup if any, gives its
  * range back to the region's reservations (a reservation nothing uses any
  * more is freed with cuMemAddressFree). The caller

@@ -372,7 +372,17 @@ void cms_disk_trim(struct cms_region *r)
 	/* By default the file keeps its blocks (and each allocation its slot) from one cycle
 	 * to the next, as HOST keeps its buffers: the next pause overwrites them in place, with
 	 * no block allocation and no discard of the old ones competing with its writes. */
-	if (r->flags & CMS_REGION_RELEASE_HOST)
+	struct cms_alloc *a;
+	uint64_t used = 0;
+
+	if (!r->disk)
+		return;
+	for (a = r->allocs; a; a = a->next)
+		if (a->disk_slot)
+			used += align_up(a->size);
+	/* Freed allocations' slots are not reused: start the file over once they would make
+	 * up more than half of it (the next pause then lays the slots out anew). */
+	if ((r->flags & CMS_REGION_RELEASE_HOST) || r->disk->end > 2 * used)
 		disk_trim(r, true);
 }
 

@@ -474,8 +474,9 @@ struct cms_progress *cms_progress_enter(struct cms_progress *p);
 void cms_progress_note(uint64_t bytes);
 
 /* ---- pause_pipe.c: steady-state HOST pause, release overlapped with the copies ---- */
-/* Whether v (one device) has only HOST allocations with buffers to copy, enough for it. */
-bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices);
+/* Whether v (one device, no other device in the call, no DISK allocation to write) has HOST
+ * allocations with buffers to copy, enough for it. */
+bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices, bool other_devices);
 /* Copies the mapped HOST allocations of v out in batches and unmaps and releases each batch
  * once its copies are done; sorts v by address. On failure copies may still run (synchronize
  * the device's library streams) and released ones hold their content in their backups. */

@@ -250,7 +250,7 @@ cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, s
 	st = wait_for_work(ctx, devs, nd, o);
 	if (st)
 		goto out;
-	if (cms_pause_can_pipeline(v, n, nd)) /* HOST, steady state: release during the copies */
+	if (cms_pause_can_pipeline(v, n, nd, xv != NULL)) /* HOST, steady state: release early */
 		st = cms_pause_pipelined(ctx, v, n, devs[0], &backed_up, &released);
 	else
 		st = cms_backup_copy_out(ctx, v, n, &backed_up);

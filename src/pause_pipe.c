@@ -30,13 +30,19 @@ static bool early(const struct cms_alloc *a)
 	return a->region->policy == CMS_POLICY_HOST && a->mapped;
 }
 
-bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices)
+bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices, bool other_devices)
 {
 	uint64_t bytes = 0;
 	size_t i;
 
-	if (ndevices != 1 || !n)
+	/* Releasing early is safe only when nothing may fail after it but what the rollback
+	 * can redo from the backups: not while other devices of the call may still fail, and
+	 * not before a DISK write (a full disk) in the same call. */
+	if (ndevices != 1 || other_devices || !n)
 		return false;
+	for (i = 0; i < n; i++)
+		if (v[i]->region->policy == CMS_POLICY_DISK && v[i]->mapped)
+			return false;
 	for (i = 0; i < n; i++) {
 		if (!early(v[i]))
 			continue;

@@ -86,7 +86,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
 	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
-				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_NO_COALESCE))
+				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
 	st = cms_ctx_device(ctx, o.device, NULL);

@@ -4,20 +4,19 @@
  *
  * Every driver mapping costs ~35-40 us to create (cuMemCreate + cuMemMap +
  * cuMemSetAccess) and about as much to release on an H200, so 2048 small
- * allocations cost 70-80 ms each way with one handle each. A resume
- * therefore backs each run of address-adjacent allocations of one region
- * (carved from one arena, see arena.c) with ONE physical handle of the run's
- * size, mapped ONCE over the whole run: the addresses do not change, only
- * how many driver objects back them. The driver refuses partial unmaps and
- * non-zero map offsets, so a run is mapped, unmapped and released as a
- * whole; its members' handle and mapped fields mirror the run's.
+ * allocations cost 70-80 ms each way with one handle each. In a region
+ * created with CMS_REGION_COALESCE a resume therefore backs each run of address-adjacent
+ * allocations of one region (carved from one arena, see arena.c) with ONE physical handle of the
+ * run's size, mapped ONCE over the whole run: the addresses do not change, only how many driver
+ * objects back them. The driver refuses partial unmaps and non-zero map offsets, so a run is
+ * mapped, unmapped and released as a whole; its members' handle and mapped fields mirror the run's.
  *
  * A member freed while the run is live cannot give its memory back alone:
  * it is detached and its bytes (and addresses) are "retained" by the run
  * (counted in the region's retained_bytes, not in backed_bytes) until the
- * run is released, at the next pause or when its last member is freed. Regions with
- * CMS_REGION_NO_COALESCE or shareable handles never get runs (importers map every allocation's own
- * handle).
+ * run is released, at the next pause or when its last member is freed. Only
+ * regions created with CMS_REGION_COALESCE get runs, never shareable ones
+ * (importers map every allocation's own handle).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +35,8 @@ static bool may_join(const struct cms_alloc *a)
 {
 	const struct cms_region *r = a->region;
 
-	return !r->handle_types && !(r->flags & CMS_REGION_NO_COALESCE) && !a->handle &&
-	       !a->mapped && !a->run && a->arena;
+	return !r->handle_types && (r->flags & CMS_REGION_COALESCE) && !a->handle && !a->mapped &&
+	       !a->run && a->arena;
 }
 
 static bool adjacent(const struct cms_alloc *a, const struct cms_alloc *b)

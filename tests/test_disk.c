@@ -298,6 +298,37 @@ START_TEST(resume_empties_the_file)
 }
 END_TEST
 
+/* Slots of freed allocations are not reused: the file starts over once they would make up
+ * most of it, so churn between cycles keeps it bounded. */
+START_TEST(file_bounded_under_churn)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t keep, churn;
+	cms_region *r;
+	int fd, c;
+
+	make_dir();
+	r = disk_region(ctx, "d");
+	fd = disk_fd();
+	ck_ok(cms_alloc(r, 256 * 1024, &keep));
+	ck_ok(cms_alloc(r, 256 * 1024, &churn));
+	for (c = 0; c < 16; c++) {
+		ck_assert_int_eq(t_fill(0, keep, 256 * 1024, 5u + (uint32_t)c), 0);
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		ck_assert_int_eq(t_check(0, keep, 256 * 1024, 5u + (uint32_t)c), -1);
+		ck_ok(cms_free(ctx, churn));
+		ck_ok(cms_alloc(r, 256 * 1024, &churn));
+	}
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_msg(file_size(fd) <= (off_t)(4 * 256 * 1024),
+		      "file of %lld bytes for 512 KiB of live allocations",
+		      (long long)file_size(fd));
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
 START_TEST(directory_errors)
 {
 	cms_context *ctx = t_ctx();
@@ -568,6 +599,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cycles_keep_content_and_addresses);
 	tcase_add_test(tc, files_go_with_free_destroy_and_context);
 	tcase_add_test(tc, resume_empties_the_file);
+	tcase_add_test(tc, file_bounded_under_churn);
 	tcase_add_test(tc, directory_errors);
 	tcase_add_test(tc, many_allocations);
 	suite_add_tcase(s, tc);

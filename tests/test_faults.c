@@ -23,8 +23,8 @@ struct fixture {
 	uint64_t p[2][NALLOC];
 };
 
-/* When set, setup() runs one pause/resume cycle: the allocations then share physical handles
- * (run.c), and the sweeps go through runs. */
+/* When set, setup() runs one pause/resume cycle; 2: its regions have CMS_REGION_COALESCE, so
+ * that the allocations then share physical handles (run.c) and the sweeps go through runs. */
 static int coalesced;
 
 static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy_b)
@@ -34,9 +34,11 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 	memset(f, 0, sizeof(*f));
 	f->ctx = t_ctx();
 	f->nregions = two ? 2 : 1;
+	t_region_flags = coalesced == 2 ? CMS_REGION_COALESCE : 0;
 	f->r[0] = t_region(f->ctx, "a", 0, policy_a);
 	if (two)
 		f->r[1] = t_region(f->ctx, "b", 0, policy_b);
+	t_region_flags = 0;
 	for (k = 0; k < f->nregions; k++)
 		for (i = 0; i < NALLOC; i++) {
 			ck_ok(cms_alloc(f->r[k], sizes[i], &f->p[k][i]));
@@ -518,7 +520,7 @@ START_TEST(destroy_sweep)
 		ck_assert_uint_eq(c.reservations, 1); /* the region's arena (arena.c) */
 		if (paused)
 			ck_assert_uint_eq(c.handles, 0);
-		else if (coalesced) /* the run keeps its handle until its last member goes */
+		else if (coalesced == 2) /* the run keeps its handle until its last member goes */
 			ck_assert_uint_eq(c.handles, 1);
 		else
 			ck_assert_uint_eq(c.handles, ri.allocations);
@@ -572,10 +574,9 @@ START_TEST(no_stale_backup_after_double_faults)
 	ck_ok(cms_context_destroy(f.ctx));
 
 	/* Resume: create fails and the undo's unmap fails; a later resume and cycle keep new data.
-	 * One handle per allocation, so that the second cuMemCreate exists. */
-	t_region_flags = CMS_REGION_NO_COALESCE;
+	 * One handle per allocation (no CMS_REGION_COALESCE), so that the second cuMemCreate
+	 * exists. */
 	setup(&f, CMS_POLICY_HOST, 0, 0);
-	t_region_flags = 0;
 	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
 	ck_assert_int_eq(sim->fail_call("cuMemCreate", 2, CUDA_ERROR_OUT_OF_MEMORY), 0);
 	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
@@ -597,7 +598,7 @@ END_TEST
 /* The same sweeps with allocations that share physical handles since a first cycle. */
 START_TEST(pause_sweep_coalesced)
 {
-	coalesced = 1;
+	coalesced = 2;
 	pause_sweep_fn(_i);
 	coalesced = 0;
 }
@@ -608,16 +609,14 @@ END_TEST
 START_TEST(pause_sweep_cycled_separate)
 {
 	coalesced = 1;
-	t_region_flags = CMS_REGION_NO_COALESCE;
 	pause_sweep_fn(_i);
-	t_region_flags = 0;
 	coalesced = 0;
 }
 END_TEST
 
 START_TEST(resume_sweep_coalesced)
 {
-	coalesced = 1;
+	coalesced = 2;
 	resume_sweep_fn(_i);
 	coalesced = 0;
 }
@@ -625,7 +624,7 @@ END_TEST
 
 START_TEST(free_sweep_coalesced)
 {
-	coalesced = 1;
+	coalesced = 2;
 	free_sweep_fn(_i);
 	coalesced = 0;
 }
@@ -633,7 +632,7 @@ END_TEST
 
 START_TEST(destroy_sweep_coalesced)
 {
-	coalesced = 1;
+	coalesced = 2;
 	destroy_sweep_fn(_i);
 	coalesced = 0;
 }

@@ -9,7 +9,7 @@
  *
  * Covers: cycles per policy, a free inside a live run (its bytes retained
  * until the run is released), freeing a run member by member,
- * CMS_REGION_NO_COALESCE, regions never mixing, mixed and large sizes, peer
+ * the default (no CMS_REGION_COALESCE), regions never mixing, mixed and large sizes, peer
  * access, cms_swap, async resume, fault injection (single faults and sweeps
  * over every driver call of a pause, resume and swap), destroy paths, and a
  * randomized model (fixed seeds) that predicts every address and counter.
@@ -465,7 +465,7 @@ START_TEST(free_members_one_by_one)
 }
 END_TEST
 
-/* ---- 4. CMS_REGION_NO_COALESCE: one handle per allocation ---------------- */
+/* ---- 4. the default (no CMS_REGION_COALESCE): one handle per allocation ---------------- */
 
 START_TEST(no_coalesce_flag)
 {
@@ -475,10 +475,10 @@ START_TEST(no_coalesce_flag)
 	uint64_t used;
 	int k;
 
-	t_region_flags = CMS_REGION_NO_COALESCE;
-	r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
 	t_region_flags = 0;
-	ck_assert_uint_eq(info(r).flags, CMS_REGION_NO_COALESCE);
+	r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	t_region_flags = CMS_REGION_COALESCE;
+	ck_assert_uint_eq(info(r).flags, 0);
 	set_init(&s, r);
 	for (k = 0; k < 16; k++)
 		set_alloc(&s, 1 + (uint64_t)(k % 2), 0);
@@ -1360,7 +1360,7 @@ END_TEST
  * A resume that fails must release exactly the handles it created. The
  * allocations before a failed resume can hold a handle (an earlier undo whose
  * cuMemRelease failed: CMS_ERR_ROLLBACK_FAILED, exact state kept). Loop 0:
- * NO_COALESCE region, loop 1: default (runs).
+ * region without CMS_REGION_COALESCE, loop 1: with it (runs).
  *   A (1 granule) keeps its handle from resume 1; resume 2 fails mapping
  *   the last one: its new handle must go, A's may stay.
  */
@@ -1373,9 +1373,9 @@ START_TEST(resume_undo_releases_what_it_made)
 	struct set s;
 	uint64_t held;
 
-	t_region_flags = runs ? 0 : CMS_REGION_NO_COALESCE;
+	t_region_flags = runs ? CMS_REGION_COALESCE : 0;
 	r = t_region(ctx, "w", 0, CMS_POLICY_DISCARD);
-	t_region_flags = 0;
+	t_region_flags = CMS_REGION_COALESCE;
 	set_init(&s, r);
 	/* runs: A,B 1 granule each, X (freed while paused), C,D 3 granules each. */
 	set_alloc(&s, 1, 0);
@@ -1541,7 +1541,7 @@ END_TEST
 
 /* ---- randomized model ------------------------------------------------------ */
 
-#define MR 4	/* regions: h HOST, z ZERO, d DISCARD, n HOST + NO_COALESCE */
+#define MR 4	/* regions: h HOST, z ZERO, d DISCARD, n HOST + no-COALESCE */
 #define MA 160	/* allocation slots */
 #define MEXT 64 /* free extents of an arena */
 
@@ -1960,9 +1960,9 @@ START_TEST(random_model)
 		m->reg[ri].tag = tags[ri];
 		m->reg[ri].policy = pol[ri];
 		m->reg[ri].nocoalesce = ri == 3;
-		t_region_flags = ri == 3 ? CMS_REGION_NO_COALESCE : 0;
+		t_region_flags = ri == 3 ? 0 : CMS_REGION_COALESCE;
 		m->reg[ri].r = t_region(m->ctx, tags[ri], 0, pol[ri]);
-		t_region_flags = 0;
+		t_region_flags = CMS_REGION_COALESCE;
 	}
 	m->g = info(m->reg[0].r).granularity;
 	for (step = 0; step < 400; step++)
@@ -2032,5 +2032,6 @@ int main(void)
 		printf("SKIP: needs the host simulation with 2 devices\n");
 		return 77;
 	}
+	t_region_flags = CMS_REGION_COALESCE; /* regions of these tests coalesce unless told */
 	return t_main(make, T_NEEDS_SIM);
 }

@@ -74,6 +74,7 @@ struct bench_work {
 	char id;	  /* 'a'.. */
 	const char *what; /* "32 x 1 GiB DISCARD" at --scale 1 */
 	uint32_t policy;  /* CMS_POLICY_* */
+	uint64_t flags;	  /* CMS_REGION_* its region is created with */
 	uint64_t count0;  /* allocations at --scale 1 */
 	uint64_t size0;	  /* bytes per allocation at --scale 1 */
 	bool implemented;

@@ -135,9 +135,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_SHAREABLE) == 1, "CMS_REGION_SHAREA
 _Static_assert(CMS_REGION_SHAREABLE_FABRIC == 4u, "CMS_REGION_SHAREABLE_FABRIC == 4");
 _Static_assert(sizeof(CMS_REGION_SHAREABLE_FABRIC) == sizeof(uint64_t), "CMS_REGION_SHAREABLE_FABRIC has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_SHAREABLE_FABRIC) == 1, "CMS_REGION_SHAREABLE_FABRIC is unsigned");
-_Static_assert(CMS_REGION_NO_COALESCE == 8u, "CMS_REGION_NO_COALESCE == 8");
-_Static_assert(sizeof(CMS_REGION_NO_COALESCE) == sizeof(uint64_t), "CMS_REGION_NO_COALESCE has the size of uint64_t");
-_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_NO_COALESCE) == 1, "CMS_REGION_NO_COALESCE is unsigned");
+_Static_assert(CMS_REGION_COALESCE == 8u, "CMS_REGION_COALESCE == 8");
+_Static_assert(sizeof(CMS_REGION_COALESCE) == sizeof(uint64_t), "CMS_REGION_COALESCE has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_COALESCE) == 1, "CMS_REGION_COALESCE is unsigned");
 _Static_assert(CMS_HANDLE_TYPE_POSIX_FD == 1u, "CMS_HANDLE_TYPE_POSIX_FD == 1");
 _Static_assert(sizeof(CMS_HANDLE_TYPE_POSIX_FD) == sizeof(uint32_t), "CMS_HANDLE_TYPE_POSIX_FD has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_HANDLE_TYPE_POSIX_FD) == 1, "CMS_HANDLE_TYPE_POSIX_FD is unsigned");

@@ -179,10 +179,10 @@ const (
 	// (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in cms_region_info.handle_types.
 	// CMS_ERR_NOT_SUPPORTED where the device lacks it.
 	RegionShareableFabric uint64 = 0x4
-	// RegionNoCoalesce is CMS_REGION_NO_COALESCE (since 1.1): One physical handle and one mapping per
-	// allocation, also after a resume: each cms_free gives its memory back at once (default: adjacent
-	// allocations share handles after a resume).
-	RegionNoCoalesce uint64 = 0x8
+	// RegionCoalesce is CMS_REGION_COALESCE (since 1.1): Coalesced re-backing: a resume backs each
+	// run of adjacent allocations with one physical handle and one mapping; a free inside a run keeps
+	// its bytes until the next pause (retained_bytes). Default: one handle per allocation.
+	RegionCoalesce uint64 = 0x8
 )
 
 // Constants of group pause_flag: cms_pause_options.flags.

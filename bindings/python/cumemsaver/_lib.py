@@ -85,9 +85,10 @@ CMS_REGION_SHAREABLE = 0x2  # uint64_t, since 1.1
 # Also request fabric handles (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in
 # cms_region_info.handle_types. CMS_ERR_NOT_SUPPORTED where the device lacks it.
 CMS_REGION_SHAREABLE_FABRIC = 0x4  # uint64_t, since 1.1
-# One physical handle and one mapping per allocation, also after a resume: each cms_free gives its
-# memory back at once (default: adjacent allocations share handles after a resume).
-CMS_REGION_NO_COALESCE = 0x8  # uint64_t, since 1.1
+# Coalesced re-backing: a resume backs each run of adjacent allocations with one physical handle
+# and one mapping; a free inside a run keeps its bytes until the next pause (retained_bytes).
+# Default: one handle per allocation.
+CMS_REGION_COALESCE = 0x8  # uint64_t, since 1.1
 
 # ---- pause_flag
 # cms_pause_options.flags.

@@ -483,19 +483,19 @@ class Context:
         device: int = 0,
         policy: Policy = Policy.DISCARD,
         release_host: bool = False,
-        coalesce: bool = True,
+        coalesce: bool = False,
     ) -> "Region":
         """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken.
 
-        coalesce=False sets CMS_REGION_NO_COALESCE: one physical handle per allocation, so
-        that every free returns its device memory at once (by default a resume backs adjacent
-        allocations with shared handles, and a free keeps its bytes until the next pause)."""
+        coalesce=True sets CMS_REGION_COALESCE: a resume backs adjacent allocations with
+        shared physical handles (far fewer driver calls for many allocations), and a free
+        inside such a run keeps its device memory until the next pause (retained_bytes)."""
         opts = L.init_struct(L.cms_region_options)
         opts.device = _i32(device, "device")
         opts.policy = int(policy)
         opts.flags = L.CMS_REGION_RELEASE_HOST if release_host else 0
-        if not coalesce:
-            opts.flags |= L.CMS_REGION_NO_COALESCE
+        if coalesce:
+            opts.flags |= L.CMS_REGION_COALESCE
         out = L.cms_region_p()
         _call("cms_region_create", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(out))
         return Region(self, out.value)

@@ -127,11 +127,11 @@ class Saver:
     hook_mode: "torch" (CUDAPluggableAllocator, the default) or "preload" (the process runs
     with libcumemsaver-preload.so in LD_PRELOAD). context: an existing cumemsaver Context
     (else one is created, with driver_path). The Saver makes its context the library's hook
-    context; only one Saver should be live in a process. coalesce=False creates its regions
-    with CMS_REGION_NO_COALESCE: after a resume, PyTorch's frees (torch.cuda.empty_cache(), its
-    out-of-memory retry) then give device memory back at once; by default adjacent blocks
-    share physical handles after a resume (much faster pause/resume of many tensors) and a
-    freed block's memory returns at the next pause.
+    context; only one Saver should be live in a process. By default (coalesce=True) its
+    regions have CMS_REGION_COALESCE: after a resume adjacent segments share physical handles
+    (much faster pause/resume of many tensors) and a segment PyTorch frees while its
+    neighbours live (torch.cuda.empty_cache(), its out-of-memory retry) gives its device
+    memory back only at the next pause; coalesce=False keeps one handle per segment.
     """
 
     def __init__(

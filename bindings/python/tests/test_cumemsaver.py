@@ -309,7 +309,7 @@ class TestPauseResume(Base):
     def test_coalesce_and_retained_bytes(self):
         for coalesce in (True, False):
             r = self.ctx.region("c%d" % coalesce, coalesce=coalesce)
-            self.assertEqual(bool(r.info().flags & L.CMS_REGION_NO_COALESCE), not coalesce)
+            self.assertEqual(bool(r.info().flags & L.CMS_REGION_COALESCE), coalesce)
             ptrs = [r.alloc(2 * MiB) for _ in range(4)]
             r.pause()
             r.resume()

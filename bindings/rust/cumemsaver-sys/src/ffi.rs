@@ -68,9 +68,10 @@ pub const CMS_REGION_SHAREABLE: u64 = 0x2;
 /// Also request fabric handles (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in
 /// cms_region_info.handle_types. CMS_ERR_NOT_SUPPORTED where the device lacks it. (since 1.1)
 pub const CMS_REGION_SHAREABLE_FABRIC: u64 = 0x4;
-/// One physical handle and one mapping per allocation, also after a resume: each cms_free gives its
-/// memory back at once (default: adjacent allocations share handles after a resume). (since 1.1)
-pub const CMS_REGION_NO_COALESCE: u64 = 0x8;
+/// Coalesced re-backing: a resume backs each run of adjacent allocations with one physical handle
+/// and one mapping; a free inside a run keeps its bytes until the next pause (retained_bytes).
+/// Default: one handle per allocation. (since 1.1)
+pub const CMS_REGION_COALESCE: u64 = 0x8;
 
 // ---- pause_flag
 /// The caller guarantees no GPU work uses the memory; skip waiting. (since 1.0)
