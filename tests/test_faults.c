@@ -652,7 +652,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, region_create_sweep);
 	tcase_add_loop_test(tc, free_sweep, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep, 0, 6);
-	tcase_add_loop_test(tc, pause_sweep_coalesced, 2, 3); /* HOST: runs with backups */
+	tcase_add_loop_test(tc, pause_sweep_coalesced, 2, 3);	    /* HOST: runs with backups */
 	tcase_add_loop_test(tc, pause_sweep_cycled_separate, 2, 3); /* HOST */
 	tcase_add_loop_test(tc, resume_sweep_coalesced, 2, 3);
 	tcase_add_loop_test(tc, free_sweep_coalesced, 0, 6);
