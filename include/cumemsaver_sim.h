@@ -143,6 +143,7 @@ CMSSIM_API void cmssim_host_free_hook(size_t bytes);
 /* File I/O operations of cmssim_fail_io and cmssim_io_hook (DISK policy files). */
 #define CMSSIM_IO_WRITE 1 /* a pwrite of a DISK region's file */
 #define CMSSIM_IO_READ 2  /* a pread of a DISK region's file */
+#define CMSSIM_IO_SYNC 3  /* the fdatasync of a DISK region's file that ends a pause */
 
 /*
  * Arms a file I/O fault: the @nth file operation @op (CMSSIM_IO_*) of the
@@ -156,7 +157,7 @@ CMSSIM_API int cmssim_fail_io(int op, uint64_t nth, int err);
 
 /*
  * File I/O hook for the library under test: called (when the loaded driver
- * exports it) before each pwrite/pread of a DISK region's file. Returns 0, or
+ * exports it) before each pwrite/pread/fdatasync of a DISK region's file. Returns 0, or
  * the errno with which that operation must fail (an armed fault fired).
  */
 CMSSIM_API int cmssim_io_hook(int op);

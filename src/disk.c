@@ -32,7 +32,9 @@
  * the device-to-host copy of batch i + 1 runs while batch i is written; on
  * resume batch i + 1 is read while batch i is copied to the device. A batch
  * is a run of consecutive slots of one region of at most CMS_DISK_CHUNK bytes
- * (several small allocations, or a piece of a large one).
+ * (several small allocations, or a piece of a large one). A pause ends with
+ * fdatasync of each file it wrote (disk_sync): its errors fail the pause,
+ * which then rolls back with the content still on the device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -553,6 +555,27 @@ static cms_status io_error(struct cms_region *r, bool write, uint64_t len, uint6
 			     err == ENOSPC || err == EDQUOT ? " (disk full)" : "");
 }
 
+/*
+ * Ends a pause's writes to r's file: with fdatasync, so that the pause returns
+ * once the content is on the disk, reports the errors that a buffered write
+ * (no O_DIRECT) leaves for later, and the next resume's reads do not compete
+ * with a write-back still in progress below the filesystem.
+ */
+static cms_status disk_sync(cms_context *ctx, struct cms_region *r)
+{
+	int err = ctx->drv.io_hook ? ctx->drv.io_hook(3) : 0; /* CMSSIM_IO_SYNC */
+
+	while (!err && fdatasync(r->disk->fd))
+		if (errno != EINTR)
+			err = errno;
+	if (!err)
+		return CMS_OK;
+	return cms_set_error(err == ENOSPC || err == EDQUOT ? CMS_ERR_IO : io_status(err),
+			     "region \"%s\": fdatasync of its disk file in %s failed: %s%s", r->tag,
+			     r->disk->dir, strerror(err),
+			     err == ENOSPC || err == EDQUOT ? " (disk full)" : "");
+}
+
 /* A mapped DISK allocation: its content is on the device. */
 static bool wants_save(struct cms_alloc *a)
 {
@@ -637,6 +660,12 @@ out_sync:
 	if (!st)
 		st = st2;
 	cms_switch_done(ctx, &cur);
+	for (k = 0; k < pl.nb && !st; k++) { /* each file once per stretch of its batches */
+		struct cms_region *r = pl.p[pl.b[k].first].a->region;
+
+		if (!k || r != pl.p[pl.b[k - 1].first].a->region)
+			st = disk_sync(ctx, r);
+	}
 	if (!st) {
 		for (i = 0; i < n; i++)
 			if (wants_save(v[i])) {

@@ -335,7 +335,7 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 	pthread_t threads[MAX_WORKERS];
 	int nthreads = 0, cur = -1, i;
 	uint64_t new_bytes = 0;
-	size_t k, b = 0;
+	size_t k, j, b = 0, copies = 0;
 	cms_status st = CMS_OK;
 
 	*bytes = 0;
@@ -366,12 +366,18 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 		nthreads = i;
 	}
 
-	/* Copy each allocation out as soon as its buffer is ready. */
-	for (k = 0; k < n; k++) {
+	/* Copy each allocation out as soon as its buffer is ready; allocations adjacent on
+	 * both sides go in one copy of up to CMS_COPY_MERGE_MAX bytes. */
+	for (k = 0; k < n; k = j) {
 		struct cms_alloc *a = v[k];
+		size_t len = a->size, m;
 
+		j = k + 1;
 		if (!wants_copy(a))
 			continue;
+		while (j < n && wants_copy(v[j]) && cms_backup_adjacent(v[j - 1], v[j]) &&
+		       len + v[j]->size <= CMS_COPY_MERGE_MAX)
+			len += v[j++]->size;
 		if (b < w.n && a->hostbuf == w.bufs[b]) {
 			prep_wait(&w, b, nthreads);
 			if (atomic_load(&a->hostbuf->failed)) {
@@ -381,20 +387,22 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 					a->hostbuf->len);
 				break;
 			}
-			if (k + 1 == n || v[k + 1]->hostbuf != a->hostbuf)
+			if (j == n || v[j]->hostbuf != a->hostbuf)
 				b++; /* last allocation of this buffer */
 		}
 		st = cms_switch_device(ctx, &cur, a->region->device);
 		if (st)
 			break;
 		CU_TRY(ctx,
-		       cuMemcpyDtoHAsync(a->backup, a->base, a->size,
-					 cms_copy_stream(ctx, a->region->device, k)),
+		       cuMemcpyDtoHAsync(a->backup, a->base, len,
+					 cms_copy_stream(ctx, a->region->device, copies++)),
 		       st, out_join);
-		cms_alloc_set_saved(a, true);
-		a->fresh_saved = true;
-		*bytes += a->size;
-		cms_progress_note(a->size); /* issued (progress.c) */
+		for (m = k; m < j; m++) {
+			cms_alloc_set_saved(v[m], true);
+			v[m]->fresh_saved = true;
+			*bytes += v[m]->size;
+		}
+		cms_progress_note(len); /* issued (progress.c) */
 	}
 out_join:
 	cms_switch_done(ctx, &cur);

@@ -362,12 +362,26 @@ cms_status cms_vmm_unback(struct cms_alloc *a);
 /* Across devices: multidev.c runs the *_dev engines below, one worker thread per device. */
 cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t n,
 			    const cms_pause_options *opts, cms_pause_result *res);
-/* The allocations of the regions for which want() is true (NULL when none). */
+/* The allocations of the regions for which want() is true, in address order (NULL when none). */
 cms_status cms_collect_allocs(struct cms_region **regions, size_t n,
 			      bool (*want)(struct cms_alloc *), struct cms_alloc ***out,
 			      size_t *count);
 /* The distinct devices of the regions, into devs (room for CMS_MAX_DEVICES). */
 size_t cms_region_devices(struct cms_region **regions, size_t n, int32_t *devs);
+/* Bytes one backup copy may move at most when it covers several allocations. */
+#define CMS_COPY_MERGE_MAX (64ull << 20)
+/*
+ * b directly follows a on both sides of a backup copy: its device bytes in the
+ * same reservation (arena.c) and its backup in the same host buffer (one
+ * registration, host.c). One cuMemcpy*Async can then move both: a copy may
+ * span mappings of several physical handles that are adjacent in the virtual
+ * address space, but never two host registrations.
+ */
+static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct cms_alloc *b)
+{
+	return a->arena && b->arena == a->arena && a->hostbuf && b->hostbuf == a->hostbuf &&
+	       a->base + a->size == b->base && (char *)a->backup + a->size == (char *)b->backup;
+}
 /* The library stream that the k-th copy of a call on device dev uses. */
 static inline CUstream cms_copy_stream(const cms_context *ctx, int32_t dev, size_t k)
 {

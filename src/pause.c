@@ -43,6 +43,9 @@ cms_status cms_collect_allocs(struct cms_region **regions, size_t n,
 		for (a = regions[i]->allocs; a; a = a->next)
 			if (want(a))
 				v[k++] = a;
+	/* Address order: runs' members consecutive (run.c), backups laid out like the device
+	 * bytes so that copies cover adjacent allocations (host.c), DISK slots in order. */
+	cms_run_order(v, k);
 	*out = v;
 	*count = k;
 	return CMS_OK;

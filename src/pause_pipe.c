@@ -19,6 +19,7 @@
 
 #define BATCH (1ull << 30)
 #define BATCH_SIM (256ull << 10) /* the host simulation: small tests, many batches */
+#define TAPER_MIN 16		 /* the smallest batch: BATCH / 16 (64 MiB) */
 
 static uint64_t batch_bytes(const cms_context *ctx)
 {
@@ -58,24 +59,35 @@ struct batch {
 	CUevent ev[CMS_COPY_STREAMS];
 };
 
-/* Splits the early allocations of v (in address order) into batches of whole runs. */
+/*
+ * Splits the early allocations of v (in address order) into batches of whole
+ * runs: about BATCH bytes each, then each at most half of what is left, so
+ * that the releases of the last batch, which nothing overlaps, are few
+ * (releasing 1 GiB of 8 MiB handles takes ~7 ms on an H200).
+ */
 static size_t plan(struct cms_alloc **v, size_t n, struct batch *b)
 {
-	uint64_t max = batch_bytes(v[0]->region->ctx);
-	size_t k = 0, nb = 0;
+	uint64_t max = batch_bytes(v[0]->region->ctx), left = 0;
+	size_t k, nb = 0;
 
+	for (k = 0; k < n; k++)
+		left += early(v[k]) ? v[k]->physical : 0;
+	k = 0;
 	while (k < n) {
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, cap = left / 2 < max ? left / 2 : max;
 
 		if (!early(v[k])) {
 			k++;
 			continue;
 		}
+		if (cap < max / TAPER_MIN)
+			cap = max / TAPER_MIN;
 		b[nb].first = k;
 		while (k < n && early(v[k]) &&
-		       (bytes < max || (v[k]->run && v[k]->run == v[k - 1]->run)))
+		       (bytes < cap || (v[k]->run && v[k]->run == v[k - 1]->run)))
 			bytes += v[k++]->physical;
 		b[nb++].end = k;
+		left -= bytes;
 	}
 	return nb;
 }

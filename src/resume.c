@@ -76,6 +76,37 @@ out:
 	return st;
 }
 
+/* HOST allocations whose backups are restored by one copy (cms_backup_adjacent). */
+struct restore_group {
+	struct cms_alloc *first, *last;
+	uint64_t len;
+	size_t copies; /* copies issued by the call: the next one's stream */
+};
+
+/* Enqueues the copy of the group, if any, and empties it. */
+static cms_status group_flush(cms_context *ctx, struct restore_group *g, int32_t *cur,
+			      uint64_t *restored)
+{
+	struct cms_alloc *a = g->first;
+	cms_status st;
+
+	if (!a)
+		return CMS_OK;
+	st = cms_switch_device(ctx, cur, a->region->device);
+	if (st)
+		return st;
+	CU_TRY(ctx,
+	       cuMemcpyHtoDAsync(a->base, a->backup, g->len,
+				 cms_copy_stream(ctx, a->region->device, g->copies++)),
+	       st, out);
+	*restored += g->len;
+	cms_progress_note(g->len); /* issued (progress.c) */
+	g->first = g->last = NULL;
+	g->len = 0;
+out:
+	return st;
+}
+
 cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, size_t nr,
 				 const cms_resume_options *o, cms_resume_result *res,
 				 struct cms_xvote *xv)
@@ -85,6 +116,7 @@ cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, 
 	char saved[512];
 	struct cms_alloc **v;
 	bool *had_handle = NULL;
+	struct restore_group group = { 0 };
 	size_t n, i, nd;
 	cms_status st, rb;
 
@@ -107,7 +139,8 @@ cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, 
 		had_handle[i] = v[i]->handle != 0;
 	if (st)
 		goto err;
-	/* Pipelined: allocation i's copy runs while i + 1 is created and mapped. */
+	/* Pipelined: a copy runs while the next allocations are created and mapped. HOST
+	 * allocations adjacent on both sides share one copy (up to CMS_COPY_MERGE_MAX bytes). */
 	for (i = 0; i < n && !st; i++) {
 		struct cms_alloc *a = v[i];
 
@@ -120,13 +153,28 @@ cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, 
 		backed += a->physical;
 		if (a->region->policy == CMS_POLICY_DISK)
 			continue; /* batched below */
-		st = cms_switch_device(ctx, &cur, a->region->device);
+		if (a->region->policy == CMS_POLICY_HOST && a->saved) {
+			if (!group.first || !cms_backup_adjacent(group.last, a) ||
+			    group.len + a->size > CMS_COPY_MERGE_MAX)
+				st = group_flush(ctx, &group, &cur, &restored);
+			if (st)
+				break;
+			if (!group.first)
+				group.first = a;
+			group.last = a;
+			group.len += a->size;
+			continue;
+		}
+		st = group_flush(ctx, &group, &cur, &restored);
 		if (!st)
-			st = cms_restore_content(ctx, a, cms_copy_stream(ctx, a->region->device, i),
-						 &restored);
-		if (!st && a->region->policy == CMS_POLICY_HOST && a->saved)
-			cms_progress_note(a->size); /* issued (progress.c) */
+			st = cms_switch_device(ctx, &cur, a->region->device);
+		if (!st)
+			st = cms_restore_content(
+				ctx, a, cms_copy_stream(ctx, a->region->device, group.copies++),
+				&restored);
 	}
+	if (!st)
+		st = group_flush(ctx, &group, &cur, &restored);
 	cms_switch_done(ctx, &cur);
 	if (!st) /* DISK: read back and copied, synchronously (disk.c) */
 		st = cms_disk_restore(ctx, v, n, &restored);

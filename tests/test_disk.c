@@ -481,6 +481,25 @@ START_TEST(write_and_read_failures_roll_back)
 			check_all(p, 50);
 		}
 	ck_assert_int_eq(fail_io(CMSSIM_IO_WRITE, 0, 0), 0);
+	/* The fdatasync that ends the pause fails: rolled back like a failed write. */
+	for (err = 0; err < 2; err++) {
+		c0 = t_counters();
+		fds0 = t_open_fds();
+		ck_assert_int_eq(fail_io(CMSSIM_IO_SYNC, 1, err ? EIO : ENOSPC), 0);
+		ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_IO);
+		ck_assert_ptr_nonnull(strstr(cms_last_error(), "fdatasync"));
+		if (!err)
+			ck_assert_ptr_nonnull(strstr(cms_last_error(), "disk full"));
+		ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(info(r).backup_bytes, 0);
+		ck_assert_int_eq(file_size(fd), 0);
+		same_counts(&c0, t_counters());
+		ck_fds_eq(fds0);
+		check_all(p, 50);
+	}
+	ck_ok(cms_region_pause(r, NULL, NULL)); /* disarmed after firing: the next one works */
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	check_all(p, 50);
 	/* The k-th read of the resume fails: still paused with its file; a retry works. */
 	for (k = 1; k <= 3; k++) {
 		ck_ok(cms_region_pause(r, NULL, NULL));

@@ -503,6 +503,48 @@ START_TEST(no_coalesce_flag)
 }
 END_TEST
 
+/* ---- 4b. backup copies cover allocations adjacent on both sides ----------- */
+
+/* Pauses (or resumes) r with the nth call of fn failing: whether it worked. */
+static bool cycle_with_fault(cms_region *r, bool pause, const char *fn, uint64_t nth)
+{
+	cms_status st;
+
+	ck_assert_int_eq(t_sim()->fail_call(fn, nth, CUDA_ERROR_UNKNOWN), 0);
+	st = pause ? cms_region_pause(r, NULL, NULL) : cms_region_resume(r, NULL, NULL);
+	t_sim()->clear_faults();
+	ck_assert(st == CMS_OK || st == CMS_ERR_DRIVER);
+	return st == CMS_OK;
+}
+
+START_TEST(copies_merge)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r;
+	struct set s;
+	int k;
+
+	t_region_flags = _i ? CMS_REGION_COALESCE : 0;
+	r = t_region(ctx, "m", 0, CMS_POLICY_HOST);
+	t_region_flags = CMS_REGION_COALESCE;
+	set_init(&s, r);
+	/* 0-6 adjacent (6 ends 4 KiB short of 7's start), 7-9 adjacent: two copies each way. */
+	for (k = 0; k < 10; k++)
+		set_alloc(&s, 1, k == 6 ? 4096 : 0);
+	set_fill(&s, 11);
+	ck_assert(!cycle_with_fault(r, true, "cuMemcpyDtoHAsync", 2));
+	ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+	set_check(&s);
+	ck_assert(cycle_with_fault(r, true, "cuMemcpyDtoHAsync", 3));
+	ck_assert(!cycle_with_fault(r, false, "cuMemcpyHtoDAsync", 2));
+	ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
+	ck_assert(cycle_with_fault(r, false, "cuMemcpyHtoDAsync", 3));
+	set_check(&s);
+	ck_ok(cms_context_destroy(ctx));
+	everything_freed();
+}
+END_TEST
+
 /* ---- 5. two regions allocated in turns: runs never mix -------------------- */
 
 START_TEST(regions_never_mix)
@@ -1998,6 +2040,7 @@ static Suite *make(void)
 	tcase_add_loop_test(tc, free_retains_until_pause, 0, 2);
 	tcase_add_loop_test(tc, free_members_one_by_one, 0, 4);
 	tcase_add_test(tc, no_coalesce_flag);
+	tcase_add_loop_test(tc, copies_merge, 0, 2);
 	tcase_add_test(tc, regions_never_mix);
 	tcase_add_test(tc, mixed_sizes);
 	tcase_add_test(tc, large_allocations);

@@ -356,10 +356,12 @@ START_TEST(progress_callback)
 
 	ck_ok(cms_pause(f.ctx, "a", NULL, &pr)); /* two devices on the simulation */
 	ck_assert_uint_eq(pr.bytes_backed_up, logical(f.a));
-	check_calls(&c, "pause", pr.bytes_backed_up, NALLOC);
+	/* One call per copy at least: allocations adjacent on both sides share one (0-1 and
+	 * 2-3 at this granularity; 1 ends short of 2's start). */
+	check_calls(&c, "pause", pr.bytes_backed_up, NALLOC / 2);
 	ck_ok(cms_resume(f.ctx, "a", NULL, &rr));
 	ck_assert_uint_eq(rr.bytes_restored, logical(f.a));
-	check_calls(&c, "resume", rr.bytes_restored, NALLOC);
+	check_calls(&c, "resume", rr.bytes_restored, NALLOC / 2);
 
 	ck_ok(cms_swap(f.ctx, "a", "b", NULL, NULL, &pr, &rr));
 	ck_assert_uint_gt(pr.bytes_backed_up, 0);
@@ -370,7 +372,7 @@ START_TEST(progress_callback)
 	ck_status(cms_region_pause(f.a2, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
 	ck_assert_uint_eq(c.n, 0); /* paused by the swap: nothing ran */
 	ck_ok(cms_resume(f.ctx, "a", NULL, NULL));
-	check_calls(&c, "resume", logical(f.a), NALLOC);
+	check_calls(&c, "resume", logical(f.a), NALLOC / 2);
 	ck_ok(cms_region_pause(f.a2, NULL, NULL));
 	check_calls(&c, "pause", 0, 1);
 

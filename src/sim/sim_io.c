@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sim_io.c - file I/O faults for the library's DISK policy: the library asks
- * cmssim_io_hook() before each file write or read it makes (only when the
+ * cmssim_io_hook() before each file write, read or sync it makes (only when the
  * loaded driver exports the hook, i.e. only with the simulation), and an
  * armed fault makes that call fail with the errno the test chose.
  */
@@ -11,12 +11,12 @@
 #include "sim_internal.h"
 
 static pthread_mutex_t io_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t io_left[3]; /* per op: calls until the fault fires; 0: disarmed */
-static int io_errno[3];
+static uint64_t io_left[4]; /* per op: calls until the fault fires; 0: disarmed */
+static int io_errno[4];
 
 SIM_EXPORT int cmssim_fail_io(int op, uint64_t nth, int err)
 {
-	if (op < CMSSIM_IO_WRITE || op > CMSSIM_IO_READ)
+	if (op < CMSSIM_IO_WRITE || op > CMSSIM_IO_SYNC)
 		return -1;
 	if ((nth == 0) != (err == 0))
 		return -1;
@@ -31,7 +31,7 @@ SIM_EXPORT int cmssim_io_hook(int op)
 {
 	int err = 0;
 
-	if (op < CMSSIM_IO_WRITE || op > CMSSIM_IO_READ)
+	if (op < CMSSIM_IO_WRITE || op > CMSSIM_IO_SYNC)
 		return 0;
 	pthread_mutex_lock(&io_lock);
 	if (io_left[op] && !--io_left[op]) {
