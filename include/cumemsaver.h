@@ -470,12 +470,12 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  * Pause writes every allocation to the file (cuMemcpyDtoHAsync into a staging
  * pool of two page-locked buffers of 64 MiB per device and call, made with
  * cuMemHostRegister for the call and freed after it, so never counted in
- * cms_region_info.pinned_bytes; pipelined with pwrite;
- * no fsync: the content needs to outlive the pause, not the machine); resume
+ * cms_region_info.pinned_bytes; pipelined with pwrite; then fdatasync, so
+ * that errors a buffered filesystem defers fail the pause, since 1.1); resume
  * reads it back (pread, cuMemcpyHtoDAsync, pipelined the same way). Resume
  * with CMS_RESUME_ASYNC reads a DISK region synchronously. Both stay
- * transactional: a failed write (a full disk: CMS_ERR_IO, message "... (disk
- * full)") makes the pause roll back with nothing lost; a failed read makes
+ * transactional: a failed write or fdatasync (a full disk: CMS_ERR_IO,
+ * message "... (disk full)") makes the pause roll back with nothing lost; a failed read makes
  * the resume roll back, the region staying paused with its file. A DISK
  * region without a directory refuses to pause (CMS_ERR_INVALID_ARGUMENT).
  * Thread-safe: takes the region's lock (waits for a pause or resume of it in

@@ -12,7 +12,10 @@
  * region gives host memory back after each resume: the steady state is then
  * a plain DMA each way. A buffer is unmapped when its last allocation lets go
  * of its slice, so freed allocations' slices stay until then (at most
- * GROUP_MAX bytes per buffer).
+ * GROUP_MAX bytes per buffer). Allocations that follow each other both on
+ * the device (same reservation) and in their buffer are copied together, up
+ * to CMS_COPY_MERGE_MAX bytes per copy (cms_backup_adjacent): 2048 x 8 MiB
+ * move in 256 copies.
  *
  * Making new buffers is bound by the kernel faulting and zeroing pages (~3-5
  * GB/s per thread): a pause that needs many new bytes spreads the faulting
