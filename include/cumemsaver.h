@@ -804,9 +804,10 @@ CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char 
  * copied). Called from the thread(s) running the operation (with several
  * devices: each device's worker; swap: both of its threads), never two calls
  * of one operation at once; done never decreases. Calls with done < total
- * come at least once per allocation copied (cms_pause /
- * cms_resume: when its copy has been issued to the device; cms_swap: when it
- * has completed); after a successful operation exactly one last call has
+ * come at least once per copy (cms_pause / cms_resume: when it has been
+ * issued to the device; allocations adjacent both on the device and in their
+ * host backup share one copy of up to 64 MiB; cms_swap: once per allocation,
+ * when its copy has completed); after a successful operation exactly one last call has
  * done == total (also when total is 0). A failed operation
  * makes no last call. The locks of the regions being paused or resumed are
  * held during the calls (the context's lock is not): the callback may call

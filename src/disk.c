@@ -568,6 +568,12 @@ static cms_status disk_sync(cms_context *ctx, struct cms_region *r)
 	while (!err && fdatasync(r->disk->fd))
 		if (errno != EINTR)
 			err = errno;
+	if (err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS) {
+		/* A file system without sync (the writes themselves succeeded): as before 1.1. */
+		cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\": no fdatasync in %s (%s)", r->tag,
+			r->disk->dir, strerror(err));
+		err = 0;
+	}
 	if (!err)
 		return CMS_OK;
 	return cms_set_error(err == ENOSPC || err == EDQUOT ? CMS_ERR_IO : io_status(err),
@@ -660,10 +666,13 @@ out_sync:
 	if (!st)
 		st = st2;
 	cms_switch_done(ctx, &cur);
-	for (k = 0; k < pl.nb && !st; k++) { /* each file once per stretch of its batches */
+	for (k = 0; k < pl.nb && !st; k++) { /* each file once */
 		struct cms_region *r = pl.p[pl.b[k].first].a->region;
+		size_t e;
 
-		if (!k || r != pl.p[pl.b[k - 1].first].a->region)
+		for (e = 0; e < k && pl.p[pl.b[e].first].a->region != r; e++)
+			;
+		if (e == k)
 			st = disk_sync(ctx, r);
 	}
 	if (!st) {

@@ -545,6 +545,40 @@ START_TEST(copies_merge)
 }
 END_TEST
 
+/* Two host buffers that happen to lie end to end (mmap places a new mapping below the last
+ * one) with their allocations adjacent on the device: a copy must not span both
+ * registrations (the driver, and the simulation, refuse it). */
+START_TEST(copies_never_cross_buffers)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r;
+	struct set s;
+	int k;
+
+	t_region_flags = 0;
+	r = t_region(ctx, "x", 0, CMS_POLICY_HOST);
+	t_region_flags = CMS_REGION_COALESCE;
+	set_init(&s, r);
+	for (k = 0; k < 4; k++)
+		set_alloc(&s, 1, 0);
+	set_free(&s, 0, ctx);
+	set_free(&s, 1, ctx);
+	set_fill(&s, 5);
+	ck_ok(cms_region_pause(r, NULL, NULL)); /* 2, 3: buffer X */
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	set_alloc(&s, 1, 0); /* first fit: slots 0 and 1 again, below 2 */
+	set_alloc(&s, 1, 0);
+	set_fill(&s, 6);
+	for (k = 0; k < 3; k++) {
+		ck_ok(cms_region_pause(r, NULL, NULL)); /* 4, 5: buffer Y, mapped below X */
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		set_check(&s);
+	}
+	ck_ok(cms_context_destroy(ctx));
+	everything_freed();
+}
+END_TEST
+
 /* ---- 5. two regions allocated in turns: runs never mix -------------------- */
 
 START_TEST(regions_never_mix)
@@ -2041,6 +2075,7 @@ static Suite *make(void)
 	tcase_add_loop_test(tc, free_members_one_by_one, 0, 4);
 	tcase_add_test(tc, no_coalesce_flag);
 	tcase_add_loop_test(tc, copies_merge, 0, 2);
+	tcase_add_test(tc, copies_never_cross_buffers);
 	tcase_add_test(tc, regions_never_mix);
 	tcase_add_test(tc, mixed_sizes);
 	tcase_add_test(tc, large_allocations);

@@ -259,9 +259,9 @@ pub type cms_control_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, req: *const cms_control_request) -> cms_status>;
 
 /// Progress of a pause, resume or swap (operation "pause", "resume", "swap"): bytes of content
-/// copied so far and in all; called at least once per allocation copied and, on success, once last
-/// with done == total. Region locks of the operation are held: it must not call functions that take
-/// a region's lock. (since 1.1)
+/// copied so far and in all; called at least once per copy (adjacent allocations may share one of
+/// up to 64 MiB) and, on success, once last with done == total. Region locks of the operation are
+/// held: it must not call functions that take a region's lock. (since 1.1)
 pub type cms_progress_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, op: *const c_char, done: u64, total: u64)>;
 
