@@ -71,7 +71,7 @@ static uint64_t align_up(uint64_t n)
 	return (n + CMS_DISK_ALIGN - 1) & ~(uint64_t)(CMS_DISK_ALIGN - 1);
 }
 
-/* Maps an errno of a file operation to a status. */
+/* Maps an errno of a file operation to a status (a full disk: CMS_ERR_IO). */
 static cms_status io_status(int err)
 {
 	switch (err) {
@@ -545,14 +545,23 @@ static uint64_t want_total(struct cms_alloc **v, size_t n, bool (*want)(struct c
 	return t;
 }
 
+/* A failed operation on r's file ("what": "fdatasync", "read of N bytes at offset M", ...). */
+static cms_status file_error(struct cms_region *r, const char *what, int err)
+{
+	bool full = err == ENOSPC || err == EDQUOT;
+
+	return cms_set_error(io_status(err),
+			     "region \"%s\": %s of its disk file in %s failed: %s%s", r->tag, what,
+			     r->disk->dir, strerror(err), full ? " (disk full)" : "");
+}
+
 static cms_status io_error(struct cms_region *r, bool write, uint64_t len, uint64_t off, int err)
 {
-	return cms_set_error(err == ENOSPC || err == EDQUOT ? CMS_ERR_IO : io_status(err),
-			     "region \"%s\": %s of %llu bytes at offset %llu of its disk file in "
-			     "%s failed: %s%s",
-			     r->tag, write ? "write" : "read", (unsigned long long)len,
-			     (unsigned long long)off, r->disk->dir, strerror(err),
-			     err == ENOSPC || err == EDQUOT ? " (disk full)" : "");
+	char what[96];
+
+	snprintf(what, sizeof(what), "%s of %llu bytes at offset %llu", write ? "write" : "read",
+		 (unsigned long long)len, (unsigned long long)off);
+	return file_error(r, what, err);
 }
 
 /*
@@ -574,12 +583,7 @@ static cms_status disk_sync(cms_context *ctx, struct cms_region *r)
 			r->disk->dir, strerror(err));
 		err = 0;
 	}
-	if (!err)
-		return CMS_OK;
-	return cms_set_error(err == ENOSPC || err == EDQUOT ? CMS_ERR_IO : io_status(err),
-			     "region \"%s\": fdatasync of its disk file in %s failed: %s%s", r->tag,
-			     r->disk->dir, strerror(err),
-			     err == ENOSPC || err == EDQUOT ? " (disk full)" : "");
+	return err ? file_error(r, "fdatasync", err) : CMS_OK;
 }
 
 /* A mapped DISK allocation: its content is on the device. */

@@ -298,10 +298,10 @@ cms_status cms_arena_give(struct cms_region *r, struct cms_arena *arena, CUdevic
 void cms_arena_drop_all(struct cms_region *r);
 
 /* ---- run.c: coalesced re-backing (region lock held) ---- */
-/* Sorts v[0..n) by address: the members of each run become consecutive. */
+/* Sorts v[0..n) by address (cms_collect_allocs): the members of each run become consecutive. */
 void cms_run_order(struct cms_alloc **v, size_t n);
 /* Groups the allocations of v[0..n) that have no memory into runs of adjacent allocations
- * of one region and arena (regions allowing it); sorts v by address first. No driver call. */
+ * of one region and arena (regions allowing it); v in address order. No driver call. */
 cms_status cms_run_plan(struct cms_alloc **v, size_t n);
 /* cuMemCreate of the run's handle; every member's handle follows. */
 cms_status cms_run_create(struct cms_run *run);
@@ -492,7 +492,7 @@ void cms_progress_note(uint64_t bytes);
  * allocations with buffers to copy, enough for it. */
 bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices, bool other_devices);
 /* Copies the mapped HOST allocations of v out in batches and unmaps and releases each batch
- * once its copies are done; sorts v by address. On failure copies may still run (synchronize
+ * once its copies are done; v in address order. On failure copies may still run (synchronize
  * the device's library streams) and released ones hold their content in their backups. */
 cms_status cms_pause_pipelined(cms_context *ctx, struct cms_alloc **v, size_t n, int32_t dev,
 			       uint64_t *backed_up, uint64_t *released);

@@ -128,7 +128,6 @@ cms_status cms_pause_pipelined(cms_context *ctx, struct cms_alloc **v, size_t n,
 	size_t nb, i, q, made = 0;
 	cms_status st;
 
-	cms_run_order(v, n); /* runs' members consecutive */
 	b = calloc(n, sizeof(*b));
 	if (!b)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");

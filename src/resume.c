@@ -133,7 +133,7 @@ cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, 
 		}
 	}
 	/* Adjacent allocations share one handle and one mapping (run.c); v is in address order
-	 * from here on. */
+	 * (cms_collect_allocs). */
 	st = cms_run_plan(v, n);
 	for (i = 0; i < n; i++)
 		had_handle[i] = v[i]->handle != 0;

@@ -101,7 +101,6 @@ cms_status cms_run_plan(struct cms_alloc **v, size_t n)
 	size_t k = 0, j;
 	cms_status st;
 
-	cms_run_order(v, n);
 	while (k < n) {
 		if (!may_join(v[k])) {
 			k++;

@@ -531,7 +531,6 @@ static cms_status engine(struct swap *s, cms_pause_result *presult, cms_resume_r
 	s->had_handle = calloc(s->r.n + 1, sizeof(*s->had_handle));
 	if (!s->had_handle)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
-	cms_run_order(s->p.v, s->p.n);	   /* runs are released after their last member's copy */
 	st = cms_run_plan(s->r.v, s->r.n); /* adjacent allocations share handles (run.c) */
 	for (i = 0; i < s->r.n; i++)
 		s->had_handle[i] = s->r.v[i]->handle != 0;
