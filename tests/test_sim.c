@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../src/cuda_api.h"
+#include "cuda_api.h"
 #include "cumemsaver_sim.h"
 
 struct sim_driver {

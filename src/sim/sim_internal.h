@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../cuda_api.h"
+#include "../driver/cuda_api.h"
 #include "cumemsaver_sim.h"
 
 #define SIM_EXPORT __attribute__((visibility("default")))

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hooks.c - allocator hooks: the process-wide hook context, the per-thread
+ * stack of active regions, and PyTorch's CUDAPluggableAllocator entry points.
+ *
+ * PyTorch calls cms_torch_alloc on the thread that allocates a tensor (the
+ * one inside the Python region() block, which pushed its region here), and
+ * cms_torch_free on whatever thread drops the last reference (the garbage
+ * collector, empty_cache, another thread): frees therefore go through the
+ * process-wide hook context, never through the thread's stack.
+ *
+ * Lifetime rules that keep a hooked process from crashing:
+ * - Callers using the hook context count themselves in hook_inflight before
+ *   loading it; clearing or replacing it waits until no caller that may
+ *   have loaded the old one is left (so a context is never destroyed under
+ *   a free in flight).
+ * - Each stack entry remembers its region's id; an allocation checks, under
+ *   the context lock, that the region is still alive with that id (a
+ *   destroyed region on a stack is refused, never touched).
+ * - Allocations of the hook context released by a region or context destroy
+ *   are remembered ("retired"): a later free of one by PyTorch is a no-op
+ *   success, not an unknown pointer that an interposer would hand to the
+ *   CUDA runtime (which refuses it, and PyTorch terminates).
+ * - After fork() the child's stack is empty and the hook context answers
+ *   CMS_ERR_FORKED, which the interposer treats as "not ours".
+ */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "adapters.h"
+
+struct hook_entry {
+	cms_region *region;
+	uint64_t id;
+};
+
+static _Thread_local struct {
+	unsigned depth;
+	unsigned fork_generation;
+	struct hook_entry stack[CMS_HOOK_DEPTH_MAX];
+} hook_tls;
+
+/* The calling thread's stack, emptied if this process forked since it was filled. */
+static void hook_tls_check(void)
+{
+	if (hook_tls.fork_generation != cms_fork_generation) {
+		hook_tls.depth = 0;
+		hook_tls.fork_generation = cms_fork_generation;
+	}
+}
+
+CMS_API cms_status cms_hook_context_set(cms_context *ctx)
+{
+	if (ctx) {
+		cms_status st = cms_check_fork(ctx);
+
+		if (st)
+			return st;
+	}
+	cms_hookctx_swap(NULL, ctx, false);
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_hook_region_push(cms_region *region)
+{
+	cms_context *ctx = cms_hookctx_peek();
+	cms_status st;
+
+	if (!region)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
+	st = cms_check_fork(region->ctx);
+	if (st)
+		return st;
+	if (!ctx)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "no hook context: call cms_hook_context_set first");
+	if (region->ctx != ctx)
+		return cms_set_error(
+			CMS_ERR_INVALID_ARGUMENT,
+			"region \"%s\" belongs to another context than the hook context",
+			region->tag);
+	hook_tls_check();
+	if (hook_tls.depth >= CMS_HOOK_DEPTH_MAX)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "this thread already has %d active regions (the most)",
+				     CMS_HOOK_DEPTH_MAX);
+	hook_tls.stack[hook_tls.depth].region = region;
+	hook_tls.stack[hook_tls.depth].id = region->id;
+	hook_tls.depth++;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_hook_region_pop(void)
+{
+	hook_tls_check();
+	if (!hook_tls.depth)
+		return cms_set_error(CMS_ERR_NOT_FOUND, "this thread has no active region");
+	hook_tls.depth--;
+	hook_tls.stack[hook_tls.depth].region = NULL;
+	return CMS_OK;
+}
+
+CMS_API cms_region *cms_hook_region_current(void)
+{
+	hook_tls_check();
+	return hook_tls.depth ? hook_tls.stack[hook_tls.depth - 1].region : NULL;
+}
+
+/* Whether region r (not dereferenced unless found) is alive in ctx with id. */
+static bool region_alive(cms_context *ctx, cms_region *r, uint64_t id)
+{
+	struct cms_region *it;
+	bool alive = false;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (it = ctx->regions; it; it = it->next) {
+		if (it == r) {
+			alive = !it->dead && it->id == id;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return alive;
+}
+
+CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
+{
+	struct hook_entry e;
+	cms_context *ctx;
+	cms_status st;
+
+	if (!ptr)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is NULL");
+	*ptr = 0;
+	hook_tls_check();
+	if (!hook_tls.depth)
+		return cms_set_error(CMS_ERR_NOT_FOUND, "no region is active on this thread");
+	if (!size)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
+	e = hook_tls.stack[hook_tls.depth - 1];
+	ctx = cms_hookctx_enter();
+	if (!ctx || !region_alive(ctx, e.region, e.id)) {
+		cms_hookctx_leave();
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "the thread's active region was destroyed, or is not in the "
+				     "hook context");
+	}
+	st = cms_check_fork(ctx);
+	if (!st && device >= 0 && device != e.region->device)
+		st = cms_set_error(
+			CMS_ERR_INVALID_DEVICE,
+			"device %d, but the thread's active region \"%s\" is on device %d",
+			(int)device, e.region->tag, (int)e.region->device);
+	if (!st)
+		st = cms_alloc(e.region, size, ptr);
+	cms_hookctx_leave();
+	return st;
+}
+
+CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream)
+{
+	uint64_t ptr = 0;
+
+	(void)stream;
+	if (size <= 0) {
+		cms_set_error(CMS_ERR_INVALID_ARGUMENT, "cms_torch_alloc: size %zd", size);
+		return NULL;
+	}
+	if (device < 0) {
+		cms_set_error(CMS_ERR_INVALID_DEVICE, "cms_torch_alloc: device %d", device);
+		return NULL;
+	}
+	if (cms_hook_alloc((uint64_t)size, device, &ptr) != CMS_OK)
+		return NULL;
+	return (void *)(uintptr_t)ptr;
+}
+
+CMS_API cms_status cms_hook_free(void *ptr)
+{
+	cms_context *ctx;
+	cms_status st;
+
+	if (!ptr)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is NULL");
+	ctx = cms_hookctx_enter();
+	if (!ctx) {
+		cms_hookctx_leave();
+		if (cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
+			return CMS_OK; /* already released with its region or context */
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "no hook context: call cms_hook_context_set first");
+	}
+	st = cms_free(ctx, (uint64_t)(uintptr_t)ptr);
+	cms_hookctx_leave();
+	if (st == CMS_ERR_NOT_FOUND && cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
+		return CMS_OK;
+	return st;
+}
+
+CMS_API void cms_torch_free(void *ptr, ssize_t size, int device, void *stream)
+{
+	(void)size;
+	(void)device;
+	(void)stream;
+	if (!ptr) {
+		cms_set_error(CMS_ERR_INVALID_ARGUMENT, "cms_torch_free: ptr is NULL");
+		return;
+	}
+	cms_hook_free(ptr); /* a failure is in cms_last_error(); PyTorch cannot take one */
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* alloc.c - cms_alloc, cms_free and pointer lookup. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
+{
+	struct cms_region *r = region;
+	struct cms_alloc *a;
+	cms_context *ctx;
+	size_t gran;
+	cms_status st;
+
+	if (!r || !ptr)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", r ? "ptr" : "region");
+	*ptr = 0;
+	if (!size)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
+	ctx = r->ctx;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	gran = ctx->devices[r->device].granularity;
+	if (size > SIZE_MAX - (gran - 1) || size > UINT64_MAX - (gran - 1))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "size %llu overflows when rounded to the granularity %zu",
+				     (unsigned long long)size, gran);
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
+	a->region = r;
+	a->size = size;
+	a->physical = (size + gran - 1) & ~(gran - 1);
+
+	pthread_mutex_lock(&r->lock);
+	if (r->state != CMS_STATE_ACTIVE) {
+		st = cms_set_error(CMS_ERR_PAUSED,
+				   "region \"%s\" is paused: resume it before allocating", r->tag);
+		goto err_unlock;
+	}
+	st = cms_vmm_reserve(a);
+	if (st)
+		goto err_unlock;
+	cms_region_link_alloc(r, a); /* accounting follows the state from here on */
+	st = cms_vmm_back(a);
+	if (st)
+		goto err_unlink;
+	pthread_mutex_lock(&ctx->lock);
+	st = cms_index_insert(ctx, a);
+	pthread_mutex_unlock(&ctx->lock);
+	if (st)
+		goto err_unback;
+	pthread_mutex_unlock(&r->lock);
+	cms_hook_unretire(a->base); /* the address is an allocation again */
+	*ptr = a->base;
+	return CMS_OK;
+
+err_unback:
+	cms_vmm_unback(a);
+err_unlink:
+	if (a->mapped || a->handle) {
+		/* Rollback failed: keep it (unindexed) rather than lose track of driver objects. */
+		cms_log(ctx, CMS_LOG_ERROR, "0x%llx: allocation rollback incomplete",
+			(unsigned long long)a->base);
+		pthread_mutex_unlock(&r->lock);
+		return st;
+	}
+	cms_region_unlink_alloc(r, a);
+	cms_vmm_unreserve(a);
+err_unlock:
+	pthread_mutex_unlock(&r->lock);
+	free(a);
+	return st;
+}
+
+CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
+{
+	struct cms_region *r;
+	struct cms_alloc *a;
+	cms_status st;
+
+	if (!ctx)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ctx is NULL");
+	if (!ptr)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is 0");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr);
+	if (!a || ptr - a->base >= a->size) {
+		pthread_mutex_unlock(&ctx->lock);
+		return cms_set_error(CMS_ERR_NOT_FOUND,
+				     "0x%llx is not an allocation of this context (or was freed)",
+				     (unsigned long long)ptr);
+	}
+	if (ptr != a->base) {
+		pthread_mutex_unlock(&ctx->lock);
+		return cms_set_error(CMS_ERR_NOT_BASE,
+				     "0x%llx is %llu bytes into the allocation at 0x%llx",
+				     (unsigned long long)ptr, (unsigned long long)(ptr - a->base),
+				     (unsigned long long)a->base);
+	}
+	/* Claim it: no other thread can find it from now on. */
+	cms_index_remove(ctx, a);
+	a->claimed = true;
+	r = a->region;
+	r->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+
+	pthread_mutex_lock(&r->lock);
+	st = cms_alloc_release(a);
+	if (!st)
+		cms_region_unlink_alloc(r, a);
+	pthread_mutex_unlock(&r->lock);
+
+	pthread_mutex_lock(&ctx->lock);
+	if (st) {
+		/* Still held: make it findable again (its region cannot be gone: we hold a
+		 * reference). */
+		a->claimed = false;
+		if (!r->dead)
+			cms_index_insert(ctx, a);
+	}
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!st)
+		free(a);
+	return st;
+}
+
+CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_pointer_info *info)
+{
+	cms_pointer_info o;
+	struct cms_alloc *a;
+	cms_status st;
+
+	if (!ctx || !info)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "info" : "ctx");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = cms_check_out(info, CMS_POINTER_INFO_SIZE_VER0, "cms_pointer_info");
+	if (st)
+		return st;
+	memset(&o, 0, sizeof(o));
+	o.struct_size = sizeof(o);
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr);
+	if (a && ptr - a->base < a->size) {
+		o.region = a->region;
+		o.base = a->base;
+		o.size = a->size;
+		o.offset = ptr - a->base;
+		o.physical_size = a->physical;
+		o.device = a->region->device;
+		o.state = __atomic_load_n(&a->region->state, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!o.base)
+		return cms_set_error(CMS_ERR_NOT_FOUND,
+				     "0x%llx is not in any allocation of this context",
+				     (unsigned long long)ptr);
+	cms_copy_out(info, &o, sizeof(o));
+	return CMS_OK;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* context.c - cms_context_create / cms_context_destroy, fork detection, device memory info. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_context **out)
+{
+	cms_context_options o = CMS_CONTEXT_OPTIONS_INIT;
+	cms_context *ctx;
+	cms_status st;
+
+	if (!out)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "out is NULL");
+	*out = NULL;
+	if (opts) {
+		st = cms_copy_in(&o, sizeof(o), CMS_CONTEXT_OPTIONS_SIZE_VER0, opts,
+				 "cms_context_options");
+		if (st)
+			return st;
+	}
+	if (o.flags)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "cms_context_options.flags: unknown bits 0x%x", o.flags);
+	if (o.log_level < CMS_LOG_ERROR || o.log_level > CMS_LOG_DEBUG)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "cms_context_options.log_level %d is not a CMS_LOG_* level",
+				     o.log_level);
+	st = cms_fork_watch();
+	if (st)
+		return st;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a context");
+	if (o.driver_path) {
+		ctx->driver_path = strdup(o.driver_path);
+		if (!ctx->driver_path) {
+			st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot copy driver_path");
+			goto err_free;
+		}
+	}
+	if (pthread_mutex_init(&ctx->lock, NULL)) {
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
+		goto err_path;
+	}
+	ctx->log_fn = o.log_fn;
+	ctx->log_user = o.log_user;
+	ctx->log_level = o.log_level;
+	ctx->next_region_id = 1;
+	ctx->fork_generation = cms_fork_generation;
+	*out = ctx;
+	return CMS_OK;
+
+err_path:
+	free(ctx->driver_path);
+err_free:
+	free(ctx);
+	return st;
+}
+
+CMS_API cms_status cms_context_destroy(cms_context *ctx)
+{
+	cms_status st;
+	int i, k;
+
+	if (!ctx)
+		return CMS_OK;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	if (atomic_load(&ctx->ipc_objects))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "%d exporters, imports or control sockets of this context are "
+				     "still open: destroy them first",
+				     atomic_load(&ctx->ipc_objects));
+	while (ctx->regions) {
+		st = cms_region_destroy(ctx->regions);
+		if (st)
+			return st; /* the context stays usable; a retry continues */
+	}
+	cms_hook_forget_context(ctx); /* after its allocations are retired */
+	for (i = 0; i < CMS_MAX_DEVICES; i++) {
+		struct cms_device *d = &ctx->devices[i];
+
+		if (!d->ready)
+			continue;
+		if (!cms_push(ctx, i)) {
+			for (k = 0; k < CMS_COPY_STREAMS; k++) {
+				ctx->drv.cuEventDestroy(d->events[k]);
+				ctx->drv.cuStreamDestroy(d->streams[k]);
+			}
+			cms_pop(ctx);
+		}
+		ctx->drv.cuDevicePrimaryCtxRelease(d->cu);
+	}
+	if (ctx->drv.dl)
+		cms_driver_close(&ctx->drv);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx->driver_path);
+	free(ctx);
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint64_t *free_bytes,
+					  uint64_t *total_bytes)
+{
+	size_t f = 0, t = 0;
+	cms_status st;
+
+	if (!ctx)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ctx is NULL");
+	st = cms_ctx_device(ctx, device, NULL);
+	if (st)
+		return st;
+	st = cms_push(ctx, device);
+	if (st)
+		return st;
+	CU_TRY(ctx, cuMemGetInfo(&f, &t), st, out_pop);
+	if (free_bytes)
+		*free_bytes = f;
+	if (total_bytes)
+		*total_bytes = t;
+out_pop:
+	cms_pop(ctx);
+	return st;
+}

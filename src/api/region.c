@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/* region.c - regions: creation by tag, lookup, destruction, info, allocation lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+static struct cms_region *find_locked(cms_context *ctx, const char *tag, int32_t device)
+{
+	struct cms_region *r;
+
+	for (r = ctx->regions; r; r = r->next)
+		if (r->device == device && !strcmp(r->tag, tag))
+			return r;
+	return NULL;
+}
+
+CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
+				     const cms_region_options *opts, cms_region **out)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	uint32_t handle_types = 0;
+	struct cms_region *r;
+	cms_status st;
+
+	if (!ctx || !out)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
+	*out = NULL;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = cms_check_tag(tag);
+	if (st)
+		return st;
+	if (opts) {
+		st = cms_copy_in(&o, sizeof(o), CMS_REGION_OPTIONS_SIZE_VER0, opts,
+				 "cms_region_options");
+		if (st)
+			return st;
+	}
+	if (o.policy > CMS_POLICY_DISK)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
+				     o.policy);
+	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
+				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
+				     (unsigned long long)o.flags);
+	st = cms_ctx_device(ctx, o.device, NULL);
+	if (st)
+		return st;
+	st = cms_device_handle_types(ctx, o.device, o.flags, &handle_types);
+	if (st)
+		return st;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");
+	if (pthread_mutex_init(&r->lock, NULL)) {
+		free(r);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
+	}
+	if (pthread_cond_init(&r->unclaimed, NULL)) {
+		pthread_mutex_destroy(&r->lock);
+		free(r);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a condition");
+	}
+	r->ctx = ctx;
+	memcpy(r->tag, tag, strlen(tag) + 1);
+	r->device = o.device;
+	r->policy = o.policy;
+	r->flags = o.flags;
+	r->handle_types = handle_types;
+	r->state = CMS_STATE_ACTIVE;
+	r->refs = 1;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (find_locked(ctx, tag, o.device)) {
+		pthread_mutex_unlock(&ctx->lock);
+		pthread_cond_destroy(&r->unclaimed);
+		pthread_mutex_destroy(&r->lock);
+		free(r);
+		return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d",
+				     tag, o.device);
+	}
+	r->id = ctx->next_region_id++;
+	r->prev = ctx->regions_tail;
+	if (ctx->regions_tail)
+		ctx->regions_tail->next = r;
+	else
+		ctx->regions = r;
+	ctx->regions_tail = r;
+	pthread_mutex_unlock(&ctx->lock);
+	cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\" created on device %d, policy %u", tag, o.device,
+		o.policy);
+	*out = r;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t device,
+				   cms_region **out)
+{
+	struct cms_region *r;
+	cms_status st;
+
+	if (!ctx || !out)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
+	*out = NULL;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = cms_check_tag(tag);
+	if (st)
+		return st;
+	pthread_mutex_lock(&ctx->lock);
+	r = find_locked(ctx, tag, device);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!r)
+		return cms_set_error(CMS_ERR_NOT_FOUND, "no region tagged \"%s\" on device %d", tag,
+				     device);
+	*out = r;
+	return CMS_OK;
+}
+
+/* Frees the region's allocations; waits for cms_free() calls in flight on them. r->lock held. */
+static cms_status release_all_locked(struct cms_region *r)
+{
+	cms_context *ctx = r->ctx;
+	struct cms_alloc *a, *next;
+	unsigned claimed;
+	cms_status st;
+
+	for (;;) {
+		for (a = r->allocs; a; a = next) {
+			next = a->next;
+			pthread_mutex_lock(&ctx->lock);
+			if (a->claimed) { /* a concurrent cms_free() owns it */
+				pthread_mutex_unlock(&ctx->lock);
+				continue;
+			}
+			cms_index_remove(ctx, a);
+			pthread_mutex_unlock(&ctx->lock);
+			st = cms_alloc_release(a);
+			if (st) {
+				/* Keep this allocation and the rest as they are: a retry continues.
+				 */
+				pthread_mutex_lock(&ctx->lock);
+				if (cms_index_insert(ctx, a))
+					cms_log(ctx, CMS_LOG_ERROR, "0x%llx: cannot index again",
+						(unsigned long long)a->base);
+				pthread_mutex_unlock(&ctx->lock);
+				return st;
+			}
+			cms_hook_retire(ctx, a->base);
+			cms_region_unlink_alloc(r, a);
+			free(a);
+		}
+		pthread_mutex_lock(&ctx->lock);
+		claimed = r->nclaimed;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!claimed)
+			return CMS_OK;
+		/* A free that fails gives its allocation back to us: wait, then look again. */
+		pthread_cond_wait(&r->unclaimed, &r->lock);
+	}
+}
+
+CMS_API cms_status cms_region_destroy(cms_region *region)
+{
+	struct cms_region *r = region;
+	cms_context *ctx;
+	cms_status st;
+
+	if (!r)
+		return CMS_OK;
+	ctx = r->ctx;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	pthread_mutex_lock(&r->lock);
+	cms_ipc_region_gone(r); /* importers drop their mappings first (ipc_export.c) */
+	st = release_all_locked(r);
+	if (!st) {
+		pthread_mutex_lock(&ctx->lock);
+		if (r->prev)
+			r->prev->next = r->next;
+		else
+			ctx->regions = r->next;
+		if (r->next)
+			r->next->prev = r->prev;
+		else
+			ctx->regions_tail = r->prev;
+		r->dead = true;
+		pthread_mutex_unlock(&ctx->lock);
+		cms_arena_drop_all(r); /* none left unless bookkeeping failed (arena.c) */
+		cms_disk_close(r);     /* the file's space goes back now */
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (st)
+		return st;
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+	return CMS_OK;
+}
+
+/* Whether the copies of an async resume on the region's device are done (cuEventQuery). */
+static bool restore_done(struct cms_region *r)
+{
+	struct cms_device *d = &r->ctx->devices[r->device];
+	bool done = true;
+	size_t k;
+
+	if (cms_push(r->ctx, r->device))
+		return false;
+	for (k = 0; k < CMS_COPY_STREAMS && done; k++)
+		done = r->ctx->drv.cuEventQuery(d->events[k]) == CUDA_SUCCESS;
+	cms_pop(r->ctx);
+	return done;
+}
+
+CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info)
+{
+	cms_region_info o;
+	cms_status st;
+
+	if (!region || !info)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL",
+				     region ? "info" : "region");
+	st = cms_check_fork(region->ctx);
+	if (st)
+		return st;
+	st = cms_check_out(info, CMS_REGION_INFO_SIZE_VER0, "cms_region_info");
+	if (st)
+		return st;
+	memset(&o, 0, sizeof(o));
+	o.struct_size = sizeof(o);
+	pthread_mutex_lock(&region->lock);
+	memcpy(o.tag, region->tag, sizeof(o.tag));
+	o.device = region->device;
+	o.policy = region->policy;
+	o.state = region->state;
+	o.flags = region->flags;
+	o.allocations = region->nallocs;
+	o.logical_bytes = region->logical_bytes;
+	o.physical_bytes = region->physical_bytes;
+	o.backed_bytes = region->backed_bytes;
+	o.backup_bytes = region->backup_bytes;
+	o.host_bytes = region->host_bytes;
+	o.pinned_bytes = region->pinned_bytes;
+	o.retained_bytes = region->retained_bytes;
+	if (region->restore_pending && restore_done(region))
+		region->restore_pending = false;
+	o.restore_pending = region->restore_pending;
+	o.epoch = region->epoch;
+	o.granularity = region->ctx->devices[region->device].granularity;
+	o.handle_types = region->handle_types;
+	o.peer_device_mask = region->peer_mask;
+	pthread_mutex_unlock(&region->lock);
+	cms_copy_out(info, &o, sizeof(o));
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t device_mask)
+{
+	struct cms_region *r = region;
+	struct cms_alloc *a, *b;
+	cms_context *ctx;
+	char why[512];
+	uint64_t old;
+	cms_status st, rb = CMS_OK;
+
+	if (!r)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
+	ctx = r->ctx;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = cms_device_check_peers(ctx, r->device, device_mask);
+	if (st)
+		return st;
+	pthread_mutex_lock(&r->lock);
+	old = r->peer_mask;
+	for (a = r->allocs; a && old != device_mask; a = a->next) {
+		if (!a->mapped || (a->run && !cms_run_is_last(a))) /* once per run (run.c) */
+			continue;
+		st = cms_vmm_set_access(a, device_mask, old);
+		if (st)
+			break;
+	}
+	if (st) { /* the allocations before a get their old access back */
+		cms_last_error_message(why, sizeof(why));
+		for (b = r->allocs; b != a; b = b->next) {
+			char why2[256];
+
+			if (!b->mapped || (b->run && !cms_run_is_last(b)) ||
+			    !cms_vmm_set_access(b, old, device_mask) || rb)
+				continue;
+			cms_last_error_message(why2, sizeof(why2));
+			rb = cms_set_error(CMS_ERR_ROLLBACK_FAILED,
+					   "%s; restoring the access of 0x%llx failed too: %s", why,
+					   (unsigned long long)b->base, why2);
+		}
+		if (!rb)
+			cms_set_error(st, "%s", why);
+	}
+	if (!st || rb)
+		r->peer_mask = device_mask;
+	pthread_mutex_unlock(&r->lock);
+	if (!st)
+		cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\" on device %d: peer devices 0x%llx",
+			r->tag, r->device, (unsigned long long)device_mask);
+	return rb ? rb : st;
+}
+
+CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir)
+{
+	struct cms_region *r = region;
+	cms_status st;
+
+	if (!r)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
+	st = cms_check_fork(r->ctx);
+	if (st)
+		return st;
+	if (dir && (!*dir || strlen(dir) > 4000))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
+				     *dir ? "too long" : "empty");
+	pthread_mutex_lock(&r->lock);
+	st = cms_store_dir_set(r, dir);
+	pthread_mutex_unlock(&r->lock);
+	return st;
+}

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h - the bottom layer of libcumemsaver above the driver loader: the
+ * objects (context, device, region, allocation) and their bookkeeping,
+ * device/context services, errors, logging, option structs, progress.
+ * Included by every layer above; includes only the driver's header.
+ */
+#ifndef CMS_CORE_H
+#define CMS_CORE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cumemsaver.h"
+#include "driver.h"
+
+#define CMS_MAX_DEVICES 64
+#define CMS_COPY_STREAMS 4
+
+/* ---- errors and logging (error.c, log.c) ---- */
+
+cms_status cms_set_error(cms_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Maps a CUresult to a status and records "call: NAME (description)". */
+cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call);
+/*
+ * After a rollback: st with the saved message of the original failure when the
+ * rollback succeeded (rb == 0), else CMS_ERR_ROLLBACK_FAILED naming both.
+ */
+cms_status cms_rollback_status(const cms_context *ctx, cms_status st, const char *saved,
+			       cms_status rb, const char *what);
+void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * CU_TRY - runs a driver call through the context's table; on failure maps
+ * the result to a status, records the driver's error name and jumps to label.
+ */
+#define CU_TRY(ctx, call, st, label)                                      \
+	do {                                                              \
+		CUresult cu_res_ = (ctx)->drv.call;                       \
+		if (cu_res_ != CUDA_SUCCESS) {                            \
+			(st) = cms_cu_error(&(ctx)->drv, cu_res_, #call); \
+			goto label;                                       \
+		}                                                         \
+	} while (0)
+
+/* ---- options (options.c) ---- */
+
+/*
+ * Sizes of the public structs in the release that introduced them (the
+ * smallest struct_size accepted, the kernel's VER0). All of 1.0 for now; a
+ * field added later leaves these as they are.
+ */
+#define CMS_CONTEXT_OPTIONS_SIZE_VER0 sizeof(cms_context_options)
+#define CMS_REGION_OPTIONS_SIZE_VER0 sizeof(cms_region_options)
+#define CMS_PAUSE_OPTIONS_SIZE_VER0 sizeof(cms_pause_options)
+#define CMS_RESUME_OPTIONS_SIZE_VER0 sizeof(cms_resume_options)
+#define CMS_REGION_INFO_SIZE_VER0 offsetof(cms_region_info, handle_types) /* 1.0 */
+#define CMS_POINTER_INFO_SIZE_VER0 sizeof(cms_pointer_info)
+#define CMS_PAUSE_RESULT_SIZE_VER0 offsetof(cms_pause_result, devices)	 /* 1.0 */
+#define CMS_RESUME_RESULT_SIZE_VER0 offsetof(cms_resume_result, devices) /* 1.0 */
+
+/* Copies a caller's option struct (struct_size first) into ours, see the header. */
+cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
+		       const char *what);
+/* Validates an output struct's struct_size. */
+cms_status cms_check_out(const void *theirs, size_t ver0, const char *what);
+/* Writes ours into theirs (min of sizes), keeping their struct_size, zeroing their extra bytes. */
+void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
+cms_status cms_check_tag(const char *tag);
+
+/* ---- objects ---- */
+
+struct cms_device {
+	bool ready;
+	CUdevice cu;
+	CUcontext primary;
+	/* The library's own non-blocking streams for copies and memsets: allocations are spread
+	 * over them so that the setup of one copy overlaps the transfer of another. */
+	CUstream streams[CMS_COPY_STREAMS];
+	CUevent events[CMS_COPY_STREAMS]; /* recorded on streams[] by an async resume */
+	size_t granularity;
+	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
+};
+
+/* Host memory shared by the backups of several allocations of one region (host.c). */
+struct cms_hostbuf {
+	void *base;
+	size_t len;
+	unsigned users;	 /* allocations with a slice; under their region's lock */
+	bool registered; /* page-locked with cuMemHostRegister */
+	CUresult register_result;
+	atomic_bool failed; /* no memory to fault its pages in */
+	int32_t device;
+};
+
+struct cms_alloc {
+	struct cms_region *region;
+	CUdeviceptr base;
+	size_t size;	 /* logical */
+	size_t physical; /* rounded to granularity */
+	/* State, each field the truth about one driver object (kept exact on every
+	 * failure path, so a later call can always work from it):
+	 *   handle != 0  a physical handle is held
+	 *   mapped       it is mapped at base with read-write access (counted in backed_bytes)
+	 *   backup       host buffer (kept across cycles; counted in host_bytes)
+	 *   saved        the buffer holds the content (counted in backup_bytes) */
+	CUmemGenericAllocationHandle handle;
+	bool mapped;
+	void *backup;		     /* this allocation's slice of hostbuf */
+	size_t backup_len;	     /* page-rounded size of the slice */
+	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
+	bool saved;
+	bool claimed;		/* a cms_free() removed it from the index and will free it */
+	bool fresh_buffer;	/* scratch of the pause engine: buffer made by the running call */
+	bool fresh_saved;	/* scratch of the pause engine: content saved by the running call */
+	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
+	bool disk_slot;		/* DISK: has a slot in its region's file, at disk_off (disk.c) */
+	uint64_t disk_off;
+	struct cms_arena *arena; /* the reservation its addresses are carved from (arena.c) */
+	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
+	 * and mapped then mirror the run's (every member changes with it). */
+	struct cms_run *run;
+	struct cms_alloc *prev, *next;
+};
+
+/* Address space of a region: reservations that allocations are carved from, so that
+ * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
+struct cms_extent {
+	CUdeviceptr base;
+	size_t len;
+	struct cms_extent *next;
+};
+struct cms_arena {
+	CUdeviceptr base; /* cuMemAddressReserve */
+	size_t len;
+	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
+	struct cms_extent *free; /* free extents, by address, merged */
+	struct cms_arena *next;
+};
+
+/* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
+ * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
+ * it ("retained") until it is released. */
+struct cms_run {
+	struct cms_region *region;
+	struct cms_arena *arena;
+	CUdeviceptr base;
+	size_t len;
+	CUmemGenericAllocationHandle handle;
+	bool mapped;
+	size_t users;	 /* live members */
+	size_t retained; /* bytes of freed members, still in the handle and mapping */
+	size_t nslots;	 /* members at creation, by address */
+	struct cms_run_slot {
+		CUdeviceptr base;
+		size_t len;
+		struct cms_alloc *a; /* NULL once freed (retained) */
+	} slots[];
+};
+
+struct cms_region {
+	cms_context *ctx;
+	uint64_t id; /* creation order: the lock order between regions */
+	char tag[CMS_TAG_MAX + 1];
+	int32_t device;
+	uint32_t policy;
+	uint64_t flags;
+	pthread_mutex_t lock;
+	unsigned refs;		  /* protected by ctx->lock */
+	bool dead;		  /* destroyed; protected by ctx->lock */
+	unsigned nclaimed;	  /* allocations claimed by a cms_free() in flight; ctx->lock */
+	pthread_cond_t unclaimed; /* signalled (with lock held) when such a free finishes */
+	uint32_t state;		  /* written under lock, read atomically by cms_pointer_info_get */
+	bool restore_pending; /* an async resume's copies may still run on the device's streams */
+	uint64_t epoch;
+	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
+	uint64_t retained_bytes; /* of freed allocations, still in runs (run.c) */
+	uint64_t pinned_bytes;	 /* page-locked part of host_bytes (host.c) */
+	struct cms_alloc *allocs;
+	struct cms_region *prev, *next;
+	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
+	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
+	struct cms_ipc_pub *ipc;  /* exporters publishing it (ipc_export.c); under lock */
+	struct cms_disk *disk;	  /* DISK: its directory and file (disk.c); under lock */
+	struct cms_arena *arenas; /* its address space (arena.c); under lock */
+};
+
+struct cms_context {
+	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
+	struct cms_driver drv;
+	bool drv_tried;
+	cms_status drv_status;
+	char drv_error[256];
+	char *driver_path;
+	cms_log_fn log_fn;
+	void *log_user;
+	int32_t log_level;
+	struct cms_device devices[CMS_MAX_DEVICES];
+	struct cms_region *regions, *regions_tail;
+	uint64_t next_region_id;
+	void *index;		     /* tsearch tree of struct cms_alloc by address range */
+	unsigned fork_generation;    /* cms_fork_generation when created */
+	atomic_int warned_register;  /* cuMemHostRegister failure logged */
+	atomic_int ipc_objects;	     /* exporters, importers, control sockets alive (ipc_*.c) */
+	cms_progress_fn progress_fn; /* cms_context_progress_set (progress.c); under lock */
+	void *progress_user;
+};
+
+/* ---- device.c: driver, devices, fork detection ---- */
+/* Bumped in the child by a pthread_atfork handler. */
+extern volatile unsigned cms_fork_generation;
+/* CMS_ERR_FORKED (with a message) when called in a child forked after ctx was created. */
+static inline cms_status cms_check_fork(const cms_context *ctx)
+{
+	if (__builtin_expect(ctx->fork_generation != cms_fork_generation, 0))
+		return cms_set_error(CMS_ERR_FORKED,
+				     "this process was forked after the context was "
+				     "created: its GPU state belongs to the parent");
+	return CMS_OK;
+}
+
+/* Loads the driver on first use; ctx->lock must be held. */
+cms_status cms_ctx_driver_locked(cms_context *ctx);
+/* Loads the driver and prepares a device (primary context, granularity). */
+cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out);
+cms_status cms_push(cms_context *ctx, int32_t device);
+void cms_pop(cms_context *ctx);
+/* Synchronizes the library streams of each device. */
+cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
+/* Makes device dev's primary context current (popping the one of *cur if any). */
+cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev);
+/* Pops what cms_switch_device pushed. */
+void cms_switch_done(cms_context *ctx, int32_t *cur);
+
+/* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
+cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
+/*
+ * Checks a region's peer_device_mask for device: existing devices (cuDeviceGetCount), not
+ * device itself, each able to access device's memory (cuDeviceCanAccessPeer). Driver loaded.
+ */
+cms_status cms_device_check_peers(cms_context *ctx, int32_t device, uint64_t mask);
+/* Registers the pthread_atfork handler that bumps cms_fork_generation in a child (once). */
+cms_status cms_fork_watch(void);
+uint64_t cms_now_ns(void);
+
+/* ---- index.c (ctx->lock held) ---- */
+cms_status cms_index_insert(cms_context *ctx, struct cms_alloc *a);
+void cms_index_remove(cms_context *ctx, struct cms_alloc *a);
+struct cms_alloc *cms_index_find(cms_context *ctx, CUdeviceptr ptr);
+
+/* ---- account.c: allocation lists and byte counters (region lock held) ---- */
+void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a);
+void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a);
+/* Accounting follows the state: change mapped and saved only through these. */
+void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
+void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
+
+/* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
+/* Loads the hook context for a caller that will use it; pair with cms_hookctx_leave. */
+cms_context *cms_hookctx_enter(void);
+void cms_hookctx_leave(void);
+/* The hook context now (not to be used past the call: see enter/leave). */
+cms_context *cms_hookctx_peek(void);
+/* Replaces the hook context (only if it is old when cas) and waits until no caller that may
+ * still hold the old one is in flight. */
+bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas);
+/* Forgets ptr if it is retired; returns whether it was. */
+bool cms_hook_unretire_found(uint64_t ptr);
+/* Clears the hook context if it is ctx, once no hooked call uses it (cms_context_destroy). */
+void cms_hook_forget_context(cms_context *ctx);
+/* Remembers ptr, an allocation of ctx being released by a region or context destroy, if ctx
+ * is the hook context: a later hooked free of it succeeds as a no-op. */
+void cms_hook_retire(cms_context *ctx, uint64_t ptr);
+/* Forgets ptr as retired (its address is an allocation again). */
+void cms_hook_unretire(uint64_t ptr);
+
+/* ---- log.c: log lines of worker threads ---- */
+struct cms_logline {
+	int32_t level;
+	char text[512];
+};
+struct cms_logq {
+	struct cms_logline *v;
+	size_t n, cap;
+	size_t dropped; /* lines that found no room */
+};
+/* From now on cms_log() on the calling thread queues into q (NULL: logs again). */
+void cms_log_defer(struct cms_logq *q);
+/* Emits q's lines through ctx's log path on the calling thread and empties q. */
+void cms_log_flush(const cms_context *ctx, struct cms_logq *q);
+
+uint64_t cms_now_ns(void);
+
+/* ---- progress.c: the progress callback of one pause / resume / swap ---- */
+struct cms_progress {
+	cms_progress_fn fn; /* snapshot of the context's; NULL: no reports */
+	void *user;
+	const char *operation;
+	uint64_t total, done;
+	bool final_sent;
+	pthread_mutex_t lock; /* serialises reports of the operation's threads */
+};
+/* Snapshot of ctx's callback at the start of an operation (takes ctx->lock briefly: the
+ * innermost lock, so region locks may be held). */
+void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
+			uint64_t total);
+/* bytes more are done (NULL p or 0 bytes: nothing); calls the callback with done < total. */
+void cms_progress_add(struct cms_progress *p, uint64_t bytes);
+/* The final call (done == total) when ok; frees what begin set up. */
+void cms_progress_end(struct cms_progress *p, bool ok);
+/* Makes p the calling thread's operation for cms_progress_note; returns the previous one. */
+struct cms_progress *cms_progress_enter(struct cms_progress *p);
+/* cms_progress_add to the calling thread's operation (set by multidev.c), if any. */
+void cms_progress_note(uint64_t bytes);
+
+/* The library stream that the k-th copy of a call on device dev uses. */
+static inline CUstream cms_copy_stream(const cms_context *ctx, int32_t dev, size_t k)
+{
+	return ctx->devices[dev].streams[k % CMS_COPY_STREAMS];
+}
+
+#endif /* CMS_CORE_H */

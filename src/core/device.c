@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* device.c - lazy driver loading, devices, their primary contexts and library streams. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+
+uint64_t cms_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+volatile unsigned cms_fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_status;
+
+static void after_fork_in_child(void)
+{
+	cms_fork_generation++;
+}
+
+static void register_atfork(void)
+{
+	atfork_status = pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+cms_status cms_fork_watch(void)
+{
+	pthread_once(&atfork_once, register_atfork);
+	if (atfork_status)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "pthread_atfork failed");
+	return CMS_OK;
+}
+
+cms_status cms_ctx_driver_locked(cms_context *ctx)
+{
+	if (!ctx->drv_tried) {
+		ctx->drv_tried = true;
+		ctx->drv_status = cms_driver_open(&ctx->drv, ctx->driver_path, ctx->drv_error,
+						  sizeof(ctx->drv_error));
+		if (ctx->drv_status) {
+			/* Not sticky: a later call tries again (a driver may appear, a fault pass).
+			 */
+			ctx->drv_tried = false;
+			cms_log(ctx, CMS_LOG_WARN, "%s", ctx->drv_error);
+		} else
+			cms_log(ctx, CMS_LOG_INFO, "driver loaded (version %d%s)", ctx->drv.version,
+				ctx->drv.is_sim ? ", host simulation" : "");
+	}
+	if (ctx->drv_status)
+		return cms_set_error(ctx->drv_status, "%s", ctx->drv_error);
+	return CMS_OK;
+}
+
+static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct cms_device *d)
+{
+	CUmemAllocationProp prop;
+	int count = 0, vmm = 0, gdr = 0, i;
+	cms_status st = CMS_OK;
+
+	CU_TRY(ctx, cuDeviceGetCount(&count), st, out);
+	if (ordinal >= count)
+		return cms_set_error(CMS_ERR_INVALID_DEVICE,
+				     "device %d does not exist (%d devices)", ordinal, count);
+	CU_TRY(ctx, cuDeviceGet(&d->cu, ordinal), st, out);
+	CU_TRY(ctx,
+	       cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+				    d->cu),
+	       st, out);
+	if (!vmm)
+		return cms_set_error(CMS_ERR_NOT_SUPPORTED,
+				     "device %d does not support virtual memory management",
+				     ordinal);
+	CU_TRY(ctx,
+	       cuDeviceGetAttribute(
+		       &gdr, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, d->cu),
+	       st, out);
+	d->gdr = gdr != 0;
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = ordinal;
+	prop.allocFlags.gpuDirectRDMACapable = d->gdr;
+	CU_TRY(ctx,
+	       cuMemGetAllocationGranularity(&d->granularity, &prop,
+					     CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+	       st, out);
+	if (!d->granularity || (d->granularity & (d->granularity - 1)))
+		return cms_set_error(CMS_ERR_DRIVER, "device %d reports granularity %zu", ordinal,
+				     d->granularity);
+	CU_TRY(ctx, cuDevicePrimaryCtxRetain(&d->primary, d->cu), st, out);
+	CU_TRY(ctx, cuCtxPushCurrent(d->primary), st, err_release);
+	for (i = 0; i < CMS_COPY_STREAMS; i++)
+		CU_TRY(ctx, cuStreamCreate(&d->streams[i], CU_STREAM_NON_BLOCKING), st,
+		       err_streams);
+	for (i = 0; i < CMS_COPY_STREAMS; i++)
+		CU_TRY(ctx, cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING), st, err_events);
+	cms_pop(ctx);
+	d->ready = true;
+	cms_log(ctx, CMS_LOG_INFO, "device %d: granularity %zu, GPUDirect RDMA flag %d", ordinal,
+		d->granularity, d->gdr);
+	return CMS_OK;
+
+err_events:
+	while (i-- > 0)
+		ctx->drv.cuEventDestroy(d->events[i]);
+	i = CMS_COPY_STREAMS;
+err_streams:
+	while (i-- > 0)
+		ctx->drv.cuStreamDestroy(d->streams[i]);
+	cms_pop(ctx);
+err_release:
+	ctx->drv.cuDevicePrimaryCtxRelease(d->cu);
+out:
+	return st;
+}
+
+cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out)
+{
+	cms_status st;
+
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	if (device < 0 || device >= CMS_MAX_DEVICES)
+		return cms_set_error(CMS_ERR_INVALID_DEVICE, "device %d is out of range", device);
+	pthread_mutex_lock(&ctx->lock);
+	st = cms_ctx_driver_locked(ctx);
+	if (!st && !ctx->devices[device].ready)
+		st = device_init_locked(ctx, device, &ctx->devices[device]);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!st && out)
+		*out = &ctx->devices[device];
+	return st;
+}
+
+cms_status cms_push(cms_context *ctx, int32_t device)
+{
+	cms_status st = CMS_OK;
+
+	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[device].primary), st, out);
+out:
+	return st;
+}
+
+void cms_pop(cms_context *ctx)
+{
+	CUcontext c;
+	CUresult res = ctx->drv.cuCtxPopCurrent(&c);
+
+	if (res != CUDA_SUCCESS)
+		cms_log(ctx, CMS_LOG_ERROR, "cuCtxPopCurrent failed: %s",
+			cms_driver_error_name(&ctx->drv, res));
+}
+
+cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev)
+{
+	cms_status st;
+
+	if (*cur == dev)
+		return CMS_OK;
+	cms_switch_done(ctx, cur);
+	st = cms_push(ctx, dev);
+	if (!st)
+		*cur = dev;
+	return st;
+}
+
+void cms_switch_done(cms_context *ctx, int32_t *cur)
+{
+	if (*cur >= 0)
+		cms_pop(ctx);
+	*cur = -1;
+}
+
+cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out)
+{
+	CUdevice dev = ctx->devices[device].cu;
+	uint32_t types = 0;
+	cms_status st = CMS_OK;
+	int v = 0;
+
+	*out = 0;
+	if (flags & CMS_REGION_SHAREABLE) {
+		CU_TRY(ctx,
+		       cuDeviceGetAttribute(
+			       &v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+			       dev),
+		       st, out);
+		if (!v)
+			return cms_set_error(CMS_ERR_NOT_SUPPORTED,
+					     "device %d cannot export POSIX file descriptors "
+					     "(CMS_REGION_SHAREABLE)",
+					     device);
+		types |= CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	}
+	if (flags & CMS_REGION_SHAREABLE_FABRIC) {
+		v = 0;
+		CU_TRY(ctx,
+		       cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+					    dev),
+		       st, out);
+		if (!v)
+			return cms_set_error(CMS_ERR_NOT_SUPPORTED,
+					     "device %d does not support fabric handles "
+					     "(CMS_REGION_SHAREABLE_FABRIC)",
+					     device);
+		types |= CU_MEM_HANDLE_TYPE_FABRIC;
+	}
+	*out = types;
+out:
+	return st;
+}
+
+cms_status cms_device_check_peers(cms_context *ctx, int32_t device, uint64_t mask)
+{
+	int count = 0, can = 0, d;
+	cms_status st = CMS_OK;
+	CUdevice peer;
+
+	if (!mask)
+		return CMS_OK;
+	if (mask & (1ull << device))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "peer_device_mask 0x%llx names the region's own device %d",
+				     (unsigned long long)mask, device);
+	CU_TRY(ctx, cuDeviceGetCount(&count), st, out);
+	for (d = 0; d < CMS_MAX_DEVICES; d++) {
+		if (!(mask & (1ull << d)))
+			continue;
+		if (d >= count)
+			return cms_set_error(CMS_ERR_INVALID_DEVICE,
+					     "peer_device_mask 0x%llx: device %d does not exist "
+					     "(%d devices)",
+					     (unsigned long long)mask, d, count);
+		CU_TRY(ctx, cuDeviceGet(&peer, d), st, out);
+		CU_TRY(ctx, cuDeviceCanAccessPeer(&can, peer, ctx->devices[device].cu), st, out);
+		if (!can)
+			return cms_set_error(CMS_ERR_NOT_SUPPORTED,
+					     "device %d cannot access the memory of device %d "
+					     "(cuDeviceCanAccessPeer): drop it from "
+					     "peer_device_mask",
+					     d, device);
+	}
+out:
+	return st;
+}
+
+cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd)
+{
+	size_t k;
+
+	int32_t cur = -1;
+	cms_status st = CMS_OK;
+	size_t i;
+
+	for (i = 0; i < nd && !st; i++) {
+		st = cms_switch_device(ctx, &cur, devs[i]);
+		for (k = 0; k < CMS_COPY_STREAMS && !st; k++)
+			CU_TRY(ctx, cuStreamSynchronize(ctx->devices[devs[i]].streams[k]), st, out);
+	}
+out:
+	cms_switch_done(ctx, &cur);
+	return st;
+}

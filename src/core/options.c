@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* options.c - sized option structs (struct_size first) and tag validation. */
+#include <string.h>
+
+#include "core.h"
+
+/* No option or info struct of ours will ever be this large: a guard against garbage sizes. */
+#define CMS_STRUCT_SIZE_MAX 4096u
+
+static cms_status check_size(size_t theirs, size_t ver0, const char *what)
+{
+	if (theirs < ver0 || theirs > CMS_STRUCT_SIZE_MAX)
+		return cms_set_error(CMS_ERR_STRUCT_SIZE,
+				     "%s: struct_size %zu is out of range (%zu..%u)", what, theirs,
+				     ver0, CMS_STRUCT_SIZE_MAX);
+	return CMS_OK;
+}
+
+cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
+		       const char *what)
+{
+	const unsigned char *t = theirs;
+	size_t tsize, i;
+	cms_status st;
+
+	memcpy(&tsize, theirs, sizeof(tsize));
+	st = check_size(tsize, ver0, what);
+	if (st)
+		return st;
+	for (i = ours_size; i < tsize; i++)
+		if (t[i])
+			return cms_set_error(CMS_ERR_STRUCT_SIZE,
+					     "%s: byte %zu is non-zero but unknown to this version "
+					     "(struct_size %zu, ours %zu)",
+					     what, i, tsize, ours_size);
+	memset(ours, 0, ours_size);
+	memcpy(ours, theirs, tsize < ours_size ? tsize : ours_size);
+	memcpy(ours, &ours_size, sizeof(size_t));
+	return CMS_OK;
+}
+
+cms_status cms_check_out(const void *theirs, size_t ver0, const char *what)
+{
+	size_t tsize;
+
+	memcpy(&tsize, theirs, sizeof(tsize));
+	return check_size(tsize, ver0, what);
+}
+
+void cms_copy_out(void *theirs, const void *ours, size_t ours_size)
+{
+	unsigned char *t = theirs;
+	size_t tsize;
+
+	memcpy(&tsize, theirs, sizeof(tsize));
+	if (tsize > ours_size)
+		memset(t + ours_size, 0, tsize - ours_size);
+	memcpy(t + sizeof(size_t), (const unsigned char *)ours + sizeof(size_t),
+	       (tsize < ours_size ? tsize : ours_size) - sizeof(size_t));
+}
+
+cms_status cms_check_tag(const char *tag)
+{
+	size_t n, i;
+
+	if (!tag)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "tag is NULL");
+	n = strnlen(tag, CMS_TAG_MAX + 1);
+	if (n == 0)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "tag is empty");
+	if (n > CMS_TAG_MAX)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "tag is longer than %d bytes (or not NUL-terminated)",
+				     CMS_TAG_MAX);
+	for (i = 0; i < n; i++)
+		if ((unsigned char)tag[i] < 0x20 || tag[i] == 0x7f)
+			return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+					     "tag has a control character at byte %zu", i);
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_context_options_init(cms_context_options *opts)
+{
+	static const cms_context_options init = CMS_CONTEXT_OPTIONS_INIT;
+
+	if (!opts)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
+	*opts = init;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_region_options_init(cms_region_options *opts)
+{
+	static const cms_region_options init = CMS_REGION_OPTIONS_INIT;
+
+	if (!opts)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
+	*opts = init;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_pause_options_init(cms_pause_options *opts)
+{
+	static const cms_pause_options init = CMS_PAUSE_OPTIONS_INIT;
+
+	if (!opts)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
+	*opts = init;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_resume_options_init(cms_resume_options *opts)
+{
+	static const cms_resume_options init = CMS_RESUME_OPTIONS_INIT;
+
+	if (!opts)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "opts is NULL");
+	*opts = init;
+	return CMS_OK;
+}

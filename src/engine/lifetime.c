@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lifetime.c - the end of an allocation and of a region: waiting for an async
+ * resume's copies (settle), releasing what an allocation holds (device memory,
+ * reservation, host backup, disk slot), dropping a region's last reference.
+ */
+#include <stdlib.h>
+
+#include "engine.h"
+
+cms_status cms_region_settle(struct cms_region *r)
+{
+	int32_t dev = r->device;
+	cms_status st;
+
+	if (!r->restore_pending)
+		return CMS_OK;
+	st = cms_sync_streams(r->ctx, &dev, 1);
+	if (!st)
+		r->restore_pending = false;
+	return st;
+}
+
+/* Frees everything an allocation holds; the region lock is held. */
+cms_status cms_alloc_release(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	bool active = a->region->state == CMS_STATE_ACTIVE;
+	cms_status st;
+
+	st = cms_region_settle(a->region); /* no copy may still run into it */
+	if (!st && cms_run_keeps(a)) {
+		/* Its neighbours share its physical handle: its bytes stay in their run until the
+		 * run is released (run.c). Only the host buffer can fail. */
+		st = cms_backup_unpin(ctx, a);
+		if (st)
+			return st;
+		cms_run_retire(a);
+		cms_backup_drop(ctx, a);
+		cms_disk_drop(a);
+		return CMS_OK;
+	}
+	if (!st)
+		st = cms_vmm_unback(a);
+	if (st)
+		return st;
+	st = cms_backup_unpin(ctx, a);
+	if (!st) {
+		st = cms_vmm_unreserve(a);
+		if (!st) {
+			cms_backup_drop(
+				ctx, a); /* only now: the content is kept until nothing can fail */
+			cms_disk_drop(a);
+			return CMS_OK;
+		}
+		cms_backup_repin(ctx, a);
+	}
+	if (active && cms_vmm_back(a)) /* keep the allocation usable as it was */
+		cms_log(ctx, CMS_LOG_ERROR,
+			"0x%llx: not backed again after a failed free; the next resume backs it",
+			(unsigned long long)a->base);
+	return st;
+}
+
+void cms_region_unref_locked(struct cms_region *r)
+{
+	if (--r->refs)
+		return;
+	cms_disk_close(r);
+	pthread_cond_destroy(&r->unclaimed);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}

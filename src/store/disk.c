@@ -1,0 +1,746 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk.c - the DISK restore policy: a region's content is written to a file
+ * in a directory the application chose (cms_region_disk_dir_set) on pause
+ * and read back on resume.
+ *
+ * One file per region, created with O_CREAT | O_EXCL, mode 0600, in that
+ * directory and unlinked at once: it lives only as the region's open file
+ * descriptor, so nothing is left behind whatever happens to the process, and
+ * closing it (region or context destroyed, directory changed) gives the
+ * space back. Each allocation has a slot in the file (offset rounded to
+ * CMS_DISK_ALIGN, assigned at its first pause, consecutive allocations in
+ * consecutive slots); a freed allocation's slot is punched out, and after a
+ * successful resume the file is emptied (its content is stale once the device
+ * is writable again).
+ *
+ * Emptying a large file is slow where the filesystem discards freed blocks
+ * (mounted with -o discard, common on cloud images: about 0.13 s per GiB
+ * measured on a virtio disk, and it grows with the disk's own speed), and it
+ * used to be part of every resume. So a resume swaps in a new empty unlinked
+ * file under the same descriptor number (dup3) and a helper thread, the
+ * region's reaper, closes the old one, freeing its blocks off the resume's
+ * path. The reaper is joined before the next swap and when the file closes
+ * (region or context destroyed, directory changed); where anything of the
+ * swap fails the file is truncated in place as before. Failed pauses
+ * truncate in place.
+ *
+ * The file is opened with O_DIRECT where the filesystem accepts it (buffers,
+ * offsets and lengths are all CMS_DISK_ALIGN-aligned), else buffered. Copies
+ * go through a staging pool of two page-locked buffers of CMS_DISK_CHUNK
+ * bytes per device and call (made for the call, freed after it): on pause
+ * the device-to-host copy of batch i + 1 runs while batch i is written; on
+ * resume batch i + 1 is read while batch i is copied to the device. A batch
+ * is a run of consecutive slots of one region of at most CMS_DISK_CHUNK bytes
+ * (several small allocations, or a piece of a large one). A pause ends with
+ * fdatasync of each file it wrote (disk_sync): its errors fail the pause,
+ * which then rolls back with the content still on the device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 0x01
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
+
+struct cms_disk {
+	int fd;
+	bool direct;	      /* opened with O_DIRECT */
+	bool reaping;	      /* reaper started, not joined yet */
+	unsigned reaper_fork; /* cms_fork_generation when it started */
+	pthread_t reaper;     /* closes a swapped-out file (disk_swap) */
+	uint64_t end;	      /* next free slot offset */
+	char dir[];
+};
+
+static uint64_t align_up(uint64_t n)
+{
+	return (n + CMS_DISK_ALIGN - 1) & ~(uint64_t)(CMS_DISK_ALIGN - 1);
+}
+
+/* Maps an errno of a file operation to a status (a full disk: CMS_ERR_IO). */
+static cms_status io_status(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+		return CMS_ERR_NOT_FOUND;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return CMS_ERR_PERMISSION;
+	case ENOMEM:
+		return CMS_ERR_OUT_OF_HOST_MEMORY;
+	default:
+		return CMS_ERR_IO;
+	}
+}
+
+/* Full pwrite/pread with EINTR and short transfers handled; the simulation may fail it. */
+static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, size_t len,
+		   uint64_t off)
+{
+	size_t done = 0;
+
+	if (ctx->drv.io_hook) {
+		int err = ctx->drv.io_hook(write ? 1 : 2); /* CMSSIM_IO_WRITE / _READ */
+
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
+	while (done < len) {
+		ssize_t r =
+			write ? pwrite(d->fd, (char *)buf + done, len - done, (off_t)(off + done)) :
+				pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EINVAL && d->direct) {
+			/* The filesystem refuses these O_DIRECT transfers: go buffered. */
+			int fl = fcntl(d->fd, F_GETFL);
+
+			if (fl < 0 || fcntl(d->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+				return -1;
+			d->direct = false;
+			continue;
+		}
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = write ? ENOSPC : ENODATA; /* no progress: full, or file too short */
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+/*
+ * Creates and unlinks a new file in dir (O_CREAT | O_EXCL, 0600, O_DIRECT where accepted).
+ * Returns its descriptor, or -1 with errno set and *unlinking telling which step failed.
+ */
+static int file_create(const char *dir, uint64_t id, bool *direct, bool *unlinking)
+{
+	size_t dl = strlen(dir);
+	char *path = malloc(dl + 96);
+	unsigned k;
+	int fd = -1, err;
+
+	*unlinking = false;
+	if (!path) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (k = 0; k < 1000 && fd < 0; k++) {
+		snprintf(path, dl + 96, "%s/cumemsaver-%ld-%llu-%u.swp", dir, (long)getpid(),
+			 (unsigned long long)id, k);
+		*direct = true;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
+		if (fd < 0 && errno == EINVAL) { /* no O_DIRECT on this filesystem */
+			*direct = false;
+			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		}
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd >= 0 && unlink(path)) {
+		err = errno;
+		*unlinking = true;
+		close(fd);
+		unlink(path);
+		fd = -1;
+		errno = err;
+	}
+	err = errno;
+	free(path);
+	errno = err;
+	return fd;
+}
+
+/* Opens a new unlinked file in dir (O_CREAT | O_EXCL, 0600). */
+static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_disk **out)
+{
+	size_t dl = strlen(dir);
+	struct cms_disk *d;
+	struct stat sb;
+	bool unlinking;
+	int err;
+
+	if (stat(dir, &sb))
+		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
+				     strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: not a directory",
+				     dir);
+	d = calloc(1, sizeof(*d) + dl + 1);
+	if (!d)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+				     "cannot allocate a disk file name");
+	memcpy(d->dir, dir, dl + 1);
+	d->fd = file_create(dir, r->id, &d->direct, &unlinking);
+	if (d->fd < 0) {
+		err = errno;
+		free(d);
+		if (err == ENOMEM)
+			return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+					     "cannot allocate a disk file name");
+		if (unlinking)
+			return cms_set_error(io_status(err), "cannot unlink disk file in %s: %s",
+					     dir, strerror(err));
+		return cms_set_error(io_status(err),
+				     "cannot create a file in disk directory %s: %s%s", dir,
+				     strerror(err),
+				     io_status(err) == CMS_ERR_PERMISSION ? " (not writable)" : "");
+	}
+	*out = d;
+	return CMS_OK;
+}
+
+static void *reaper_main(void *arg)
+{
+	close((int)(intptr_t)arg); /* the last reference: the file's blocks are freed here */
+	return NULL;
+}
+
+/* Waits for the region's reaper, if one runs (never in a forked child: it has no threads). */
+static void reaper_join(struct cms_disk *d)
+{
+	if (!d->reaping)
+		return;
+	if (d->reaper_fork == cms_fork_generation)
+		pthread_join(d->reaper, NULL);
+	d->reaping = false;
+}
+
+/*
+ * Replaces the region's file by a new empty one under the same descriptor number and
+ * closes the old one on the reaper thread. Returns 0, or -1 with the old file still in
+ * place (nothing changed).
+ */
+static int disk_swap(struct cms_region *r)
+{
+	struct cms_disk *d = r->disk;
+	sigset_t all, mask;
+	bool direct, unlinking;
+	int nfd, old, err;
+
+	reaper_join(d);
+	nfd = file_create(d->dir, r->id, &direct, &unlinking);
+	if (nfd < 0)
+		return -1;
+	old = fcntl(d->fd, F_DUPFD_CLOEXEC, 0); /* keeps the old file open past the dup3 */
+	if (old < 0)
+		goto out_nfd;
+	if (dup3(nfd, d->fd, O_CLOEXEC) < 0)
+		goto out_old;
+	close(nfd);
+	d->direct = direct;
+	sigfillset(&all); /* the reaper takes no signal of the application */
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
+	err = pthread_create(&d->reaper, NULL, reaper_main, (void *)(intptr_t)old);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (err) {
+		close(old); /* no thread: give the blocks back here */
+		return 0;
+	}
+	d->reaping = true;
+	d->reaper_fork = cms_fork_generation;
+	return 0;
+out_old:
+	close(old);
+out_nfd:
+	close(nfd);
+	return -1;
+}
+
+void cms_disk_close(struct cms_region *r)
+{
+	struct cms_alloc *a;
+
+	if (!r->disk)
+		return;
+	close(r->disk->fd);
+	reaper_join(r->disk);
+	free(r->disk);
+	r->disk = NULL;
+	for (a = r->allocs; a; a = a->next)
+		a->disk_slot = false;
+}
+
+cms_status cms_store_dir_set(struct cms_region *r, const char *dir)
+{
+	struct cms_disk *d = NULL;
+	struct cms_alloc *a;
+	cms_status st = CMS_OK;
+
+	if (r->policy != CMS_POLICY_DISK)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "region \"%s\" has policy %u, not CMS_POLICY_DISK", r->tag,
+				     r->policy);
+
+	for (a = r->allocs; a; a = a->next)
+		if (a->saved) {
+			st = cms_set_error(CMS_ERR_PAUSED,
+					   "region \"%s\" holds content in its disk file", r->tag);
+			goto out;
+		}
+	if (dir) {
+		st = disk_open(r, dir, &d);
+		if (st)
+			goto out;
+	}
+	cms_disk_close(r);
+	r->disk = d;
+	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": disk directory %s (%s I/O)", r->tag,
+		dir ? dir : "(none)", d && d->direct ? "direct" : "buffered");
+out:
+	return st;
+}
+
+cms_status cms_disk_check(struct cms_region **regions, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (regions[i]->policy == CMS_POLICY_DISK && !regions[i]->disk)
+			return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+					     "DISK region \"%s\" has no directory: call "
+					     "cms_region_disk_dir_set first",
+					     regions[i]->tag);
+	return CMS_OK;
+}
+
+void cms_disk_drop(struct cms_alloc *a)
+{
+	struct cms_disk *d = a->region->disk;
+
+	if (!a->disk_slot)
+		return;
+	a->disk_slot = false;
+	if (d) /* best effort: give the slot's blocks back */
+		(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)a->disk_off, (off_t)align_up(a->size));
+}
+
+/* Empties the region's file when no allocation's content is kept there; async: disk_swap. */
+static void disk_trim(struct cms_region *r, bool async)
+{
+	struct cms_alloc *a;
+	bool written;
+
+	if (!r->disk)
+		return;
+	for (a = r->allocs; a; a = a->next)
+		if (a->saved)
+			return; /* content still needed */
+	for (a = r->allocs; a; a = a->next)
+		a->disk_slot = false;
+	written = r->disk->end != 0; /* else empty since the last trim, or new */
+	r->disk->end = 0;
+	if (!written || (async && !disk_swap(r)))
+		return;
+	if (ftruncate(r->disk->fd, 0))
+		cms_log(r->ctx, CMS_LOG_WARN, "region \"%s\": cannot truncate its disk file: %s",
+			r->tag, strerror(errno));
+}
+
+void cms_disk_trim(struct cms_region *r)
+{
+	/* By default the file keeps its blocks (and each allocation its slot) from one cycle
+	 * to the next, as HOST keeps its buffers: the next pause overwrites them in place, with
+	 * no block allocation and no discard of the old ones competing with its writes. */
+	struct cms_alloc *a;
+	uint64_t used = 0;
+
+	if (!r->disk)
+		return;
+	for (a = r->allocs; a; a = a->next)
+		if (a->disk_slot)
+			used += align_up(a->size);
+	/* Freed allocations' slots are not reused: start the file over once they would make
+	 * up more than half of it (the next pause then lays the slots out anew). */
+	if ((r->flags & CMS_REGION_RELEASE_HOST) || r->disk->end > 2 * used)
+		disk_trim(r, true);
+}
+
+/* ---- staging pool and batches ---- */
+
+struct stage {
+	char *base;
+	size_t chunk; /* bytes per buffer; two buffers */
+	bool registered, hooked;
+};
+
+static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct stage *s)
+{
+	uint64_t chunk;
+	size_t len;
+	CUcontext popped;
+
+	memset(s, 0, sizeof(*s));
+	/* The simulation gets small buffers, so that small tests run the pipeline. */
+	chunk = ctx->drv.is_sim ? CMS_DISK_CHUNK_SIM : CMS_DISK_CHUNK;
+	s->chunk = (size_t)(total < chunk ? align_up(total) : chunk);
+	len = 2 * s->chunk;
+	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
+		goto err;
+	s->hooked = ctx->drv.host_alloc_hook != NULL;
+	s->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->base == MAP_FAILED) {
+		if (s->hooked)
+			ctx->drv.host_free_hook(len);
+		goto err;
+	}
+	madvise(s->base, len, MADV_DONTFORK);
+	if (ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary) == CUDA_SUCCESS) {
+		s->registered =
+			ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
+			CUDA_SUCCESS; /* else pageable: slower, still correct */
+		ctx->drv.cuCtxPopCurrent(&popped);
+	}
+	return CMS_OK;
+err:
+	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+			     "cannot allocate %zu bytes of disk staging buffers", len);
+}
+
+static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
+{
+	CUcontext popped;
+
+	if (!s->base)
+		return;
+	if (s->registered) {
+		CUresult res = ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary);
+
+		if (res == CUDA_SUCCESS) {
+			res = ctx->drv.cuMemHostUnregister(s->base);
+			ctx->drv.cuCtxPopCurrent(&popped);
+		}
+		if (res != CUDA_SUCCESS) { /* never unmap page-locked memory: leave it mapped */
+			cms_log(ctx, CMS_LOG_ERROR,
+				"cuMemHostUnregister of %zu bytes of disk staging failed (%s): "
+				"left mapped",
+				2 * s->chunk, cms_driver_error_name(&ctx->drv, res));
+			s->base = NULL;
+			return;
+		}
+	}
+	munmap(s->base, 2 * s->chunk);
+	if (s->hooked)
+		ctx->drv.host_free_hook(2 * s->chunk);
+	s->base = NULL;
+}
+
+struct piece {
+	struct cms_alloc *a;
+	size_t off, len; /* bytes of the allocation */
+	uint64_t foff;	 /* file offset */
+};
+
+struct batch {
+	size_t first, n; /* pieces */
+	uint64_t foff, len;
+};
+
+struct plan {
+	struct piece *p;
+	struct batch *b;
+	size_t np, nb;
+	uint64_t bytes;
+};
+
+/* Pieces of the allocations of v that want(), in batches of at most chunk bytes. */
+static cms_status plan_make(struct cms_alloc **v, size_t n, bool (*want)(struct cms_alloc *),
+			    size_t chunk, struct plan *pl)
+{
+	size_t i, cap = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	for (i = 0; i < n; i++)
+		if (want(v[i]))
+			cap += (v[i]->size + chunk - 1) / chunk;
+	if (!cap)
+		return CMS_OK;
+	pl->p = malloc(cap * sizeof(*pl->p));
+	pl->b = malloc(cap * sizeof(*pl->b));
+	if (!pl->p || !pl->b) {
+		free(pl->p);
+		free(pl->b);
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a disk plan");
+	}
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+		size_t off;
+
+		if (!want(a))
+			continue;
+		for (off = 0; off < a->size; off += chunk) {
+			struct piece *pc = &pl->p[pl->np];
+			struct batch *last = pl->nb ? &pl->b[pl->nb - 1] : NULL;
+			uint64_t alen;
+
+			pc->a = a;
+			pc->off = off;
+			pc->len = a->size - off < chunk ? a->size - off : chunk;
+			pc->foff = a->disk_off + off;
+			alen = align_up(pc->len);
+			if (last && pl->p[last->first].a->region == a->region &&
+			    last->foff + last->len == pc->foff && last->len + alen <= chunk) {
+				last->n++;
+				last->len += alen;
+			} else {
+				last = &pl->b[pl->nb++];
+				last->first = pl->np;
+				last->n = 1;
+				last->foff = pc->foff;
+				last->len = alen;
+			}
+			pl->np++;
+			pl->bytes += pc->len;
+		}
+	}
+	return CMS_OK;
+}
+
+static void plan_free(struct plan *pl)
+{
+	free(pl->p);
+	free(pl->b);
+}
+
+static uint64_t want_total(struct cms_alloc **v, size_t n, bool (*want)(struct cms_alloc *))
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (want(v[i]))
+			t += align_up(v[i]->size);
+	return t;
+}
+
+/* A failed operation on r's file ("what": "fdatasync", "read of N bytes at offset M", ...). */
+static cms_status file_error(struct cms_region *r, const char *what, int err)
+{
+	bool full = err == ENOSPC || err == EDQUOT;
+
+	return cms_set_error(io_status(err),
+			     "region \"%s\": %s of its disk file in %s failed: %s%s", r->tag, what,
+			     r->disk->dir, strerror(err), full ? " (disk full)" : "");
+}
+
+static cms_status io_error(struct cms_region *r, bool write, uint64_t len, uint64_t off, int err)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "%s of %llu bytes at offset %llu", write ? "write" : "read",
+		 (unsigned long long)len, (unsigned long long)off);
+	return file_error(r, what, err);
+}
+
+/*
+ * Ends a pause's writes to r's file: with fdatasync, so that the pause returns
+ * once the content is on the disk, reports the errors that a buffered write
+ * (no O_DIRECT) leaves for later, and the next resume's reads do not compete
+ * with a write-back still in progress below the filesystem.
+ */
+static cms_status disk_sync(cms_context *ctx, struct cms_region *r)
+{
+	int err = ctx->drv.io_hook ? ctx->drv.io_hook(3) : 0; /* CMSSIM_IO_SYNC */
+
+	while (!err && fdatasync(r->disk->fd))
+		if (errno != EINTR)
+			err = errno;
+	if (err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS) {
+		/* A file system without sync (the writes themselves succeeded): as before 1.1. */
+		cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\": no fdatasync in %s (%s)", r->tag,
+			r->disk->dir, strerror(err));
+		err = 0;
+	}
+	return err ? file_error(r, "fdatasync", err) : CMS_OK;
+}
+
+/* A mapped DISK allocation: its content is on the device. */
+static bool wants_save(struct cms_alloc *a)
+{
+	return a->region->policy == CMS_POLICY_DISK && a->mapped;
+}
+
+/* Enqueues the device copies of batch b into (save) or out of (restore) staging buffer k. */
+static cms_status batch_copies(cms_context *ctx, struct plan *pl, struct batch *b, char *buf,
+			       bool save, CUstream s)
+{
+	cms_status st = CMS_OK;
+	size_t j;
+
+	for (j = b->first; j < b->first + b->n; j++) {
+		struct piece *pc = &pl->p[j];
+		char *h = buf + (pc->foff - b->foff);
+
+		if (save)
+			CU_TRY(ctx, cuMemcpyDtoHAsync(h, pc->a->base + pc->off, pc->len, s), st,
+			       out);
+		else
+			CU_TRY(ctx, cuMemcpyHtoDAsync(pc->a->base + pc->off, h, pc->len, s), st,
+			       out);
+	}
+out:
+	return st;
+}
+
+cms_status cms_disk_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	struct stage sg = { 0 };
+	struct plan pl;
+	uint64_t total = want_total(v, n, wants_save);
+	int32_t dev, cur = -1;
+	cms_status st, st2;
+	size_t i, k;
+
+	*bytes = 0;
+	if (!total)
+		return CMS_OK;
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+		struct cms_disk *d = a->region->disk;
+
+		if (!wants_save(a) || a->disk_slot)
+			continue;
+		a->disk_off = d->end; /* consecutive allocations get consecutive slots */
+		a->disk_slot = true;
+		d->end += align_up(a->size);
+	}
+	dev = v[0]->region->device; /* one device per engine call (multidev.c) */
+	for (i = 0; i < n; i++)
+		if (wants_save(v[i]))
+			dev = v[i]->region->device;
+	st = stage_make(ctx, dev, total, &sg);
+	if (st)
+		return st;
+	st = plan_make(v, n, wants_save, sg.chunk, &pl);
+	if (st)
+		goto out_stage;
+	st = cms_switch_device(ctx, &cur, dev);
+	if (st)
+		goto out_plan;
+	/* Batch k is copied into buffer k % 2 while batch k - 1 is written from the other. */
+	for (k = 0; k <= pl.nb && !st; k++) {
+		if (k < pl.nb)
+			st = batch_copies(ctx, &pl, &pl.b[k], sg.base + (k % 2) * sg.chunk, true,
+					  cms_copy_stream(ctx, dev, k % 2));
+		if (!st && k > 0) {
+			struct batch *b = &pl.b[k - 1];
+			struct cms_region *r = pl.p[b->first].a->region;
+
+			CU_TRY(ctx, cuStreamSynchronize(cms_copy_stream(ctx, dev, (k - 1) % 2)), st,
+			       out_sync);
+			if (io_full(ctx, r->disk, true, sg.base + ((k - 1) % 2) * sg.chunk, b->len,
+				    b->foff))
+				st = io_error(r, true, b->len, b->foff, errno);
+		}
+	}
+out_sync:
+	st2 = cms_sync_streams(ctx, &dev, 1); /* no copy may run into the staging any more */
+	if (!st)
+		st = st2;
+	cms_switch_done(ctx, &cur);
+	for (k = 0; k < pl.nb && !st; k++) { /* each file once */
+		struct cms_region *r = pl.p[pl.b[k].first].a->region;
+		size_t e;
+
+		for (e = 0; e < k && pl.p[pl.b[e].first].a->region != r; e++)
+			;
+		if (e == k)
+			st = disk_sync(ctx, r);
+	}
+	if (!st) {
+		for (i = 0; i < n; i++)
+			if (wants_save(v[i])) {
+				cms_alloc_set_saved(v[i], true);
+				v[i]->fresh_saved = true;
+			}
+		*bytes = pl.bytes;
+	} else {
+		for (i = 0; i < n; i++) /* give the space back unless content is kept there */
+			if (wants_save(v[i]))
+				disk_trim(v[i]->region, false);
+	}
+out_plan:
+	plan_free(&pl);
+out_stage:
+	stage_free(ctx, dev, &sg);
+	return st;
+}
+
+static bool wants_restore(struct cms_alloc *a)
+{
+	return a->region->policy == CMS_POLICY_DISK && a->saved && a->disk_slot && a->mapped;
+}
+
+cms_status cms_disk_restore(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	struct stage sg = { 0 };
+	struct plan pl;
+	uint64_t total = want_total(v, n, wants_restore);
+	int32_t dev = -1, cur = -1;
+	cms_status st, st2;
+	size_t i, k;
+
+	if (!total)
+		return CMS_OK;
+	for (i = 0; i < n; i++)
+		if (wants_restore(v[i]))
+			dev = v[i]->region->device;
+	st = stage_make(ctx, dev, total, &sg);
+	if (st)
+		return st;
+	st = plan_make(v, n, wants_restore, sg.chunk, &pl);
+	if (st)
+		goto out_stage;
+	st = cms_switch_device(ctx, &cur, dev);
+	if (st)
+		goto out_plan;
+	/* Batch k is read into buffer k % 2 while batch k - 1 is copied from the other. */
+	for (k = 0; k < pl.nb && !st; k++) {
+		struct batch *b = &pl.b[k];
+		struct cms_region *r = pl.p[b->first].a->region;
+		CUstream s = cms_copy_stream(ctx, dev, k % 2);
+		char *buf = sg.base + (k % 2) * sg.chunk;
+
+		if (k >= 2) /* the buffer's previous copy (batch k - 2) must be done */
+			CU_TRY(ctx, cuStreamSynchronize(s), st, out_sync);
+		if (io_full(ctx, r->disk, false, buf, b->len, b->foff)) {
+			st = io_error(r, false, b->len, b->foff, errno);
+			break;
+		}
+		st = batch_copies(ctx, &pl, b, buf, false, s);
+	}
+out_sync:
+	st2 = cms_sync_streams(ctx, &dev, 1); /* staging is freed below */
+	if (!st)
+		st = st2;
+	cms_switch_done(ctx, &cur);
+	if (!st)
+		*bytes += pl.bytes;
+out_plan:
+	plan_free(&pl);
+out_stage:
+	stage_free(ctx, dev, &sg);
+	return st;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmm.c - addresses, physical handles and mappings of one allocation.
+ * One mapping per physical handle, at offset 0 (the H200 driver refuses
+ * non-zero offsets and partial unmaps). An allocation's addresses come from
+ * its region's arenas (arena.c); a member of a run (run.c) shares the run's
+ * handle and mapping, and every function here acts on the whole run for it.
+ * Every function leaves the allocation's state fields exact, whatever fails.
+ */
+#include <string.h>
+
+#include "vmm.h"
+
+cms_status cms_vmm_reserve(struct cms_alloc *a)
+{
+	return cms_arena_take(a->region, a->physical, &a->base, &a->arena);
+}
+
+cms_status cms_vmm_unreserve(struct cms_alloc *a)
+{
+	cms_status st;
+
+	if (!a->arena) /* retired from a run: its addresses went with the run */
+		return CMS_OK;
+	st = cms_arena_give(a->region, a->arena, a->base, a->physical);
+	if (!st)
+		a->arena = NULL;
+	return st;
+}
+
+cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
+				 CUmemGenericAllocationHandle *handle)
+{
+	cms_context *ctx = r->ctx;
+	CUmemAllocationProp prop;
+	cms_status st = CMS_OK;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.requestedHandleTypes = (int)r->handle_types; /* NONE unless shareable */
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = r->device;
+	prop.allocFlags.gpuDirectRDMACapable = ctx->devices[r->device].gdr;
+	CU_TRY(ctx, cuMemCreate(handle, size, &prop, 0), st, out);
+out:
+	return st;
+}
+
+cms_status cms_vmm_create(struct cms_alloc *a)
+{
+	if (a->run)
+		return cms_run_create(a->run);
+	return cms_vmm_create_handle(a->region, a->physical, &a->handle);
+}
+
+cms_status cms_vmm_release(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	cms_status st = CMS_OK;
+
+	if (a->run)
+		return cms_run_release(a->run);
+	if (!a->handle)
+		return CMS_OK;
+	CU_TRY(ctx, cuMemRelease(a->handle), st, out);
+	a->handle = 0;
+out:
+	return st;
+}
+
+/*
+ * One descriptor per device: read-write for the region's device and each
+ * device of mask (peers), none for each device of revoke not in mask.
+ */
+static size_t access_descs(const struct cms_region *r, uint64_t mask, uint64_t revoke,
+			   CUmemAccessDesc *d)
+{
+	size_t n = 0;
+	int dev;
+
+	for (dev = -1; dev < CMS_MAX_DEVICES; dev++) {
+		uint64_t bit = dev < 0 ? 0 : 1ull << dev;
+
+		if (dev >= 0 && !((mask | revoke) & bit))
+			continue;
+		memset(&d[n], 0, sizeof(d[n]));
+		d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		d[n].location.id = dev < 0 ? r->device : dev;
+		d[n].flags = dev < 0 || (mask & bit) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE :
+						       CU_MEM_ACCESS_FLAGS_PROT_NONE;
+		n++;
+	}
+	return n;
+}
+
+cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+				uint64_t mask, uint64_t revoke)
+{
+	cms_context *ctx = r->ctx;
+	CUmemAccessDesc access[CMS_MAX_DEVICES + 1];
+	size_t naccess = access_descs(r, mask, revoke, access);
+	cms_status st = CMS_OK;
+
+	CU_TRY(ctx, cuMemSetAccess(base, len, access, naccess), st, out);
+out:
+	return st;
+}
+
+cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke)
+{
+	if (a->run)
+		return cms_run_set_access(a->run, mask, revoke);
+	return cms_vmm_access_range(a->region, a->base, a->physical, mask, revoke);
+}
+
+cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+			     CUmemGenericAllocationHandle handle)
+{
+	cms_context *ctx = r->ctx;
+	cms_status st = CMS_OK;
+	CUresult res;
+
+	CU_TRY(ctx, cuMemMap(base, len, 0, handle, 0), st, out);
+	st = cms_vmm_access_range(r, base, len, r->peer_mask, 0);
+	if (!st)
+		return CMS_OK;
+	res = ctx->drv.cuMemUnmap(base, len);
+	if (res != CUDA_SUCCESS)
+		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED,
+				   "cuMemSetAccess failed at 0x%llx and cuMemUnmap failed: %s",
+				   (unsigned long long)base, cms_driver_error_name(&ctx->drv, res));
+out:
+	return st;
+}
+
+cms_status cms_vmm_map(struct cms_alloc *a)
+{
+	cms_status st;
+
+	if (a->run)
+		return cms_run_map(a->run);
+	st = cms_vmm_map_range(a->region, a->base, a->physical, a->handle);
+	/* CMS_ERR_ROLLBACK_FAILED: mapped without access; counted as mapped to be unmapped later */
+	if (!st || st == CMS_ERR_ROLLBACK_FAILED)
+		cms_alloc_set_mapped(a, true);
+	return st;
+}
+
+cms_status cms_vmm_unmap(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	cms_status st = CMS_OK;
+
+	if (!a->mapped)
+		return CMS_OK;
+	if (a->run)
+		return cms_run_unmap(a->run);
+	CU_TRY(ctx, cuMemUnmap(a->base, a->physical), st, out);
+	cms_alloc_set_mapped(a, false);
+out:
+	return st;
+}
+
+cms_status cms_vmm_back(struct cms_alloc *a)
+{
+	bool created = false;
+	cms_status st;
+
+	if (!a->handle) {
+		st = cms_vmm_create(a);
+		if (st)
+			return st;
+		created = true;
+	}
+	if (a->mapped)
+		return CMS_OK;
+	st = cms_vmm_map(a);
+	if (st && created && !a->mapped && cms_vmm_release(a))
+		cms_log(a->region->ctx, CMS_LOG_ERROR,
+			"0x%llx: physical handle kept after a failed map",
+			(unsigned long long)a->base);
+	return st;
+}
+
+cms_status cms_vmm_unback(struct cms_alloc *a)
+{
+	cms_status st;
+
+	st = cms_vmm_unmap(a);
+	if (st)
+		return st;
+	st = cms_vmm_release(a);
+	if (!st)
+		cms_run_dissolve(&a, 1);
+	if (st && a->handle) {
+		char why[512];
+
+		cms_last_error_message(why, sizeof(why));
+		if (cms_vmm_map(a))
+			cms_log(a->region->ctx, CMS_LOG_ERROR,
+				"0x%llx: not mapped again after a failed release; a later call "
+				"retries",
+				(unsigned long long)a->base);
+		cms_set_error(st, "%s", why);
+	}
+	return st;
+}

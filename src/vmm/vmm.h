@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmm.h - reservations, physical handles and mappings of allocations: the
+ * arenas a region's addresses are carved from (arena.c), coalesced runs of
+ * adjacent allocations backed by one handle (run.c), and the driver objects
+ * of one allocation (vmm.c). Region lock held throughout.
+ */
+#ifndef CMS_VMM_H
+#define CMS_VMM_H
+
+#include "core.h"
+
+/* ---- arena.c: address space of a region (region lock held) ---- */
+/* Default reservation size; a larger allocation gets a reservation of its own. */
+#define CMS_ARENA_BYTES (2ull << 30)
+#define CMS_ARENA_ALIGN CMS_ARENA_BYTES /* a power of two, a multiple of any granularity */
+/* Carves len bytes (a granularity multiple) for a->base and a->arena; may reserve. */
+cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
+			  struct cms_arena **arena);
+/* Gives [base, base + len) back; frees the reservation once nothing of it is used. On a
+ * failure of that cuMemAddressFree nothing changed. */
+cms_status cms_arena_give(struct cms_region *r, struct cms_arena *arena, CUdeviceptr base,
+			  size_t len);
+/* A destroyed region's arenas that bookkeeping failures left behind: freed, best effort. */
+void cms_arena_drop_all(struct cms_region *r);
+
+/* ---- run.c: coalesced re-backing (region lock held) ---- */
+/* Sorts v[0..n) by address (cms_collect_allocs): the members of each run become consecutive. */
+void cms_run_order(struct cms_alloc **v, size_t n);
+/* Groups the allocations of v[0..n) that have no memory into runs of adjacent allocations
+ * of one region and arena (regions allowing it); v in address order. No driver call. */
+cms_status cms_run_plan(struct cms_alloc **v, size_t n);
+/* cuMemCreate of the run's handle; every member's handle follows. */
+cms_status cms_run_create(struct cms_run *run);
+/* cuMemMap + cuMemSetAccess of the run; every member becomes mapped. */
+cms_status cms_run_map(struct cms_run *run);
+/* cuMemUnmap of the run; no member is mapped then. */
+cms_status cms_run_unmap(struct cms_run *run);
+/* cuMemRelease of the run's handle. The run stays (a rollback re-backs it whole) until
+ * cms_run_dissolve. */
+cms_status cms_run_release(struct cms_run *run);
+/* Dissolves the runs of v[0..n) that hold no handle and no mapping (released, or planned and
+ * never backed): members become separate allocations, retained bytes' addresses go back to
+ * the arena. After a commit or an undo. No driver call. */
+void cms_run_dissolve(struct cms_alloc **v, size_t n);
+/* cuMemSetAccess over the whole run (see cms_vmm_set_access). */
+cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke);
+/* Whether freeing a leaves its bytes in its run (other members are live). */
+bool cms_run_keeps(const struct cms_alloc *a);
+/* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
+ * the run until the run is released. No driver call; cannot fail. */
+void cms_run_retire(struct cms_alloc *a);
+/* Whether a is the live member of its run with the highest address (a run's members are
+ * copied in address order: after this one's copy the run may be released). */
+bool cms_run_is_last(const struct cms_alloc *a);
+
+/* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
+cms_status cms_vmm_reserve(struct cms_alloc *a);
+cms_status cms_vmm_unreserve(struct cms_alloc *a);
+/* cuMemCreate of size bytes with the region's properties. */
+cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
+				 CUmemGenericAllocationHandle *handle);
+/* cuMemMap of handle over [base, base + len) + cuMemSetAccess read-write for the region's
+ * device and peers; CMS_ERR_ROLLBACK_FAILED: mapped without access (the unmap failed). */
+cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+			     CUmemGenericAllocationHandle handle);
+/* cuMemSetAccess over a mapped range (see cms_vmm_set_access). */
+cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+				uint64_t mask, uint64_t revoke);
+/* cuMemCreate into a->handle (which must be 0) with the region's properties. */
+cms_status cms_vmm_create(struct cms_alloc *a);
+/* cuMemRelease of a->handle if held; a->handle = 0 on success. */
+cms_status cms_vmm_release(struct cms_alloc *a);
+/* cuMemMap of a->handle at a->base + cuMemSetAccess read-write; sets mapped. */
+cms_status cms_vmm_map(struct cms_alloc *a);
+/* cuMemSetAccess of a mapped allocation: its region's device and the devices of mask
+ * read-write, those of revoke not in mask none. On failure nothing changed. */
+cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke);
+/* cuMemUnmap if mapped; clears mapped on success. */
+cms_status cms_vmm_unmap(struct cms_alloc *a);
+/* Whatever is missing of handle + mapping; on failure as before. */
+cms_status cms_vmm_back(struct cms_alloc *a);
+/* Unmap and release; a failed release is rolled back by mapping again. */
+cms_status cms_vmm_unback(struct cms_alloc *a);
+
+#endif /* CMS_VMM_H */
