@@ -9,4 +9,28 @@
 
 #include "ipc.h"
 
+/* ---- select.c ---- */
+/* The regions of a call, referenced and locked. */
+struct cms_selection {
+	cms_context *ctx;
+	struct cms_region **v; /* n regions, creation order; room for 2 * n */
+	size_t n;
+	size_t n1; /* of them tagged tag1 */
+};
+/*
+ * References and locks (creation order) the regions tagged tag1 or tag2 (either may be NULL;
+ * both NULL: every region). An empty selection (n == 0) is not an error here.
+ */
+cms_status cms_select_lock(cms_context *ctx, const char *tag1, const char *tag2,
+			   struct cms_selection *s);
+/* Unlocks and unreferences what cms_select_lock took. */
+void cms_select_unlock(struct cms_selection *s);
+/*
+ * Writes a pause/resume result to the caller: on success; on failure only when the engine
+ * ran (devices != 0) and the caller's struct_size covers the 1.1 fields (ver0 is the 1.0
+ * size), so that a 1.0 caller sees no change.
+ */
+void cms_result_out(void *theirs, const void *ours, size_t ours_size, size_t ver0, uint32_t devices,
+		    cms_status st);
+
 #endif /* CMS_API_H */

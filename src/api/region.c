@@ -38,7 +38,7 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		if (st)
 			return st;
 	}
-	if (o.policy > CMS_POLICY_DISK)
+	if (o.policy >= cms_store_count())
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
 	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
@@ -190,8 +190,8 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 			ctx->regions_tail = r->prev;
 		r->dead = true;
 		pthread_mutex_unlock(&ctx->lock);
-		cms_arena_drop_all(r); /* none left unless bookkeeping failed (arena.c) */
-		cms_disk_close(r);     /* the file's space goes back now */
+		cms_arena_drop_all(r);	   /* none left unless bookkeeping failed (arena.c) */
+		cms_store_region_close(r); /* a file's space goes back now */
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (st)

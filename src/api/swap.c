@@ -8,6 +8,7 @@
 struct sel {
 	cms_context *ctx;
 	const cms_pause_options *po;
+	const cms_resume_options *ro;
 	struct {
 		struct cms_region **regions;
 		size_t nr;
@@ -65,11 +66,6 @@ static cms_status select_regions(struct sel *s, struct cms_region **v, size_t n,
 			continue;
 		live_p += p;
 		live_r += !p;
-		if (v[i]->policy > CMS_POLICY_HOST)
-			return cms_set_error(CMS_ERR_NOT_SUPPORTED,
-					     "region \"%s\" on device %d: cms_swap supports the "
-					     "DISCARD, ZERO and HOST policies only",
-					     v[i]->tag, v[i]->device);
 		if (p && v[i]->state == CMS_STATE_ACTIVE)
 			w[s->p.nr++] = v[i];
 	}
@@ -93,6 +89,8 @@ static cms_status run_locked(struct sel *s, struct cms_region **v, size_t n, con
 			     const char *resume_tag, cms_pause_result *presult,
 			     cms_resume_result *rresult)
 {
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
 	cms_status st;
 
 	st = select_regions(s, v, n, pause_tag, resume_tag, v + n);
@@ -101,11 +99,17 @@ static cms_status run_locked(struct sel *s, struct cms_region **v, size_t n, con
 	st = cms_ipc_revoke(s->ctx, s->p.regions, s->p.nr); /* importers drop their mappings */
 	if (!st)
 		st = cms_engine_swap(s->ctx, s->p.regions, s->p.nr, s->r.regions, s->r.nr, s->po,
-				     presult, rresult);
+				     s->ro, presult ? &pr : NULL, rresult ? &rr : NULL);
 	if (st)
 		cms_ipc_regrant(s->ctx, s->p.regions, s->p.nr); /* the memory stays */
 	else
 		cms_ipc_regrant(s->ctx, s->r.regions, s->r.nr); /* new memory, new epoch */
+	if (presult)
+		cms_result_out(presult, &pr, sizeof(pr), CMS_PAUSE_RESULT_SIZE_VER0, pr.devices,
+			       st);
+	if (rresult)
+		cms_result_out(rresult, &rr, sizeof(rr), CMS_RESUME_RESULT_SIZE_VER0, rr.devices,
+			       st);
 	return st;
 }
 
@@ -145,11 +149,10 @@ CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char 
 			    const cms_pause_options *popts, const cms_resume_options *ropts,
 			    cms_pause_result *presult, cms_resume_result *rresult)
 {
-	struct cms_region **v = NULL, *r;
+	struct cms_selection sel;
 	cms_pause_options po;
 	cms_resume_options ro;
 	struct sel s;
-	size_t n = 0, np = 0, i;
 	cms_status st;
 
 	st = check_args(ctx, pause_tag, resume_tag, presult, rresult);
@@ -158,43 +161,19 @@ CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char 
 	if (st)
 		return st;
 
-	pthread_mutex_lock(&ctx->lock);
-	for (r = ctx->regions; r; r = r->next) {
-		np += !strcmp(r->tag, pause_tag);
-		n += !strcmp(r->tag, pause_tag) || !strcmp(r->tag, resume_tag);
-	}
-	if (np && n > np) {
-		v = malloc(2 * n * sizeof(*v));
-		if (!v) {
-			pthread_mutex_unlock(&ctx->lock);
-			return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-					     "cannot allocate a region list");
-		}
-		n = 0;
-		for (r = ctx->regions; r; r = r->next)
-			if (!strcmp(r->tag, pause_tag) || !strcmp(r->tag, resume_tag)) {
-				r->refs++;
-				v[n++] = r;
-			}
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	if (!v)
+	st = cms_select_lock(ctx, pause_tag, resume_tag, &sel);
+	if (st)
+		return st;
+	if (!sel.n1 || sel.n == sel.n1) {
+		cms_select_unlock(&sel);
 		return cms_set_error(CMS_ERR_NOT_FOUND, "no region is tagged \"%s\"",
-				     !np ? pause_tag : resume_tag);
-
+				     !sel.n1 ? pause_tag : resume_tag);
+	}
 	memset(&s, 0, sizeof(s));
 	s.ctx = ctx;
 	s.po = &po;
-	/* Region locks in creation order (the list order), as cms_pause. */
-	for (i = 0; i < n; i++)
-		pthread_mutex_lock(&v[i]->lock);
-	st = run_locked(&s, v, n, pause_tag, resume_tag, presult, rresult);
-	for (i = n; i-- > 0;)
-		pthread_mutex_unlock(&v[i]->lock);
-	pthread_mutex_lock(&ctx->lock);
-	for (i = 0; i < n; i++)
-		cms_region_unref_locked(v[i]);
-	pthread_mutex_unlock(&ctx->lock);
-	free(v);
+	s.ro = &ro;
+	st = run_locked(&s, sel.v, sel.n, pause_tag, resume_tag, presult, rresult);
+	cms_select_unlock(&sel);
 	return st;
 }

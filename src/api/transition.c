@@ -99,9 +99,8 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const void *opts,
 			 void *result)
 {
-	struct cms_region **v = NULL, *r;
+	struct cms_selection sel;
 	struct transition t;
-	size_t n = 0, i;
 	cms_status st;
 
 	if (!ctx)
@@ -118,43 +117,19 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 	if (st)
 		return st;
 
-	pthread_mutex_lock(&ctx->lock);
-	for (r = ctx->regions; r; r = r->next)
-		n += !tag || !strcmp(r->tag, tag);
-	if (n) {
-		v = malloc(2 * n * sizeof(*v));
-		if (!v) {
-			pthread_mutex_unlock(&ctx->lock);
-			return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-					     "cannot allocate a region list");
-		}
-		n = 0;
-		for (r = ctx->regions; r; r = r->next)
-			if (!tag || !strcmp(r->tag, tag)) {
-				r->refs++;
-				v[n++] = r;
-			}
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	if (!n) {
+	st = cms_select_lock(ctx, tag, NULL, &sel);
+	if (st)
+		return st;
+	if (!sel.n) {
+		cms_select_unlock(&sel);
 		if (!tag)
 			return pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED,
 						     "no regions to pause") :
 				       cms_set_error(CMS_ERR_NOT_PAUSED, "no regions to resume");
 		return cms_set_error(CMS_ERR_NOT_FOUND, "no region is tagged \"%s\"", tag);
 	}
-
-	/* Region locks are taken in creation order (the list order): no lock-order inversion. */
-	for (i = 0; i < n; i++)
-		pthread_mutex_lock(&v[i]->lock);
-	st = run_locked(ctx, &t, v, n, v + n, result);
-	for (i = n; i-- > 0;)
-		pthread_mutex_unlock(&v[i]->lock);
-	pthread_mutex_lock(&ctx->lock);
-	for (i = 0; i < n; i++)
-		cms_region_unref_locked(v[i]);
-	pthread_mutex_unlock(&ctx->lock);
-	free(v);
+	st = run_locked(ctx, &t, sel.v, sel.n, sel.v + sel.n, result);
+	cms_select_unlock(&sel);
 	return st;
 }
 

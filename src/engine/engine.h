@@ -1,83 +1,178 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * engine.h - the transactional engine: the only code that changes the state
- * of regions; never validates user input (api/ does).
+ * of regions. One engine serves pause, resume and swap: a call is split by
+ * device into work lists (struct cms_work), each run by a schedule on a
+ * thread of its own with its device's context current (fanout.c); the
+ * schedules are made of the same steps (out.c: wait, save, unmap, release,
+ * roll back; in.c: back, restore, undo; commit.c: commit) and never branch on
+ * a restore policy (store/ does, through its operations table). It never
+ * validates user input: api/ does, and locks the regions (creation order)
+ * before calling in. docs/architecture.md walks through a call.
  */
 #ifndef CMS_ENGINE_H
 #define CMS_ENGINE_H
 
 #include "store.h"
 
-/* ---- pause.c / resume.c: transactional engine over regions (their locks held) ---- */
-/* Across devices: multidev.c runs the *_dev engines below, one worker thread per device. */
+/* ---- entry points (engine.c); the regions' locks are held, options checked ---- */
+
+/* Pauses regions[0..n) (all active); res (library size) is filled when not NULL. */
 cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t n,
 			    const cms_pause_options *opts, cms_pause_result *res);
-/* The allocations of the regions for which want() is true, in address order (NULL when none). */
-cms_status cms_collect_allocs(struct cms_region **regions, size_t n,
-			      bool (*want)(struct cms_alloc *), struct cms_alloc ***out,
-			      size_t *count);
-/* The distinct devices of the regions, into devs (room for CMS_MAX_DEVICES). */
-size_t cms_region_devices(struct cms_region **regions, size_t n, int32_t *devs);
-/* Waits for an async resume's restore copies of the region (region lock held). */
-cms_status cms_region_settle(struct cms_region *r);
-/* Enqueues the content restore of a freshly backed allocation per its policy. */
-cms_status cms_restore_content(cms_context *ctx, struct cms_alloc *a, CUstream s, uint64_t *bytes);
+/* Resumes regions[0..n) (all paused). */
 cms_status cms_engine_resume(cms_context *ctx, struct cms_region **regions, size_t n,
 			     const cms_resume_options *opts, cms_resume_result *res);
+/* Pauses out[0..nout) while it resumes in[0..nin), transactional over both: the memory each
+ * release gives back can serve the resume at once. ropts must not ask for an async resume. */
+cms_status cms_engine_swap(cms_context *ctx, struct cms_region **out, size_t nout,
+			   struct cms_region **in, size_t nin, const cms_pause_options *popts,
+			   const cms_resume_options *ropts, cms_pause_result *pres,
+			   cms_resume_result *rres);
 
-/* ---- multidev.c: pause/resume across devices, one worker thread per device ---- */
-/* A device worker's part in the agreement of the devices of one call; NULL: one device. */
-struct cms_xvote;
+/* ---- lifetime.c: the end of allocations and regions (region lock held) ---- */
+
+/* Waits for an async resume's restore copies into r (pushes r's device). */
+cms_status cms_region_settle(struct cms_region *r);
+/* Frees what an allocation holds; on failure it is kept as it was. */
+cms_status cms_alloc_release(struct cms_alloc *a);
+/* Drops a reference to r; the last one frees it (ctx->lock held). */
+void cms_region_unref_locked(struct cms_region *r);
+
+/* ---- the engine's own ---- */
+
+struct cms_call;
+struct cms_work;
+
+/* A schedule: what one device does for one kind of call (pause.c, resume.c, swap.c). */
+struct cms_schedule {
+	const char *name; /* "pause", "resume", "swap": progress reports and logs */
+	cms_status (*run)(struct cms_work *w);
+};
+extern const struct cms_schedule cms_sched_pause, cms_sched_resume, cms_sched_swap;
+
+/* One engine call over locked regions: those to pause (out) and to resume (in). */
+struct cms_call {
+	cms_context *ctx;
+	const struct cms_schedule *sched;
+	struct cms_region **out, **in;
+	size_t nout, nin;
+	const cms_pause_options *po;  /* out side */
+	const cms_resume_options *ro; /* in side */
+	bool measure; /* read the driver's free memory around the out side (a pause result) */
+};
+
+/* The agreement of the devices of one call (vote.c). */
+#define CMS_XDEV_POINTS 2 /* agreement points of a pause; resume and swap use 1 */
+struct cms_xdev {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t n;			 /* devices */
+	size_t arrived[CMS_XDEV_POINTS]; /* devices that voted at (or left before) each point */
+	bool failed;			 /* a device failed on its own */
+};
+/* A device's part in it; NULL: the only device of the call. */
+struct cms_xvote {
+	struct cms_xdev *x;
+	unsigned voted;	    /* points this device passed */
+	bool aborted;	    /* a vote told it to roll back */
+	uint64_t waited_ns; /* time spent waiting at the points */
+};
+cms_status cms_xdev_init(struct cms_xdev *x, size_t n);
+void cms_xdev_fini(struct cms_xdev *x);
+/* The device is done: counts it at every point it did not vote at (as failed if it failed). */
+void cms_xdev_leave(struct cms_xvote *xv, bool failed);
 /* Status of a device that failed only because another one did: never returned to callers. */
 #define CMS_XDEV_ABORTED 1
 /*
  * An agreement point: waits until every device of the call got here (or failed before);
  * CMS_OK when none failed, else CMS_XDEV_ABORTED (with a message): roll back. CMS_OK at once
- * for xv NULL. A device's engine votes at the same points every call, and nothing may fail
+ * for xv NULL. A device's schedule votes at the same points every call, and nothing may fail
  * after its last vote (the other devices commit then).
  */
 cms_status cms_xdev_vote(struct cms_xvote *xv);
-/* The engines of one device (regions all on one device when xv is not NULL). */
-cms_status cms_engine_pause_dev(cms_context *ctx, struct cms_region **regions, size_t n,
-				const cms_pause_options *opts, cms_pause_result *res,
-				struct cms_xvote *xv);
-cms_status cms_engine_resume_dev(cms_context *ctx, struct cms_region **regions, size_t n,
-				 const cms_resume_options *opts, cms_resume_result *res,
-				 struct cms_xvote *xv);
+
 /*
- * Writes a pause/resume result to the caller: on success; on failure only when the engine
- * ran (devices != 0) and the caller's struct_size covers the 1.1 fields (ver0 is the 1.0
- * size), so that a 1.0 caller sees no change.
+ * One device's share of a call: its regions, the work lists of allocations
+ * (address order), and what it did. Made by fanout.c, run by a schedule on a
+ * thread that has the device's context current.
  */
-void cms_result_out(void *theirs, const void *ours, size_t ours_size, size_t ver0, uint32_t devices,
-		    cms_status st);
+struct cms_work {
+	cms_context *ctx;
+	const struct cms_call *call;
+	int32_t dev;
+	struct cms_region **out, **in; /* this device's regions, creation order */
+	size_t nout, nin;
+	struct cms_alloc **vo; /* out: allocations holding memory, to release */
+	struct cms_alloc **vi; /* in: allocations missing memory, to back */
+	size_t no, ni;
+	bool *had_handle; /* vi[i] held its physical handle before the call */
+	struct cms_xvote *xv;
+	/* The in side of a swap waits here for the out side's releases on the device. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t releases; /* batches released so far */
+	bool out_done;	   /* the out side released all it will */
+	bool stop;	   /* a side failed: the other stops early */
+	/* What it did (results), valid when st is CMS_OK. */
+	uint64_t released, saved;	  /* out: device bytes released, bytes copied to stores */
+	uint64_t backed, restored;	  /* in: device bytes backed, bytes copied from stores */
+	uint64_t free_before, free_after; /* cuMemGetInfo around the out side (pause result) */
+	uint64_t elapsed_ns;
+	cms_status st;
+	bool failed_in; /* st comes from the in side */
+};
 
-/* ---- pause_pipe.c: steady-state HOST pause, release overlapped with the copies ---- */
-/* Whether v (one device, no other device in the call, no DISK allocation to write) has HOST
- * allocations with buffers to copy, enough for it. */
-bool cms_pause_can_pipeline(struct cms_alloc **v, size_t n, size_t ndevices, bool other_devices);
-/* Copies the mapped HOST allocations of v out in batches and unmaps and releases each batch
- * once its copies are done; v in address order. On failure copies may still run (synchronize
- * the device's library streams) and released ones hold their content in their backups. */
-cms_status cms_pause_pipelined(cms_context *ctx, struct cms_alloc **v, size_t n, int32_t dev,
-			       uint64_t *backed_up, uint64_t *released);
+/* ---- work.c: work lists and device-level steps ---- */
+/* Collects w's work lists and plans runs for the in side (vmm/run.c). */
+cms_status cms_work_collect(struct cms_work *w);
+void cms_work_release(struct cms_work *w);
+/* Waits for an async resume's copies into w's out regions (device context current). */
+cms_status cms_work_settle(struct cms_work *w);
+/* cuMemGetInfo free bytes of w's device (0: not measured; only a measurement). */
+uint64_t cms_work_free_bytes(struct cms_work *w);
+/* The lanes of w's device: copy streams [first, first + count). */
+struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned count);
 
-/* ---- pause.c helpers shared with swap.c ---- */
-cms_status cms_pause_wait(cms_context *ctx, const int32_t *devs, size_t nd,
-			  const cms_pause_options *o);
-cms_status cms_pause_rollback(cms_context *ctx, struct cms_alloc **v, size_t n, const int32_t *devs,
-			      size_t nd);
-void cms_pause_drop_fresh(cms_context *ctx, struct cms_alloc **v, size_t n);
+/* ---- out.c: the steps that release memory ---- */
+/* Waits for GPU work that may use the memory (pause options: stream, event or device). */
+cms_status cms_out_wait(struct cms_work *w);
+/* Whether a pause of w may release memory while its copies run (one device, saves into
+ * storage that exists, enough bytes to gain). */
+bool cms_out_can_overlap(const struct cms_work *w);
+/* Saves and releases w->vo in batches, each released once its copies are done (overlap.c):
+ * every allocation (all) or those saved asynchronously. Signals the in side per batch. */
+cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all);
+/* Saves what is still mapped (asynchronous saves, lanes synchronized, synchronous saves). */
+cms_status cms_out_save(struct cms_work *w, struct cms_lanes *l);
+/* Unmaps every allocation of w->vo still mapped. */
+cms_status cms_out_unmap(struct cms_work *w);
+/* Releases every handle of w->vo still held; counts w->released. */
+cms_status cms_out_release(struct cms_work *w);
+/* Rollback: maps w->vo again, restoring released content per policy; tries all. */
+cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l);
+/* After a rollback: forgets saves and storage this call made for allocations mapped again. */
+void cms_out_drop_fresh(struct cms_work *w);
 
-/* ---- swap.c ---- */
-/* Pauses the regions out[0..nout) while it resumes in[0..nin) (all locked). */
-cms_status cms_engine_swap(cms_context *ctx, struct cms_region **out, size_t nout,
-			   struct cms_region **in, size_t nin, const cms_pause_options *po,
-			   cms_pause_result *presult, cms_resume_result *rresult);
+/* ---- in.c: the steps that back memory ---- */
+/* Backs every allocation of w->vi (one handle per run) and restores its content per policy,
+ * the copies overlapping the backing of the next ones; waits for the out side's releases on
+ * out-of-memory when it still has some to give (a swap). */
+cms_status cms_in_back(struct cms_work *w, struct cms_lanes *l);
+/* Async resume: makes the caller's stream wait for the copies on the device's streams. */
+cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
+/* Undo: unmaps and releases what the call made for w->vi; tries all. */
+cms_status cms_in_undo(struct cms_work *w);
 
-/* ---- lifetime.c ---- */
-/* Frees what an allocation holds (region lock held); on failure it is kept as it was. */
-cms_status cms_alloc_release(struct cms_alloc *a);
-void cms_region_unref_locked(struct cms_region *r); /* ctx->lock held */
+/* ---- commit.c ---- */
+/* Commits w's out side (regions paused) and in side (regions active, epoch + 1). */
+void cms_commit(struct cms_work *w, bool async);
+/* After a failure: undoes the in side, then rolls the out side back (the in side's memory
+ * goes first: the out side may need it); st and its message become the call's status. */
+cms_status cms_abort(struct cms_work *w, cms_status st);
+
+/* ---- fanout.c: one thread per device ---- */
+/* Runs call's schedule on each device of its regions; fills the results (when not NULL). */
+cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_resume_result *rres);
 
 #endif /* CMS_ENGINE_H */

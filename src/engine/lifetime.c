@@ -32,28 +32,26 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 	if (!st && cms_run_keeps(a)) {
 		/* Its neighbours share its physical handle: its bytes stay in their run until the
 		 * run is released (run.c). Only the host buffer can fail. */
-		st = cms_backup_unpin(ctx, a);
+		st = cms_store_forget_begin(ctx, a);
 		if (st)
 			return st;
 		cms_run_retire(a);
-		cms_backup_drop(ctx, a);
-		cms_disk_drop(a);
+		cms_store_forget(ctx, a);
 		return CMS_OK;
 	}
 	if (!st)
 		st = cms_vmm_unback(a);
 	if (st)
 		return st;
-	st = cms_backup_unpin(ctx, a);
+	st = cms_store_forget_begin(ctx, a);
 	if (!st) {
 		st = cms_vmm_unreserve(a);
 		if (!st) {
-			cms_backup_drop(
-				ctx, a); /* only now: the content is kept until nothing can fail */
-			cms_disk_drop(a);
+			/* Only now: the content is kept until nothing can fail. */
+			cms_store_forget(ctx, a);
 			return CMS_OK;
 		}
-		cms_backup_repin(ctx, a);
+		cms_store_forget_cancel(ctx, a);
 	}
 	if (active && cms_vmm_back(a)) /* keep the allocation usable as it was */
 		cms_log(ctx, CMS_LOG_ERROR,
@@ -66,7 +64,7 @@ void cms_region_unref_locked(struct cms_region *r)
 {
 	if (--r->refs)
 		return;
-	cms_disk_close(r);
+	cms_store_region_close(r);
 	pthread_cond_destroy(&r->unclaimed);
 	pthread_mutex_destroy(&r->lock);
 	free(r);

@@ -268,7 +268,7 @@ out_nfd:
 	return -1;
 }
 
-void cms_disk_close(struct cms_region *r)
+static void disk_region_close(struct cms_region *r)
 {
 	struct cms_alloc *a;
 
@@ -282,16 +282,11 @@ void cms_disk_close(struct cms_region *r)
 		a->disk_slot = false;
 }
 
-cms_status cms_store_dir_set(struct cms_region *r, const char *dir)
+static cms_status disk_dir_set(struct cms_region *r, const char *dir)
 {
 	struct cms_disk *d = NULL;
 	struct cms_alloc *a;
 	cms_status st = CMS_OK;
-
-	if (r->policy != CMS_POLICY_DISK)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "region \"%s\" has policy %u, not CMS_POLICY_DISK", r->tag,
-				     r->policy);
 
 	for (a = r->allocs; a; a = a->next)
 		if (a->saved) {
@@ -304,7 +299,7 @@ cms_status cms_store_dir_set(struct cms_region *r, const char *dir)
 		if (st)
 			goto out;
 	}
-	cms_disk_close(r);
+	disk_region_close(r);
 	r->disk = d;
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": disk directory %s (%s I/O)", r->tag,
 		dir ? dir : "(none)", d && d->direct ? "direct" : "buffered");
@@ -312,23 +307,21 @@ out:
 	return st;
 }
 
-cms_status cms_disk_check(struct cms_region **regions, size_t n)
+static cms_status disk_check(const struct cms_region *r)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (regions[i]->policy == CMS_POLICY_DISK && !regions[i]->disk)
-			return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-					     "DISK region \"%s\" has no directory: call "
-					     "cms_region_disk_dir_set first",
-					     regions[i]->tag);
+	if (!r->disk)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "DISK region \"%s\" has no directory: call "
+				     "cms_region_disk_dir_set first",
+				     r->tag);
 	return CMS_OK;
 }
 
-void cms_disk_drop(struct cms_alloc *a)
+static void disk_forget(cms_context *ctx, struct cms_alloc *a)
 {
 	struct cms_disk *d = a->region->disk;
 
+	(void)ctx;
 	if (!a->disk_slot)
 		return;
 	a->disk_slot = false;
@@ -359,7 +352,7 @@ static void disk_trim(struct cms_region *r, bool async)
 			r->tag, strerror(errno));
 }
 
-void cms_disk_trim(struct cms_region *r)
+static void disk_region_resumed(struct cms_region *r)
 {
 	/* By default the file keeps its blocks (and each allocation its slot) from one cycle
 	 * to the next, as HOST keeps its buffers: the next pause overwrites them in place, with
@@ -576,10 +569,10 @@ static cms_status disk_sync(cms_context *ctx, struct cms_region *r)
 	return err ? file_error(r, "fdatasync", err) : CMS_OK;
 }
 
-/* A mapped DISK allocation: its content is on the device. */
+/* A mapped allocation: its content is on the device. */
 static bool wants_save(struct cms_alloc *a)
 {
-	return a->region->policy == CMS_POLICY_DISK && a->mapped;
+	return a->mapped;
 }
 
 /* Enqueues the device copies of batch b into (save) or out of (restore) staging buffer k. */
@@ -604,16 +597,16 @@ out:
 	return st;
 }
 
-cms_status cms_disk_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+static cms_status disk_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
+	cms_context *ctx = l->ctx;
+	int32_t dev = l->dev;
 	struct stage sg = { 0 };
 	struct plan pl;
 	uint64_t total = want_total(v, n, wants_save);
-	int32_t dev, cur = -1;
 	cms_status st, st2;
 	size_t i, k;
 
-	*bytes = 0;
 	if (!total)
 		return CMS_OK;
 	for (i = 0; i < n; i++) {
@@ -626,40 +619,31 @@ cms_status cms_disk_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, u
 		a->disk_slot = true;
 		d->end += align_up(a->size);
 	}
-	dev = v[0]->region->device; /* one device per engine call (multidev.c) */
-	for (i = 0; i < n; i++)
-		if (wants_save(v[i]))
-			dev = v[i]->region->device;
 	st = stage_make(ctx, dev, total, &sg);
 	if (st)
 		return st;
 	st = plan_make(v, n, wants_save, sg.chunk, &pl);
 	if (st)
 		goto out_stage;
-	st = cms_switch_device(ctx, &cur, dev);
-	if (st)
-		goto out_plan;
 	/* Batch k is copied into buffer k % 2 while batch k - 1 is written from the other. */
 	for (k = 0; k <= pl.nb && !st; k++) {
 		if (k < pl.nb)
 			st = batch_copies(ctx, &pl, &pl.b[k], sg.base + (k % 2) * sg.chunk, true,
-					  cms_copy_stream(ctx, dev, k % 2));
+					  cms_lane_at(l, k % 2));
 		if (!st && k > 0) {
 			struct batch *b = &pl.b[k - 1];
 			struct cms_region *r = pl.p[b->first].a->region;
 
-			CU_TRY(ctx, cuStreamSynchronize(cms_copy_stream(ctx, dev, (k - 1) % 2)), st,
-			       out_sync);
+			CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, (k - 1) % 2)), st, out_sync);
 			if (io_full(ctx, r->disk, true, sg.base + ((k - 1) % 2) * sg.chunk, b->len,
 				    b->foff))
 				st = io_error(r, true, b->len, b->foff, errno);
 		}
 	}
 out_sync:
-	st2 = cms_sync_streams(ctx, &dev, 1); /* no copy may run into the staging any more */
+	st2 = cms_lanes_sync(l); /* no copy may run into the staging any more */
 	if (!st)
 		st = st2;
-	cms_switch_done(ctx, &cur);
 	for (k = 0; k < pl.nb && !st; k++) { /* each file once */
 		struct cms_region *r = pl.p[pl.b[k].first].a->region;
 		size_t e;
@@ -673,15 +657,13 @@ out_sync:
 		for (i = 0; i < n; i++)
 			if (wants_save(v[i])) {
 				cms_alloc_set_saved(v[i], true);
-				v[i]->fresh_saved = true;
 			}
-		*bytes = pl.bytes;
+		*bytes += pl.bytes;
 	} else {
 		for (i = 0; i < n; i++) /* give the space back unless content is kept there */
 			if (wants_save(v[i]))
 				disk_trim(v[i]->region, false);
 	}
-out_plan:
 	plan_free(&pl);
 out_stage:
 	stage_free(ctx, dev, &sg);
@@ -690,37 +672,32 @@ out_stage:
 
 static bool wants_restore(struct cms_alloc *a)
 {
-	return a->region->policy == CMS_POLICY_DISK && a->saved && a->disk_slot && a->mapped;
+	return a->saved && a->disk_slot && a->mapped;
 }
 
-cms_status cms_disk_restore(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+static cms_status disk_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
+	cms_context *ctx = l->ctx;
+	int32_t dev = l->dev;
 	struct stage sg = { 0 };
 	struct plan pl;
 	uint64_t total = want_total(v, n, wants_restore);
-	int32_t dev = -1, cur = -1;
 	cms_status st, st2;
-	size_t i, k;
+	size_t k;
 
 	if (!total)
 		return CMS_OK;
-	for (i = 0; i < n; i++)
-		if (wants_restore(v[i]))
-			dev = v[i]->region->device;
 	st = stage_make(ctx, dev, total, &sg);
 	if (st)
 		return st;
 	st = plan_make(v, n, wants_restore, sg.chunk, &pl);
 	if (st)
 		goto out_stage;
-	st = cms_switch_device(ctx, &cur, dev);
-	if (st)
-		goto out_plan;
 	/* Batch k is read into buffer k % 2 while batch k - 1 is copied from the other. */
 	for (k = 0; k < pl.nb && !st; k++) {
 		struct batch *b = &pl.b[k];
 		struct cms_region *r = pl.p[b->first].a->region;
-		CUstream s = cms_copy_stream(ctx, dev, k % 2);
+		CUstream s = cms_lane_at(l, k % 2);
 		char *buf = sg.base + (k % 2) * sg.chunk;
 
 		if (k >= 2) /* the buffer's previous copy (batch k - 2) must be done */
@@ -732,15 +709,26 @@ cms_status cms_disk_restore(cms_context *ctx, struct cms_alloc **v, size_t n, ui
 		st = batch_copies(ctx, &pl, b, buf, false, s);
 	}
 out_sync:
-	st2 = cms_sync_streams(ctx, &dev, 1); /* staging is freed below */
+	st2 = cms_lanes_sync(l); /* staging is freed below */
 	if (!st)
 		st = st2;
-	cms_switch_done(ctx, &cur);
 	if (!st)
 		*bytes += pl.bytes;
-out_plan:
 	plan_free(&pl);
 out_stage:
 	stage_free(ctx, dev, &sg);
 	return st;
 }
+
+const struct cms_store_ops cms_store_disk = {
+	.name = "disk",
+	.save = disk_save,
+	.save_sync = true,
+	.restore = disk_restore,
+	.restore_batched = true,
+	.region_resumed = disk_region_resumed,
+	.forget = disk_forget,
+	.check = disk_check,
+	.dir_set = disk_dir_set,
+	.region_close = disk_region_close,
+};

@@ -145,7 +145,7 @@ static bool fault_in(void *p, size_t len)
 	return true;
 }
 
-cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a)
+static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 {
 	struct cms_hostbuf *hb = a->hostbuf;
 	cms_status st = CMS_OK;
@@ -164,7 +164,7 @@ out:
 	return st;
 }
 
-void cms_backup_repin(cms_context *ctx, struct cms_alloc *a)
+static void backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
 	if (a->hostbuf && !a->hostbuf->registered) {
 		buffer_register(ctx, a->hostbuf);
@@ -172,7 +172,7 @@ void cms_backup_repin(cms_context *ctx, struct cms_alloc *a)
 	}
 }
 
-void cms_backup_drop(cms_context *ctx, struct cms_alloc *a)
+static void backup_drop(cms_context *ctx, struct cms_alloc *a)
 {
 	struct cms_hostbuf *hb = a->hostbuf;
 
@@ -191,13 +191,12 @@ void cms_backup_drop(cms_context *ctx, struct cms_alloc *a)
 	free(hb);
 }
 
-cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a)
+static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 {
-	cms_status st = cms_backup_unpin(ctx, a); /* never unmap page-locked memory */
-
-	if (!st)
-		cms_backup_drop(ctx, a);
-	return st;
+	/* The buffer is kept for the next pause unless the region gives host memory back
+	 * (never after an async resume: the API refuses the combination). */
+	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
+		backup_drop(ctx, a); /* never unmap page-locked memory */
 }
 
 /* ---- parallel preparation of new buffers ---- */
@@ -281,10 +280,10 @@ static int workers_for(uint64_t bytes)
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
 
-/* A mapped HOST allocation: its content is on the device, whatever was saved before. */
+/* A mapped allocation: its content is on the device, whatever was saved before. */
 static bool wants_copy(const struct cms_alloc *a)
 {
-	return a->region->policy == CMS_POLICY_HOST && a->mapped;
+	return a->mapped;
 }
 
 /*
@@ -321,16 +320,16 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 	return CMS_OK;
 }
 
-cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes)
+static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
+	cms_context *ctx = l->ctx;
 	struct prep w = { .ctx = ctx };
 	pthread_t threads[MAX_WORKERS];
-	int nthreads = 0, cur = -1, i;
+	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
-	size_t k, j, b = 0, copies = 0;
+	size_t k, j, b = 0;
 	cms_status st = CMS_OK;
 
-	*bytes = 0;
 	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
 	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
 	w.left = malloc((n + 1) * sizeof(*w.left));
@@ -382,22 +381,14 @@ cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n,
 			if (j == n || v[j]->hostbuf != a->hostbuf)
 				b++; /* last allocation of this buffer */
 		}
-		st = cms_switch_device(ctx, &cur, a->region->device);
-		if (st)
-			break;
-		CU_TRY(ctx,
-		       cuMemcpyDtoHAsync(a->backup, a->base, len,
-					 cms_copy_stream(ctx, a->region->device, copies++)),
-		       st, out_join);
+		CU_TRY(ctx, cuMemcpyDtoHAsync(a->backup, a->base, len, cms_lane(l)), st, out_join);
 		for (m = k; m < j; m++) {
 			cms_alloc_set_saved(v[m], true);
-			v[m]->fresh_saved = true;
 			*bytes += v[m]->size;
 		}
 		cms_progress_note(len); /* issued (progress.c) */
 	}
 out_join:
-	cms_switch_done(ctx, &cur);
 	/* Workers finish the slices they took; the rest is skipped after a failure. */
 	if (st)
 		atomic_store(&w.next, w.first_slice[w.n]);
@@ -416,3 +407,77 @@ out_free:
 	free(w.ready);
 	return st;
 }
+
+/* HOST allocations whose backups are restored by one copy (cms_backup_adjacent). */
+struct restore_group {
+	struct cms_alloc *first, *last;
+	uint64_t len;
+};
+
+/* Enqueues the copy of the group, if any, and empties it. */
+static cms_status group_flush(struct cms_lanes *l, struct restore_group *g, uint64_t *restored)
+{
+	cms_context *ctx = l->ctx;
+	struct cms_alloc *a = g->first;
+	cms_status st = CMS_OK;
+
+	if (!a)
+		return CMS_OK;
+	CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, g->len, cms_lane(l)), st, out);
+	*restored += g->len;
+	cms_progress_note(g->len); /* issued (progress.c) */
+	g->first = g->last = NULL;
+	g->len = 0;
+out:
+	return st;
+}
+
+/* Copies the saved backups back; allocations adjacent on both sides share one copy of up to
+ * CMS_COPY_MERGE_MAX bytes. One never saved (see cms_alloc_release) keeps undefined content. */
+static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	struct restore_group g = { 0 };
+	cms_status st = CMS_OK;
+	size_t i;
+
+	for (i = 0; i < n && !st; i++) {
+		struct cms_alloc *a = v[i];
+
+		if (!a->saved)
+			continue;
+		if (!g.first || !cms_backup_adjacent(g.last, a) ||
+		    g.len + a->size > CMS_COPY_MERGE_MAX)
+			st = group_flush(l, &g, bytes);
+		if (st)
+			break;
+		if (!g.first)
+			g.first = a;
+		g.last = a;
+		g.len += a->size;
+	}
+	if (!st)
+		st = group_flush(l, &g, bytes);
+	return st;
+}
+
+static bool host_save_ready(const struct cms_alloc *a)
+{
+	return a->hostbuf != NULL;
+}
+
+static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
+{
+	return (out ? a->mapped : a->saved) ? a->size : 0;
+}
+
+const struct cms_store_ops cms_store_host = {
+	.name = "host",
+	.save = host_save,
+	.save_ready = host_save_ready,
+	.restore = host_restore,
+	.resumed = host_resumed,
+	.forget_begin = backup_unpin,
+	.forget = backup_drop,
+	.forget_cancel = backup_repin,
+	.progress_bytes = host_progress_bytes,
+};

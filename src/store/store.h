@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store.h - where paused content lives: host backup buffers (host.c), files
- * (disk.c). Moves bytes between device memory and a store; knows no
- * transaction.
+ * store.h - where paused content lives: one restore policy per file (discard.c,
+ * zero.c, host.c, disk.c), each an operations table (struct cms_store_ops);
+ * store.c holds the table and the helpers that apply it to a list of
+ * allocations. A store moves bytes between device memory and its storage and
+ * keeps the allocation's saved/storage fields; it knows no transaction: the
+ * engine decides when to save, restore or forget, and undoes.
+ *
+ * Every function here runs with the locks of the allocations' regions held.
+ * Functions taking a struct cms_lanes run with that device's primary context
+ * current on the calling thread (the engine makes it current once per call).
  */
 #ifndef CMS_STORE_H
 #define CMS_STORE_H
@@ -11,6 +18,136 @@
 
 /* Bytes one backup copy may move at most when it covers several allocations. */
 #define CMS_COPY_MERGE_MAX (64ull << 20)
+
+/*
+ * The copy streams one side of an engine call may use on device dev: the
+ * library streams [first, first + count) (core.h: CMS_COPY_STREAMS per
+ * device). Copies are spread over them in turn (next), so that the setup of
+ * one copy overlaps the transfer of another.
+ */
+struct cms_lanes {
+	cms_context *ctx;
+	int32_t dev;
+	unsigned first, count;
+	size_t next; /* copies issued through cms_lane() */
+};
+
+/* The stream of the next copy. */
+static inline CUstream cms_lane(struct cms_lanes *l)
+{
+	return l->ctx->devices[l->dev].streams[l->first + l->next++ % l->count];
+}
+
+/* The k-th stream of the lanes (k taken modulo their count). */
+static inline CUstream cms_lane_at(const struct cms_lanes *l, size_t k)
+{
+	return l->ctx->devices[l->dev].streams[l->first + k % l->count];
+}
+
+/* cuStreamSynchronize of each of the lanes' streams; the first failure is returned. */
+cms_status cms_lanes_sync(const struct cms_lanes *l);
+
+/*
+ * A restore policy. Operations a policy does not need are NULL. "v[0..n)" is
+ * always a list of allocations of this policy on the lanes' device, in
+ * address order.
+ */
+struct cms_store_ops {
+	const char *name; /* as cmsctl prints it: "discard", "zero", "host", "disk" */
+	/*
+	 * Pause: copies the content of the mapped allocations v[0..n) into the
+	 * store and marks each saved (cms_alloc_set_saved); *bytes += bytes
+	 * copied. With save_sync false the copies may still run on the lanes'
+	 * streams when it returns (the engine synchronizes before it releases
+	 * anything); with save_sync true the content is stored on return. On
+	 * failure the allocations marked saved keep their (possibly partial)
+	 * copies: the engine's undo forgets them (their device memory is intact).
+	 * NULL: the content is not kept.
+	 */
+	cms_status (*save)(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes);
+	bool save_sync;
+	/* Whether saving a needs no new storage (every pause after the first): the engine may
+	 * then release memory while other copies still run (engine/release.c). */
+	bool (*save_ready)(const struct cms_alloc *a);
+	/*
+	 * Resume, and the rollback of a pause: writes the policy's content into
+	 * the freshly mapped allocations v[0..n) (async on the lanes' streams:
+	 * the engine synchronizes); *bytes += bytes copied from the store.
+	 * restore_batched: the engine calls it once with every allocation of the
+	 * policy a call backs, after all are mapped (the store batches its I/O
+	 * itself); else in address order as allocations get mapped, at most
+	 * CMS_COPY_MERGE_MAX bytes at a time, so that the copies overlap the
+	 * backing of the next ones.
+	 */
+	cms_status (*restore)(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes);
+	bool restore_batched;
+	/* After a committed resume of a: its stored content is stale (cms_alloc_set_saved has
+	 * cleared saved); drop storage the region does not keep between cycles. */
+	void (*resumed)(cms_context *ctx, struct cms_alloc *a);
+	/* After a committed resume of region r (once per region). */
+	void (*region_resumed)(struct cms_region *r);
+	/*
+	 * Letting go of a's storage (a is freed, or a failed pause made it): in
+	 * two halves so that a free stays transactional. forget_begin may fail
+	 * and then changes nothing; forget cannot fail; forget_cancel undoes
+	 * forget_begin when a later step of the free failed.
+	 */
+	cms_status (*forget_begin)(cms_context *ctx, struct cms_alloc *a);
+	void (*forget)(cms_context *ctx, struct cms_alloc *a);
+	void (*forget_cancel)(cms_context *ctx, struct cms_alloc *a);
+	/* Whether region r can be paused now (DISK: it has a directory); with a message. */
+	cms_status (*check)(const struct cms_region *r);
+	/* cms_region_disk_dir_set: sets (dir) or clears (NULL) where r keeps its content. */
+	cms_status (*dir_set)(struct cms_region *r, const char *dir);
+	/* r is destroyed (or its last reference goes): give its storage back. */
+	void (*region_close)(struct cms_region *r);
+	/* Bytes of a that a pause (out) or resume (!out) reports through the progress callback. */
+	uint64_t (*progress_bytes)(const struct cms_alloc *a, bool out);
+};
+
+/* The policies, by their CMS_POLICY_* number (store.c). */
+extern const struct cms_store_ops cms_store_discard, cms_store_zero, cms_store_host, cms_store_disk;
+
+/* The policy of r (its number was checked when r was created). */
+const struct cms_store_ops *cms_store_of(const struct cms_region *r);
+/* The number of policies (valid CMS_POLICY_* values are 0 .. count - 1). */
+uint32_t cms_store_count(void);
+/* The i-th policy, i < cms_store_count(). */
+const struct cms_store_ops *cms_store_at(uint32_t i);
+
+/* ---- store.c: a policy's operation over a list of allocations of any policies ---- */
+
+/* CMS_OK, or the first region of regions[0..n) whose policy's check fails. */
+cms_status cms_store_check(struct cms_region **regions, size_t n);
+/* Calls save for the mapped allocations of each policy of v[0..n) whose save_sync is sync. */
+cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, bool sync,
+			  uint64_t *bytes);
+/* Whether pausing v[0..n) may release memory while copies run: every mapped allocation's
+ * policy saves asynchronously into storage it already has, or keeps nothing. */
+bool cms_store_save_ready(struct cms_alloc **v, size_t n);
+/* Whether a's policy saves asynchronously (copies left running on the lanes). */
+bool cms_store_saves_async(const struct cms_alloc *a);
+/* Calls restore for v[0..n) (all of one policy; the policy's restore_batched is false). */
+cms_status cms_store_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes);
+/* Calls each restore_batched policy's restore for its allocations among v[0..n). */
+cms_status cms_store_restore_batched(struct cms_lanes *l, struct cms_alloc **v, size_t n,
+				     uint64_t *bytes);
+/* After a committed resume: resumed for each allocation of v, region_resumed for each
+ * region of regions. */
+void cms_store_resumed(cms_context *ctx, struct cms_alloc **v, size_t n,
+		       struct cms_region **regions, size_t nr);
+/* The halves of letting go of a's storage (see forget_begin in struct cms_store_ops). */
+cms_status cms_store_forget_begin(cms_context *ctx, struct cms_alloc *a);
+void cms_store_forget(cms_context *ctx, struct cms_alloc *a);
+void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a);
+cms_status cms_store_dir_set(struct cms_region *r, const char *dir);
+void cms_store_region_close(struct cms_region *r);
+/* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */
+uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
+				  bool (*want)(const struct cms_alloc *a));
+
+/* ---- host.c: host backup buffers (the HOST policy) ---- */
+
 /*
  * b directly follows a on both sides of a backup copy: its device bytes in the
  * same reservation (arena.c) and its backup in the same host buffer (one
@@ -24,38 +161,9 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 	       a->base + a->size == b->base && (char *)a->backup + a->size == (char *)b->backup;
 }
 
-/* ---- host.c: host backup buffers ---- */
-/* Saves the content of the mapped HOST allocations of v that have none saved (async copies on
- * each device's library stream: synchronize before use), making buffers where needed. */
-cms_status cms_backup_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
-/* Lets go of the allocation's slice of its host buffer (the buffer is unregistered and
- * unmapped with its last user); on failure nothing changes. */
-cms_status cms_backup_free(cms_context *ctx, struct cms_alloc *a);
-/* The two halves: cuMemHostUnregister (may fail, nothing changed then) and munmap. */
-cms_status cms_backup_unpin(cms_context *ctx, struct cms_alloc *a);
-void cms_backup_drop(cms_context *ctx, struct cms_alloc *a);
-/* Registers an unpinned buffer again (a failure leaves it pageable). */
-void cms_backup_repin(cms_context *ctx, struct cms_alloc *a);
-
-/* ---- disk.c: the DISK restore policy (region locks held) ---- */
+/* ---- disk.c: the DISK policy ---- */
 #define CMS_DISK_CHUNK (64ull << 20)	/* bytes per staging buffer; two per device and call */
 #define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
 #define CMS_DISK_CHUNK_SIM (1ull << 20) /* with the host simulation: small tests, many batches */
-/* CMS_ERR_INVALID_ARGUMENT if a DISK region of the list has no directory. */
-cms_status cms_disk_check(struct cms_region **regions, size_t n);
-/* Writes the content of the mapped DISK allocations of v (one device) to their regions'
- * files, pipelined through page-locked staging; synchronous. On failure none is saved. */
-cms_status cms_disk_copy_out(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
-/* Reads back the saved content of the mapped DISK allocations of v (one device); synchronous:
- * the copies are done when it returns. */
-cms_status cms_disk_restore(cms_context *ctx, struct cms_alloc **v, size_t n, uint64_t *bytes);
-/* Gives back an allocation's slot (it is being freed). */
-void cms_disk_drop(struct cms_alloc *a);
-/* Truncates the region's file when no allocation's content is kept there. */
-void cms_disk_trim(struct cms_region *r);
-/* Sets (dir) or clears (NULL) a DISK region's directory (region lock held). */
-cms_status cms_store_dir_set(struct cms_region *r, const char *dir);
-/* Closes the region's file (its space goes back to the filesystem). */
-void cms_disk_close(struct cms_region *r);
 
 #endif /* CMS_STORE_H */

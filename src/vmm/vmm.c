@@ -7,7 +7,6 @@
  * handle and mapping, and every function here acts on the whole run for it.
  * Every function leaves the allocation's state fields exact, whatever fails.
  */
-#include <string.h>
 
 #include "vmm.h"
 
@@ -25,24 +24,6 @@ cms_status cms_vmm_unreserve(struct cms_alloc *a)
 	st = cms_arena_give(a->region, a->arena, a->base, a->physical);
 	if (!st)
 		a->arena = NULL;
-	return st;
-}
-
-cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
-				 CUmemGenericAllocationHandle *handle)
-{
-	cms_context *ctx = r->ctx;
-	CUmemAllocationProp prop;
-	cms_status st = CMS_OK;
-
-	memset(&prop, 0, sizeof(prop));
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.requestedHandleTypes = (int)r->handle_types; /* NONE unless shareable */
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = r->device;
-	prop.allocFlags.gpuDirectRDMACapable = ctx->devices[r->device].gdr;
-	CU_TRY(ctx, cuMemCreate(handle, size, &prop, 0), st, out);
-out:
 	return st;
 }
 
@@ -68,69 +49,11 @@ out:
 	return st;
 }
 
-/*
- * One descriptor per device: read-write for the region's device and each
- * device of mask (peers), none for each device of revoke not in mask.
- */
-static size_t access_descs(const struct cms_region *r, uint64_t mask, uint64_t revoke,
-			   CUmemAccessDesc *d)
-{
-	size_t n = 0;
-	int dev;
-
-	for (dev = -1; dev < CMS_MAX_DEVICES; dev++) {
-		uint64_t bit = dev < 0 ? 0 : 1ull << dev;
-
-		if (dev >= 0 && !((mask | revoke) & bit))
-			continue;
-		memset(&d[n], 0, sizeof(d[n]));
-		d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		d[n].location.id = dev < 0 ? r->device : dev;
-		d[n].flags = dev < 0 || (mask & bit) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE :
-						       CU_MEM_ACCESS_FLAGS_PROT_NONE;
-		n++;
-	}
-	return n;
-}
-
-cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-				uint64_t mask, uint64_t revoke)
-{
-	cms_context *ctx = r->ctx;
-	CUmemAccessDesc access[CMS_MAX_DEVICES + 1];
-	size_t naccess = access_descs(r, mask, revoke, access);
-	cms_status st = CMS_OK;
-
-	CU_TRY(ctx, cuMemSetAccess(base, len, access, naccess), st, out);
-out:
-	return st;
-}
-
 cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke)
 {
 	if (a->run)
 		return cms_run_set_access(a->run, mask, revoke);
 	return cms_vmm_access_range(a->region, a->base, a->physical, mask, revoke);
-}
-
-cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-			     CUmemGenericAllocationHandle handle)
-{
-	cms_context *ctx = r->ctx;
-	cms_status st = CMS_OK;
-	CUresult res;
-
-	CU_TRY(ctx, cuMemMap(base, len, 0, handle, 0), st, out);
-	st = cms_vmm_access_range(r, base, len, r->peer_mask, 0);
-	if (!st)
-		return CMS_OK;
-	res = ctx->drv.cuMemUnmap(base, len);
-	if (res != CUDA_SUCCESS)
-		st = cms_set_error(CMS_ERR_ROLLBACK_FAILED,
-				   "cuMemSetAccess failed at 0x%llx and cuMemUnmap failed: %s",
-				   (unsigned long long)base, cms_driver_error_name(&ctx->drv, res));
-out:
-	return st;
 }
 
 cms_status cms_vmm_map(struct cms_alloc *a)

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * commit.c - the one commit and the one undo of every schedule. Nothing here
+ * may fail on the commit path: a schedule commits after its last agreement
+ * point (vote.c), when the other devices commit too.
+ */
+#include <string.h>
+
+#include "engine.h"
+
+void cms_commit(struct cms_work *w, bool async)
+{
+	struct cms_alloc *a;
+	size_t i;
+
+	/* Out: released runs become separate allocations until the next resume. */
+	cms_run_dissolve(w->vo, w->no);
+	for (i = 0; i < w->no; i++)
+		w->vo[i]->fresh_buffer = false;
+	for (i = 0; i < w->nout; i++)
+		__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
+
+	/* In: the device holds the content; a saved copy is stale (also of allocations an
+	 * earlier failed call left mapped). */
+	for (i = 0; i < w->ni; i++)
+		cms_alloc_set_saved(w->vi[i], false);
+	for (i = 0; i < w->nin; i++)
+		for (a = w->in[i]->allocs; a; a = a->next)
+			if (a->mapped)
+				cms_alloc_set_saved(a, false);
+	cms_store_resumed(w->ctx, w->vi, w->ni, w->in, w->nin);
+	for (i = 0; i < w->nin; i++) {
+		__atomic_store_n(&w->in[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);
+		w->in[i]->epoch++;
+		w->in[i]->restore_pending = async;
+	}
+}
+
+cms_status cms_abort(struct cms_work *w, cms_status st)
+{
+	struct cms_lanes all = cms_work_lanes(w, 0, CMS_COPY_STREAMS);
+	char saved[512];
+	cms_status rb, rb2;
+
+	cms_last_error_message(saved, sizeof(saved));
+	rb = cms_lanes_sync(&all); /* copies may still run into or out of the memory */
+	rb2 = cms_in_undo(w);	   /* first: it gives back memory the out side may need */
+	if (!rb)
+		rb = rb2;
+	rb2 = cms_out_rollback(w, &all);
+	if (!rb)
+		rb = rb2;
+	cms_out_drop_fresh(w);
+	return cms_rollback_status(w->ctx, st, saved, rb, w->call->sched->name);
+}

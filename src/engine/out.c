@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * out.c - the steps of the out side (what a pause does to each allocation):
+ * wait for GPU work, save the content per policy, unmap, release, and the
+ * rollback that maps everything again. Each step leaves every allocation in
+ * an exact state (mapped, handle, saved), so that the rollback can work from
+ * it whatever failed: only content of DISCARD/ZERO memory already released
+ * is lost by a rollback.
+ */
+#include "engine.h"
+
+cms_status cms_out_wait(struct cms_work *w)
+{
+	const cms_pause_options *o = w->call->po;
+	cms_context *ctx = w->ctx;
+	cms_status st = CMS_OK;
+
+	if (o->flags & CMS_PAUSE_NO_SYNC)
+		return CMS_OK;
+	if (o->stream || o->event) {
+		if (o->stream)
+			CU_TRY(ctx, cuStreamSynchronize((CUstream)(uintptr_t)o->stream), st, out);
+		if (o->event)
+			CU_TRY(ctx, cuEventSynchronize((CUevent)(uintptr_t)o->event), st, out);
+		goto out;
+	}
+	CU_TRY(ctx, cuCtxSynchronize(), st, out);
+out:
+	return st;
+}
+
+cms_status cms_out_save(struct cms_work *w, struct cms_lanes *l)
+{
+	cms_status st, rb;
+
+	st = cms_store_save(l, w->vo, w->no, false, &w->saved);
+	rb = cms_lanes_sync(l); /* also after a failure: copies may be in flight */
+	if (!st)
+		st = rb;
+	if (!st) /* stored when it returns (a file written and synchronized) */
+		st = cms_store_save(l, w->vo, w->no, true, &w->saved);
+	return st;
+}
+
+cms_status cms_out_unmap(struct cms_work *w)
+{
+	cms_status st;
+	size_t i;
+
+	for (i = 0; i < w->no; i++) {
+		st = cms_vmm_unmap(w->vo[i]);
+		if (st)
+			return st;
+	}
+	return CMS_OK;
+}
+
+/* Bytes releasing a gives back: its own, and a run's retained bytes with its last member (a
+ * run's handle goes with its first member, run.c). */
+static uint64_t release_bytes(const struct cms_alloc *a)
+{
+	uint64_t bytes = a->handle ? a->physical : 0;
+
+	if (a->handle && a->run && cms_run_is_last(a))
+		bytes += a->run->retained;
+	return bytes;
+}
+
+cms_status cms_out_release(struct cms_work *w)
+{
+	uint64_t bytes = 0;
+	cms_status st;
+	size_t i;
+
+	for (i = 0; i < w->no; i++)
+		bytes += release_bytes(w->vo[i]);
+	for (i = 0; i < w->no; i++) {
+		st = cms_vmm_release(w->vo[i]);
+		if (st)
+			return st;
+	}
+	w->released += bytes;
+	return CMS_OK;
+}
+
+cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
+{
+	struct cms_progress *prev = cms_progress_enter(NULL); /* a rollback reports nothing */
+	cms_status first = CMS_OK, st;
+	uint64_t unused = 0;
+	size_t i, k;
+
+	for (i = 0; i < w->no; i++) /* a run's members get their handle with the first one */
+		w->vo[i]->rollback_released = !w->vo[i]->handle;
+	for (i = 0; i < w->no; i++) {
+		struct cms_alloc *a = w->vo[i];
+
+		st = cms_vmm_back(a);
+		/* Once mapped, every released member of its run gets its content back (a member
+		 * whose own attempt failed earlier is mapped now by a later one). */
+		for (k = 0; !st && k < (a->run ? a->run->nslots : 1); k++) {
+			struct cms_alloc *m = a->run ? a->run->slots[k].a : a;
+
+			if (!m || !m->rollback_released || !m->mapped)
+				continue;
+			m->rollback_released = false;
+			st = cms_store_restore(l, &m, 1, &unused);
+		}
+		if (st && !first)
+			first = st;
+	}
+	st = cms_lanes_sync(l);
+	cms_progress_enter(prev);
+	return first ? first : st;
+}
+
+void cms_out_drop_fresh(struct cms_work *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->no; i++) {
+		struct cms_alloc *a = w->vo[i];
+
+		if (a->mapped) /* the device holds the content: a saved copy is stale */
+			cms_alloc_set_saved(a, false);
+		if (a->mapped && a->fresh_buffer && !cms_store_forget_begin(w->ctx, a))
+			cms_store_forget(w->ctx, a);
+		a->fresh_buffer = false;
+	}
+}

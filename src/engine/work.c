@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * work.c - a device's work lists and the device-level steps every schedule
+ * shares. Runs on the device's worker thread with the device's context current.
+ */
+#include <stdlib.h>
+
+#include "engine.h"
+
+static bool holds_memory(struct cms_alloc *a)
+{
+	return a->mapped || a->handle;
+}
+
+static bool lacks_memory(struct cms_alloc *a)
+{
+	return !a->mapped || !a->handle;
+}
+
+/* The allocations of regions[0..n) for which want() holds, in address order (NULL: none). */
+static cms_status collect(struct cms_region **regions, size_t n, bool (*want)(struct cms_alloc *),
+			  struct cms_alloc ***out, size_t *count)
+{
+	struct cms_alloc **v, *a;
+	size_t i, k = 0, total = 0;
+
+	for (i = 0; i < n; i++)
+		total += regions[i]->nallocs;
+	*out = NULL;
+	*count = 0;
+	if (!total)
+		return CMS_OK;
+	v = malloc(total * sizeof(*v));
+	if (!v)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+				     "cannot allocate a work list of %zu", total);
+	for (i = 0; i < n; i++)
+		for (a = regions[i]->allocs; a; a = a->next)
+			if (want(a))
+				v[k++] = a;
+	/* Address order: runs' members consecutive (run.c), backups laid out like the device
+	 * bytes so that copies cover adjacent allocations (host.c), disk slots in order. */
+	cms_run_order(v, k);
+	*out = v;
+	*count = k;
+	return CMS_OK;
+}
+
+cms_status cms_work_collect(struct cms_work *w)
+{
+	cms_status st;
+	size_t i;
+
+	st = collect(w->out, w->nout, holds_memory, &w->vo, &w->no);
+	if (!st)
+		st = collect(w->in, w->nin, lacks_memory, &w->vi, &w->ni);
+	if (st)
+		return st;
+	w->had_handle = calloc(w->ni + 1, sizeof(*w->had_handle));
+	if (!w->had_handle)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
+	/* Adjacent allocations share one handle and one mapping (run.c). */
+	st = cms_run_plan(w->vi, w->ni);
+	for (i = 0; i < w->ni; i++)
+		w->had_handle[i] = w->vi[i]->handle != 0;
+	return st;
+}
+
+void cms_work_release(struct cms_work *w)
+{
+	cms_run_dissolve(w->vi, w->ni); /* runs planned but never backed (a failure) */
+	free(w->vo);
+	free(w->vi);
+	free(w->had_handle);
+	w->vo = w->vi = NULL;
+	w->had_handle = NULL;
+}
+
+cms_status cms_work_settle(struct cms_work *w)
+{
+	struct cms_lanes all = cms_work_lanes(w, 0, CMS_COPY_STREAMS);
+	bool pending = false;
+	cms_status st;
+	size_t i;
+
+	for (i = 0; i < w->nout; i++)
+		pending |= w->out[i]->restore_pending;
+	if (!pending)
+		return CMS_OK;
+	st = cms_lanes_sync(&all);
+	for (i = 0; i < w->nout && !st; i++)
+		w->out[i]->restore_pending = false;
+	return st;
+}
+
+uint64_t cms_work_free_bytes(struct cms_work *w)
+{
+	size_t f = 0, t = 0;
+
+	if (w->ctx->drv.cuMemGetInfo(&f, &t) != CUDA_SUCCESS)
+		return 0;
+	return f;
+}
+
+struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned count)
+{
+	struct cms_lanes l = { .ctx = w->ctx, .dev = w->dev, .first = first, .count = count };
+
+	return l;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.c - the table of restore policies (by CMS_POLICY_* number) and the
+ * helpers that apply a policy's operations to lists of allocations of any
+ * policies. Adding a policy: one file with its struct cms_store_ops, one entry
+ * here, one CMS_POLICY_* number in the public header.
+ */
+#include <stdlib.h>
+
+#include "store.h"
+
+static const struct cms_store_ops *const table[] = {
+	&cms_store_discard, /* CMS_POLICY_DISCARD */
+	&cms_store_zero,    /* CMS_POLICY_ZERO */
+	&cms_store_host,    /* CMS_POLICY_HOST */
+	&cms_store_disk,    /* CMS_POLICY_DISK */
+};
+
+#define NPOLICIES (sizeof(table) / sizeof(table[0]))
+
+const struct cms_store_ops *cms_store_of(const struct cms_region *r)
+{
+	return table[r->policy];
+}
+
+uint32_t cms_store_count(void)
+{
+	return NPOLICIES;
+}
+
+const struct cms_store_ops *cms_store_at(uint32_t i)
+{
+	return table[i];
+}
+
+cms_status cms_lanes_sync(const struct cms_lanes *l)
+{
+	cms_context *ctx = l->ctx;
+	cms_status st = CMS_OK;
+	unsigned k;
+
+	for (k = 0; k < l->count; k++)
+		CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, k)), st, out);
+out:
+	return st;
+}
+
+cms_status cms_store_check(struct cms_region **regions, size_t n)
+{
+	cms_status st;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct cms_store_ops *ops = cms_store_of(regions[i]);
+
+		st = ops->check ? ops->check(regions[i]) : CMS_OK;
+		if (st)
+			return st;
+	}
+	return CMS_OK;
+}
+
+/*
+ * Calls fn of policy ops for the allocations of v[0..n) of that policy for which want() holds
+ * (all of them when want is NULL), collected into w (room for n), in v's order.
+ */
+static cms_status
+each_policy(const struct cms_store_ops *ops, struct cms_lanes *l, struct cms_alloc **v, size_t n,
+	    struct cms_alloc **w, bool (*want)(const struct cms_alloc *a),
+	    cms_status (*fn)(struct cms_lanes *, struct cms_alloc **, size_t, uint64_t *),
+	    uint64_t *bytes)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (cms_store_of(v[i]->region) == ops && (!want || want(v[i])))
+			w[k++] = v[i];
+	return k ? fn(l, w, k, bytes) : CMS_OK;
+}
+
+static bool is_mapped(const struct cms_alloc *a)
+{
+	return a->mapped;
+}
+
+cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, bool sync,
+			  uint64_t *bytes)
+{
+	struct cms_alloc **w;
+	cms_status st = CMS_OK;
+	uint32_t p;
+
+	if (!n)
+		return CMS_OK;
+	w = malloc(n * sizeof(*w));
+	if (!w)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
+	for (p = 0; p < NPOLICIES && !st; p++)
+		if (table[p]->save && table[p]->save_sync == sync)
+			st = each_policy(table[p], l, v, n, w, is_mapped, table[p]->save, bytes);
+	free(w);
+	return st;
+}
+
+bool cms_store_save_ready(struct cms_alloc **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct cms_store_ops *ops = cms_store_of(v[i]->region);
+
+		if (v[i]->mapped && ops->save &&
+		    (ops->save_sync || !ops->save_ready || !ops->save_ready(v[i])))
+			return false;
+	}
+	return true;
+}
+
+bool cms_store_saves_async(const struct cms_alloc *a)
+{
+	const struct cms_store_ops *ops = cms_store_of(a->region);
+
+	return ops->save && !ops->save_sync;
+}
+
+cms_status cms_store_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
+{
+	const struct cms_store_ops *ops = n ? cms_store_of(v[0]->region) : NULL;
+
+	return ops && ops->restore ? ops->restore(l, v, n, bytes) : CMS_OK;
+}
+
+cms_status cms_store_restore_batched(struct cms_lanes *l, struct cms_alloc **v, size_t n,
+				     uint64_t *bytes)
+{
+	struct cms_alloc **w;
+	cms_status st = CMS_OK;
+	uint32_t p;
+
+	if (!n)
+		return CMS_OK;
+	w = malloc(n * sizeof(*w));
+	if (!w)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
+	for (p = 0; p < NPOLICIES && !st; p++)
+		if (table[p]->restore && table[p]->restore_batched)
+			st = each_policy(table[p], l, v, n, w, NULL, table[p]->restore, bytes);
+	free(w);
+	return st;
+}
+
+void cms_store_resumed(cms_context *ctx, struct cms_alloc **v, size_t n,
+		       struct cms_region **regions, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct cms_store_ops *ops = cms_store_of(v[i]->region);
+
+		if (ops->resumed)
+			ops->resumed(ctx, v[i]);
+	}
+	for (i = 0; i < nr; i++) {
+		const struct cms_store_ops *ops = cms_store_of(regions[i]);
+
+		if (ops->region_resumed)
+			ops->region_resumed(regions[i]);
+	}
+}
+
+cms_status cms_store_forget_begin(cms_context *ctx, struct cms_alloc *a)
+{
+	const struct cms_store_ops *ops = cms_store_of(a->region);
+
+	return ops->forget_begin ? ops->forget_begin(ctx, a) : CMS_OK;
+}
+
+void cms_store_forget(cms_context *ctx, struct cms_alloc *a)
+{
+	const struct cms_store_ops *ops = cms_store_of(a->region);
+
+	if (ops->forget)
+		ops->forget(ctx, a);
+}
+
+void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a)
+{
+	const struct cms_store_ops *ops = cms_store_of(a->region);
+
+	if (ops->forget_cancel)
+		ops->forget_cancel(ctx, a);
+}
+
+cms_status cms_store_dir_set(struct cms_region *r, const char *dir)
+{
+	const struct cms_store_ops *ops = cms_store_of(r);
+
+	if (!ops->dir_set)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "region \"%s\" has policy %u (%s), which keeps no file: only "
+				     "CMS_POLICY_DISK regions have a disk directory",
+				     r->tag, r->policy, ops->name);
+	return ops->dir_set(r, dir);
+}
+
+void cms_store_region_close(struct cms_region *r)
+{
+	const struct cms_store_ops *ops = cms_store_of(r);
+
+	if (ops->region_close)
+		ops->region_close(r);
+}
+
+uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
+				  bool (*want)(const struct cms_alloc *a))
+{
+	struct cms_alloc *a;
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct cms_store_ops *ops = cms_store_of(regions[i]);
+
+		for (a = regions[i]->allocs; a && ops->progress_bytes; a = a->next)
+			if (want(a))
+				sum += ops->progress_bytes(a, out);
+	}
+	return sum;
+}
