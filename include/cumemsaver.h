@@ -1063,11 +1063,11 @@ typedef struct cms_import_options {
 	int32_t device;	    /* local CUDA device ordinal to map on (default 0) */
 	/* The exporter's device of the region (the exporter's ordinal); -1: any (default). */
 	int32_t exporter_device;
-	uint64_t flags;	     /* CMS_IMPORT_* */
-	uint32_t timeout_ms; /* connect + first grant (ms; 0: 10000) */
+	uint64_t flags; /* CMS_IMPORT_* */
 	/* uids the exporter may run as (SO_PEERCRED). NULL / 0: this process's uid only. */
-	uint32_t nallowed_uids;
 	const uint32_t *allowed_uids;
+	uint32_t nallowed_uids;
+	uint32_t timeout_ms; /* connect + first grant (ms; 0: 10000) */
 	/* NULL: before unmapping, synchronize the local device's primary context. */
 	cms_import_quiesce_fn quiesce_fn;
 	cms_import_event_fn event_fn; /* may be NULL */
@@ -1077,7 +1077,7 @@ typedef struct cms_import_options {
 
 #define CMS_IMPORT_OPTIONS_INIT                                                          \
 	{                                                                                \
-		sizeof(cms_import_options), 0, -1, 0, 0, 0, NULL, NULL, NULL, NULL, NULL \
+		sizeof(cms_import_options), 0, -1, 0, NULL, 0, 0, NULL, NULL, NULL, NULL \
 	}
 /* cms_import_options_init - fills *opts like CMS_IMPORT_OPTIONS_INIT. Returns
  * CMS_ERR_INVALID_ARGUMENT on NULL. */

@@ -613,12 +613,12 @@ pub struct cms_import_options {
     pub exporter_device: i32,
     /// CMS_IMPORT_* (since 1.1)
     pub flags: u64,
-    /// Connect + first grant (0: 10000). (since 1.1)
-    pub timeout_ms: u32,
-    /// Entries of allowed_uids. (since 1.1)
-    pub nallowed_uids: u32,
     /// uids the exporter may run as; NULL/0: this process's uid only. (since 1.1)
     pub allowed_uids: *const u32,
+    /// Entries of allowed_uids. (since 1.1)
+    pub nallowed_uids: u32,
+    /// Connect + first grant (0: 10000). (since 1.1)
+    pub timeout_ms: u32,
     /// NULL: synchronize the local device's primary context before unmapping. (since 1.1)
     pub quiesce_fn: cms_import_quiesce_fn,
     /// May be NULL. (since 1.1)
