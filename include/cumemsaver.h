@@ -58,9 +58,10 @@
  *    accepted; a larger one only if the bytes this library does not know are
  *    zero; anything else, or more than 4096 bytes, is CMS_ERR_STRUCT_SIZE.
  *    Input (options) structs are copied: the fields the caller's size does
- *    not cover take their defaults. Output (info, result) structs are written
- *    up to min(caller's struct_size, ours); the caller's bytes past ours are
- *    zeroed; struct_size is left as the caller set it.
+ *    not cover read as zero (a field added later means "as before" at zero).
+ *    Output (info, result) structs are written up to min(caller's
+ *    struct_size, ours); the caller's bytes past ours are zeroed; struct_size
+ *    is left as the caller set it.
  *  - Handles (cms_region *) are owned by their context and valid until
  *    destroyed; one obtained from cms_region_find or cms_pointer_info_get is
  *    the same handle, not a new reference: the caller keeps its use and its
