@@ -407,7 +407,7 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
 /*
  * Region flag (since 1.1): coalesced re-backing. A resume then backs each run
  * of address-adjacent allocations of the region (allocations made one after
- * another are adjacent) with ONE physical handle (cuMemCreate of the run's
+ * another usually are) with ONE physical handle (cuMemCreate of the run's
  * size) mapped ONCE (cuMemMap + cuMemSetAccess), at the same addresses, so
  * that a region of many small allocations pauses and resumes in a few driver
  * calls. The cost: a cms_free() of an allocation that shares a handle with
