@@ -485,9 +485,11 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 				     const cms_region_options *opts, cms_region **out);
 
 /*
- * cms_region_find - looks up the region tagged tag on device (any int32_t: a
- * device without regions, or without existence, has none).
- *   out: receives the region; NULL on failure.
+ * cms_region_find - looks up the region tagged tag on device.
+ *   tag:    see CMS_TAG_MAX.
+ *   device: CUDA device ordinal; not checked (a device that does not exist
+ *           has no regions: CMS_ERR_NOT_FOUND).
+ *   out:    receives the region; NULL on failure.
  * Ownership: *out is the handle cms_region_create returned (owned by the
  * context), not a new reference.
  * Threads: thread-safe; another thread may destroy the region right after.
