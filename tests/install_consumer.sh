@@ -26,6 +26,9 @@ int main(void)
 
 	if (cms_version() != CMS_VERSION_NUMBER)
 		return 10;
+	/* the subsystem headers were installed with it */
+	if (cms_hook_region_current() != NULL || CMS_ACCESS_READ != 1u)
+		return 13;
 	if (cms_context_create(NULL, &ctx))
 		return 11;
 	o.policy = CMS_POLICY_HOST;

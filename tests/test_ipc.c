@@ -829,6 +829,71 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/*
+ * The IPC structs appeared in 1.1: a struct_size of their 1.1 size (LP64, as a 1.1 header
+ * declared them) is accepted by every later library, one field less is refused. A field
+ * added in a later release must not make these sizes too small (their VER0 is the 1.1 size,
+ * not sizeof).
+ */
+#define EXPORTER_OPTIONS_1_1 32u
+#define IMPORT_OPTIONS_1_1 72u
+#define IMPORT_INFO_1_1 136u
+#define CONTROL_OPTIONS_1_1 48u
+_Static_assert(sizeof(cms_exporter_options) >= EXPORTER_OPTIONS_1_1, "1.1 size");
+_Static_assert(sizeof(cms_import_options) >= IMPORT_OPTIONS_1_1, "1.1 size");
+_Static_assert(sizeof(cms_import_info) >= IMPORT_INFO_1_1, "1.1 size");
+_Static_assert(sizeof(cms_control_options) >= CONTROL_OPTIONS_1_1, "1.1 size");
+
+START_TEST(struct_sizes_of_1_1)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "w", 1, 2 * MiB, 1, p);
+	cms_exporter_options eo = CMS_EXPORTER_OPTIONS_INIT;
+	cms_import_options io = CMS_IMPORT_OPTIONS_INIT;
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_import_info ii;
+	char epath[108], cpath[108];
+	cms_exporter *exp = NULL;
+	cms_import *imp = NULL;
+	cms_control *ctl = NULL;
+
+	snprintf(epath, sizeof(epath), "%s", new_path("v11e"));
+	snprintf(cpath, sizeof(cpath), "%s", new_path("v11c"));
+	eo.struct_size = EXPORTER_OPTIONS_1_1 - 4;
+	ck_status(cms_exporter_create(ctx, epath, &eo, &exp), CMS_ERR_STRUCT_SIZE);
+	eo.struct_size = EXPORTER_OPTIONS_1_1;
+	ck_ok(cms_exporter_create(ctx, epath, &eo, &exp));
+	ck_ok(cms_exporter_publish(exp, r, CMS_ACCESS_READWRITE));
+
+	io.struct_size = IMPORT_OPTIONS_1_1 - 8;
+	ck_status(cms_import_open(ctx, epath, "w", &io, &imp), CMS_ERR_STRUCT_SIZE);
+	ck_assert_ptr_null(imp);
+	io.struct_size = IMPORT_OPTIONS_1_1;
+	ck_ok(cms_import_open(ctx, epath, "w", &io, &imp));
+
+	memset(&ii, 0, sizeof(ii));
+	ii.struct_size = IMPORT_INFO_1_1 - 4;
+	ck_status(cms_import_info_get(imp, &ii), CMS_ERR_STRUCT_SIZE);
+	ii.struct_size = IMPORT_INFO_1_1;
+	ck_ok(cms_import_info_get(imp, &ii));
+	ck_assert_uint_eq(ii.struct_size, IMPORT_INFO_1_1);
+	ck_assert_str_eq(ii.tag, "w");
+	ck_assert_uint_eq(ii.state, CMS_IMPORT_MAPPED);
+
+	co.struct_size = CONTROL_OPTIONS_1_1 - 8;
+	ck_status(cms_control_create(ctx, cpath, &co, &ctl), CMS_ERR_STRUCT_SIZE);
+	ck_assert_ptr_null(ctl);
+	co.struct_size = CONTROL_OPTIONS_1_1;
+	ck_ok(cms_control_create(ctx, cpath, &co, &ctl));
+
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_import_close(imp));
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 #ifdef CMS_CMSCTL
 /* ---- control socket through cmsctl ---- */
 
@@ -949,6 +1014,7 @@ static Suite *make(void)
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);
 	tcase_add_test(t, bad_arguments);
+	tcase_add_test(t, struct_sizes_of_1_1);
 #ifdef CMS_CMSCTL
 	tcase_add_test(t, control_socket);
 #endif

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Freezes an ABI release: builds the library of a commit (RelWithDebInfo, so with -g)
 # from `git archive` in a temporary directory and writes
-#   abi/<version>/cumemsaver.h               the release's public header, verbatim
+#   abi/<version>/cumemsaver*.h              the release's public headers, verbatim
+#                                            (cumemsaver.h and the subsystem headers it
+#                                            includes; not the simulation's)
 #   abi/<version>/cumemsaver.map             its version script, verbatim (the conformance
 #                                            program links against a stub made from it)
 #   abi/<version>/libcumemsaver.so.1.abi     its libabigail baseline (abidw)
@@ -26,10 +28,12 @@ cmake -S "$tmp/src" -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMS_BUILD_TESTS=OFF -DCMS_BUILD_TOOLS=OFF >/dev/null
 ninja -C "$tmp/build" cumemsaver >/dev/null
 mkdir -p "$root/abi/$ver"
-cp "$tmp/src/include/cumemsaver.h" "$root/abi/$ver/cumemsaver.h"
+for h in "$tmp/src/include"/cumemsaver*.h; do
+	[ "$(basename "$h")" = cumemsaver_sim.h ] || cp "$h" "$root/abi/$ver/"
+done
 cp "$tmp/src/abi/cumemsaver.map" "$root/abi/$ver/cumemsaver.map"
 abidw --no-corpus-path --no-comp-dir-path --short-locs --type-id-style hash \
 	--headers-dir "$tmp/src/include" --drop-private-types --exported-interfaces-only \
 	--out-file "$root/abi/$ver/libcumemsaver.so.1.abi" "$tmp/build/libcumemsaver.so.1"
-echo "abi/$ver: cumemsaver.h, cumemsaver.map, libcumemsaver.so.1.abi" \
+echo "abi/$ver: cumemsaver*.h, cumemsaver.map, libcumemsaver.so.1.abi" \
 	"($(grep -c '<elf-symbol ' "$root/abi/$ver/libcumemsaver.so.1.abi") functions)"

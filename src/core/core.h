@@ -51,8 +51,8 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 
 /*
  * Sizes of the public structs in the release that introduced them (the
- * smallest struct_size accepted, the kernel's VER0). All of 1.0 for now; a
- * field added later leaves these as they are.
+ * smallest struct_size accepted, the kernel's VER0); a field added later
+ * leaves these as they are. Structs of 1.0 first:
  */
 #define CMS_CONTEXT_OPTIONS_SIZE_VER0 sizeof(cms_context_options)
 #define CMS_REGION_OPTIONS_SIZE_VER0 sizeof(cms_region_options)
@@ -62,6 +62,21 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 #define CMS_POINTER_INFO_SIZE_VER0 sizeof(cms_pointer_info)
 #define CMS_PAUSE_RESULT_SIZE_VER0 offsetof(cms_pause_result, devices)	 /* 1.0 */
 #define CMS_RESUME_RESULT_SIZE_VER0 offsetof(cms_resume_result, devices) /* 1.0 */
+/*
+ * Structs introduced in 1.1: their size in 1.1, the end of their last 1.1 field (never
+ * sizeof, which grows with a field added in 1.2 and would refuse 1.1 callers' structs).
+ */
+#define CMS_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define CMS_EXPORTER_OPTIONS_SIZE_VER0 CMS_SIZE_THROUGH(cms_exporter_options, flags)
+#define CMS_IMPORT_OPTIONS_SIZE_VER0 CMS_SIZE_THROUGH(cms_import_options, name)
+#define CMS_IMPORT_INFO_SIZE_VER0 CMS_SIZE_THROUGH(cms_import_info, reserved)
+#define CMS_CONTROL_OPTIONS_SIZE_VER0 CMS_SIZE_THROUGH(cms_control_options, reserved)
+#if UINTPTR_MAX == UINT64_MAX /* LP64: the sizes a 1.1 header declared */
+_Static_assert(CMS_EXPORTER_OPTIONS_SIZE_VER0 == 32, "cms_exporter_options 1.1 size");
+_Static_assert(CMS_IMPORT_OPTIONS_SIZE_VER0 == 72, "cms_import_options 1.1 size");
+_Static_assert(CMS_IMPORT_INFO_SIZE_VER0 == 136, "cms_import_info 1.1 size");
+_Static_assert(CMS_CONTROL_OPTIONS_SIZE_VER0 == 48, "cms_control_options 1.1 size");
+#endif
 
 /* Copies a caller's option struct (struct_size first) into ours, see the header. */
 cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,

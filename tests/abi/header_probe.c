@@ -393,12 +393,12 @@ _Static_assert(offsetof(cms_import_options, exporter_device) == 12, "offsetof(cm
 _Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->exporter_device, int32_t *), "cms_import_options.exporter_device is int32_t");
 _Static_assert(offsetof(cms_import_options, flags) == 16, "offsetof(cms_import_options, flags) == 16");
 _Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->flags, uint64_t *), "cms_import_options.flags is uint64_t");
-_Static_assert(offsetof(cms_import_options, timeout_ms) == 24, "offsetof(cms_import_options, timeout_ms) == 24");
-_Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->timeout_ms, uint32_t *), "cms_import_options.timeout_ms is uint32_t");
-_Static_assert(offsetof(cms_import_options, nallowed_uids) == 28, "offsetof(cms_import_options, nallowed_uids) == 28");
-_Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->nallowed_uids, uint32_t *), "cms_import_options.nallowed_uids is uint32_t");
-_Static_assert(offsetof(cms_import_options, allowed_uids) == 32, "offsetof(cms_import_options, allowed_uids) == 32");
+_Static_assert(offsetof(cms_import_options, allowed_uids) == 24, "offsetof(cms_import_options, allowed_uids) == 24");
 _Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->allowed_uids, const uint32_t **), "cms_import_options.allowed_uids is const uint32_t *");
+_Static_assert(offsetof(cms_import_options, nallowed_uids) == 32, "offsetof(cms_import_options, nallowed_uids) == 32");
+_Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->nallowed_uids, uint32_t *), "cms_import_options.nallowed_uids is uint32_t");
+_Static_assert(offsetof(cms_import_options, timeout_ms) == 36, "offsetof(cms_import_options, timeout_ms) == 36");
+_Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->timeout_ms, uint32_t *), "cms_import_options.timeout_ms is uint32_t");
 _Static_assert(offsetof(cms_import_options, quiesce_fn) == 40, "offsetof(cms_import_options, quiesce_fn) == 40");
 _Static_assert(CMS_PROBE_TYPE(&((cms_import_options *)0)->quiesce_fn, cms_import_quiesce_fn *), "cms_import_options.quiesce_fn is cms_import_quiesce_fn");
 _Static_assert(offsetof(cms_import_options, event_fn) == 48, "offsetof(cms_import_options, event_fn) == 48");

@@ -258,10 +258,10 @@ pub type cms_import_event_fn =
 pub type cms_control_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, req: *const cms_control_request) -> cms_status>;
 
-/// Progress of a pause, resume or swap (operation "pause", "resume", "swap"): bytes of content
-/// copied so far and in all; called at least once per copy (adjacent allocations may share one of
-/// up to 64 MiB) and, on success, once last with done == total. Region locks of the operation are
-/// held: it must not call functions that take a region's lock. (since 1.1)
+/// Progress of a pause, resume or swap (operation "pause", "resume", "swap"): bytes of HOST content
+/// copied so far and in all; called at least once per copy (adjacent allocations may share one)
+/// and, on success, once last with done == total. Region locks of the operation are held: it must
+/// not call functions that take a region's lock. (since 1.1)
 pub type cms_progress_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, op: *const c_char, done: u64, total: u64)>;
 
@@ -613,12 +613,12 @@ pub struct cms_import_options {
     pub exporter_device: i32,
     /// CMS_IMPORT_* (since 1.1)
     pub flags: u64,
-    /// Connect + first grant (0: 10000). (since 1.1)
-    pub timeout_ms: u32,
-    /// Entries of allowed_uids. (since 1.1)
-    pub nallowed_uids: u32,
     /// uids the exporter may run as; NULL/0: this process's uid only. (since 1.1)
     pub allowed_uids: *const u32,
+    /// Entries of allowed_uids. (since 1.1)
+    pub nallowed_uids: u32,
+    /// Connect + first grant (0: 10000). (since 1.1)
+    pub timeout_ms: u32,
     /// NULL: synchronize the local device's primary context before unmapping. (since 1.1)
     pub quiesce_fn: cms_import_quiesce_fn,
     /// May be NULL. (since 1.1)
@@ -781,10 +781,11 @@ extern "C" {
     ) -> cms_status;
 
     /// Destroys every region and allocation, releases the primary contexts
-    /// (cuDevicePrimaryCtxRelease) and unloads the driver. If freeing an allocation fails (driver
-    /// status) the context stays valid and the call may be retried. In a forked child nothing is
-    /// touched (the child's copy is leaked). Thread safety: Not thread-safe against other calls on
-    /// the same context. (since 1.0)
+    /// (cuDevicePrimaryCtxRelease) and unloads the driver. Since 1.1 refused
+    /// (CMS_ERR_INVALID_ARGUMENT) while an exporter, import or control socket of the context is
+    /// open. If freeing an allocation fails (driver status) the context stays valid and the call
+    /// may be retried. In a forked child nothing is touched (the child's copy is leaked). Thread
+    /// safety: Not thread-safe against other calls on the same context. (since 1.0)
     pub fn cms_context_destroy(ctx: *mut cms_context) -> cms_status;
 
     /// The driver's view of device memory: cuMemGetInfo in the device's primary context. Loads the
@@ -828,7 +829,8 @@ extern "C" {
     pub fn cms_region_info_get(region: *mut cms_region, info: *mut cms_region_info) -> cms_status;
 
     /// Allocates size bytes in an active region: cuMemAddressReserve, cuMemCreate, cuMemMap,
-    /// cuMemSetAccess. Content undefined. On failure nothing is held. Thread safety: Thread-safe.
+    /// cuMemSetAccess. Content undefined. On failure nothing is held, except after
+    /// CMS_ERR_ROLLBACK_FAILED (what is left stays in the region). Thread safety: Thread-safe.
     /// (since 1.0)
     pub fn cms_alloc(region: *mut cms_region, size: u64, ptr: *mut u64) -> cms_status;
 
@@ -851,10 +853,11 @@ extern "C" {
     /// Fills *opts like CMS_RESUME_OPTIONS_INIT. Thread safety: Thread-safe. (since 1.0)
     pub fn cms_resume_options_init(opts: *mut cms_resume_options) -> cms_status;
 
-    /// Pauses every active region with this tag on every device: waits for GPU work, copies HOST-
-    /// policy content to host memory (cuMemcpyDtoH), cuMemUnmap + cuMemRelease. Addresses stay
-    /// reserved. All or nothing. Thread safety: Thread-safe; holds the locks of the regions it
-    /// pauses, alloc/free in other regions proceed. (since 1.0)
+    /// Pauses every active region with this tag (NULL: every region) on every device: waits for GPU
+    /// work, saves content per policy (HOST: host backups, DISK: the region's file), cuMemUnmap +
+    /// cuMemRelease. Addresses stay reserved. Importers of published regions drop their mappings
+    /// first. All or nothing. Thread safety: Thread-safe; holds the locks of the regions it pauses,
+    /// alloc/free in other regions proceed. (since 1.0)
     pub fn cms_pause(
         ctx: *mut cms_context,
         tag: *const c_char,
@@ -862,8 +865,9 @@ extern "C" {
         result: *mut cms_pause_result,
     ) -> cms_status;
 
-    /// Resumes every paused region with this tag: cuMemCreate, cuMemMap + cuMemSetAccess at the
-    /// same addresses, restores content per policy, bumps each region's epoch. All or nothing.
+    /// Resumes every paused region with this tag (NULL: every region): cuMemCreate, cuMemMap +
+    /// cuMemSetAccess at the same addresses, restores content per policy (HOST backups are kept for
+    /// the next pause unless CMS_REGION_RELEASE_HOST), bumps each region's epoch. All or nothing.
     /// Thread safety: Thread-safe; holds the locks of the regions it resumes. (since 1.0)
     pub fn cms_resume(
         ctx: *mut cms_context,
@@ -921,8 +925,9 @@ extern "C" {
     /// thread's active region (cms_hook_region_push). Thread safety: Thread-safe. (since 1.1)
     pub fn cms_torch_alloc(size: isize, device: c_int, stream: *mut c_void) -> *mut c_void;
 
-    /// PyTorch CUDAPluggableAllocator free entry point: cms_hook_free; waits for nothing. Thread
-    /// safety: Thread-safe; from any thread, whether or not a region is active. (since 1.1)
+    /// PyTorch CUDAPluggableAllocator free entry point: cms_hook_free; does not synchronize the
+    /// application's streams. Thread safety: Thread-safe; from any thread, whether or not a region
+    /// is active. (since 1.1)
     pub fn cms_torch_free(ptr: *mut c_void, size: isize, device: c_int, stream: *mut c_void);
 
     /// Gives other devices read-write access to the region's memory (peer access): the allocations
@@ -933,9 +938,8 @@ extern "C" {
     pub fn cms_region_peer_devices_set(region: *mut cms_region, device_mask: u64) -> cms_status;
 
     /// Chooses the directory where a CMS_POLICY_DISK region keeps its content while paused: creates
-    /// its file there at once (O_CREAT | O_EXCL, 0600, O_DIRECT where accepted) and unlinks it, so
-    /// the file lives only as the region's descriptor. Pause writes the content through a pipelined
-    /// page-locked staging pool (2 x 64 MiB per device) and resume reads it back; both
+    /// its file there at once and unlinks it, so the file lives only as the region's descriptor.
+    /// Pause writes the content to it (then fdatasync) and resume reads it back; both
     /// transactional. Thread safety: Thread-safe; takes the region's lock (waits for a pause or
     /// resume of it in progress). (since 1.1)
     pub fn cms_region_disk_dir_set(region: *mut cms_region, dir: *const c_char) -> cms_status;
