@@ -3,12 +3,23 @@
  * bench.h - shared state of cms-bench, the benchmark of cumemsaver against
  * the driver floor measured in the same run (docs/bench.md).
  *
- * cms-bench.c: options, the run, main.
- * bench_common.c: helpers, driver choice, device setup (also used by the lab).
- * bench_floor.c: the floors (raw VMM calls, pinned copy bandwidth).
- * bench_work.c: the workloads through the library, with correctness checks.
- * bench_report.c: the table on stdout and the JSON file.
- * bench_multi.c, bench_multi_floor.c: --devices, and the driver's multi-device floor.
+ * Its files, each calling only the ones below it (never up, never sideways
+ * between the workloads):
+ *
+ *   cms-bench.c         options, the run, main
+ *   bench_report.c      the table on stdout and the JSON file (each workload's
+ *                       own table and keys come from its file)
+ *   bench_work.c        the workloads: (a)-(d) and (f);
+ *   bench_swap.c          (e), cms_swap;
+ *   bench_disk.c          (g), the DISK policy, with the disk's floor;
+ *   bench_multi.c         --devices: (a) and (c) on 1 and on N devices
+ *   bench_multi_floor.c the driver's multi-device floor of (a)
+ *   bench_check.c       the checks after a cycle: HOST content pattern, addresses
+ *   bench_floor.c       the floors: raw VMM calls, pinned copy bandwidth
+ *   bench_common.c      helpers, timings' medians, driver choice, device setup
+ *
+ * bench_common.c and bench_floor.c are also the base of the lab's experiments
+ * (library cms_bench_base).
  */
 #ifndef CMS_BENCH_H
 #define CMS_BENCH_H
@@ -248,6 +259,15 @@ bool bench_reset_hwm(void);
 const char *bench_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 /* Sorts v[0..n) and returns the median (n > 0); the mean of the middle two for even n. */
 double bench_median_ns(const uint64_t *v, unsigned int n);
+/* What a time of a workload's cycle is: the pause call, the resume call (with
+ * CMS_RESUME_ASYNC: until it returns), or (f) until the work enqueued after it is done. */
+enum bench_phase { BENCH_RESUME, BENCH_PAUSE, BENCH_READY };
+/* Median of cycles 2.. of a workload (NAN when fewer than 2 cycles ran). */
+double bench_work_median_ms(const struct bench_work *w, enum bench_phase phase);
+double bench_work_first_ms(const struct bench_work *w, enum bench_phase phase);
+/* A phase's first cycle or median of cycles 2..N in ms (NAN when it has too few cycles). */
+double bench_mphase_ms(const struct bench_mphase *ph, bool pause, bool median);
+
 /* Writes to one byte of every page of [p, p + bytes) on up to max_threads threads. */
 unsigned int bench_touch(void *p, uint64_t bytes, unsigned int max_threads);
 /* The 8-byte word of a test pattern at byte offset off (a multiple of 8) for salt. */
@@ -323,10 +343,8 @@ void bench_scale(const struct bench *b, uint64_t count0, uint64_t size0, uint64_
 int bench_vmm_floor(struct bench *b, struct bench_vmm_floor *f);
 int bench_copy_floor(struct bench *b);
 
-/* ---- bench_work.c ---- */
+/* ---- bench_check.c: the checks after a cycle (HOST content pattern, addresses) ---- */
 
-void bench_works_init(struct bench *b);
-int bench_work_run(struct bench *b, struct bench_work *w);
 /* HOST sample windows for w->count x w->size (sets w->window). */
 void bench_choose_window(const struct bench *b, struct bench_work *w);
 /* HOST pattern: writes generation 0 into all of allocations first.. of ptr[0..w->count). */
@@ -340,6 +358,28 @@ int bench_host_verify(struct bench *b, const struct bench_work *w, const uint64_
 int bench_check_addresses(struct bench *b, struct bench_work *w, cms_context *ctx,
 			  cms_region *region, const uint64_t *ptr, uint32_t state, const char *when,
 			  unsigned int cycle);
+/* The pattern's seed of allocation alloc, generation gen (also a value to write anywhere). */
+uint64_t bench_host_seed(uint64_t alloc, uint64_t gen);
+/* The word at byte offset off of allocation alloc once generation gen was written into its
+ * sample windows (generation 0 elsewhere). */
+uint64_t bench_host_expected(const struct bench_work *w, uint64_t alloc, uint64_t off,
+			     uint64_t gen);
+
+/* ---- bench_multi_floor.c: the driver's multi-device floor of (a) ---- */
+
+/* Measures w's floor variants on the n listed devices dev[] whose primary contexts primary[]
+ * the caller retains; prints a line per variant. Returns 0 or -1 (failure recorded). */
+int bench_mfloor_run(struct bench *b, struct bench_mwork *w, const CUdevice *dev,
+		     const CUcontext *primary, unsigned int n);
+/* The floor table of w and cumemsaver's (a) against it (nothing if the floor did not run). */
+void bench_mfloor_report(const struct bench *b, const struct bench_mwork *w);
+/* Writes ", \"driver_floor\": {...}" (or null) into w's JSON object. */
+void bench_mfloor_json(const struct bench *b, const struct bench_mwork *w, FILE *f);
+
+/* ---- bench_work.c: workloads (a)-(d) and (f) ---- */
+
+void bench_works_init(struct bench *b);
+int bench_work_run(struct bench *b, struct bench_work *w);
 
 /* ---- bench_swap.c: workload (e), cms_swap between two HOST tags ---- */
 int bench_swap_run(struct bench *b, struct bench_work *w);
@@ -368,29 +408,10 @@ void bench_multi_report(const struct bench *b);
 /* Writes "  \"multi_device\": ...,\n" into the JSON file (null without --devices). */
 void bench_multi_json(const struct bench *b, FILE *f);
 void bench_multi_free(struct bench *b);
-/* A phase's first cycle or median of cycles 2..N in ms (NAN when it has too few cycles). */
-double bench_mphase_ms(const struct bench_mphase *ph, bool pause, bool median);
 
-/* ---- bench_multi_floor.c: the driver's multi-device floor of (a) ---- */
-
-/* Measures w's floor variants on the n listed devices dev[] whose primary contexts primary[]
- * the caller retains; prints a line per variant. Returns 0 or -1 (failure recorded). */
-int bench_mfloor_run(struct bench *b, struct bench_mwork *w, const CUdevice *dev,
-		     const CUcontext *primary, unsigned int n);
-/* The floor table of w and cumemsaver's (a) against it (nothing if the floor did not run). */
-void bench_mfloor_report(const struct bench *b, const struct bench_mwork *w);
-/* Writes ", \"driver_floor\": {...}" (or null) into w's JSON object. */
-void bench_mfloor_json(const struct bench *b, const struct bench_mwork *w, FILE *f);
-
-/* ---- bench_report.c ---- */
+/* ---- bench_report.c: the table and the JSON file of every workload ---- */
 
 void bench_report_table(const struct bench *b);
 int bench_report_json(struct bench *b);
-/* What a time of a workload's cycle is: the pause call, the resume call (with
- * CMS_RESUME_ASYNC: until it returns), or (f) until the work enqueued after it is done. */
-enum bench_phase { BENCH_RESUME, BENCH_PAUSE, BENCH_READY };
-/* Median of cycles 2.. of a workload (NAN when fewer than 2 cycles ran). */
-double bench_work_median_ms(const struct bench_work *w, enum bench_phase phase);
-double bench_work_first_ms(const struct bench_work *w, enum bench_phase phase);
 
 #endif /* CMS_BENCH_H */

@@ -161,6 +161,44 @@ double bench_median_ns(const uint64_t *v, unsigned int n)
 	return ((double)tmp[n / 2 - 1] + (double)tmp[n / 2]) / 2.0;
 }
 
+/* ---- a workload's timings: the first cycle, the median of cycles 2.. ---------- */
+
+static const uint64_t *work_series(const struct bench_work *w, enum bench_phase phase)
+{
+	return phase == BENCH_PAUSE ? w->pause_ns :
+	       phase == BENCH_READY ? w->ready_ns :
+				      w->resume_ns;
+}
+
+double bench_work_first_ms(const struct bench_work *w, enum bench_phase phase)
+{
+	const uint64_t *v = work_series(w, phase);
+
+	if (!w->cycles_done || !v)
+		return NAN;
+	return (double)v[0] / 1e6;
+}
+
+double bench_work_median_ms(const struct bench_work *w, enum bench_phase phase)
+{
+	const uint64_t *v = work_series(w, phase);
+
+	if (w->cycles_done < 2 || !v)
+		return NAN;
+	return bench_median_ns(v + 1, w->cycles_done - 1) / 1e6;
+}
+
+double bench_mphase_ms(const struct bench_mphase *ph, bool pause, bool median)
+{
+	const uint64_t *v = pause ? ph->pause_ns : ph->resume_ns;
+
+	if (!v || !ph->cycles_done || (median && ph->cycles_done < 2))
+		return NAN;
+	return median ? bench_median_ns(v + 1, ph->cycles_done - 1) / 1e6 : (double)v[0] / 1e6;
+}
+
+/* ---- test patterns, fault-in of host memory ------------------------------- */
+
 uint64_t bench_pattern_word(uint64_t off, uint64_t salt)
 {
 	uint64_t z = off ^ (salt * 0x9e3779b97f4a7c15ull);

@@ -653,15 +653,6 @@ out:
 
 /* ---- report ------------------------------------------------------------------------- */
 
-double bench_mphase_ms(const struct bench_mphase *ph, bool pause, bool median)
-{
-	const uint64_t *v = pause ? ph->pause_ns : ph->resume_ns;
-
-	if (!v || !ph->cycles_done || (median && ph->cycles_done < 2))
-		return NAN;
-	return median ? bench_median_ns(v + 1, ph->cycles_done - 1) / 1e6 : (double)v[0] / 1e6;
-}
-
 /* The slowest device's median work time (cms_device_result.elapsed_ns) over cycles 2.. */
 static double slowest_device_ms(const struct bench_mphase *ph, bool pause)
 {

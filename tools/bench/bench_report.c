@@ -19,31 +19,6 @@
 #define TARGET_HOST_FIRST_GBS 15.0
 #define TARGET_F_RETURN_MS 10.0
 
-static const uint64_t *work_series(const struct bench_work *w, enum bench_phase phase)
-{
-	return phase == BENCH_PAUSE ? w->pause_ns :
-	       phase == BENCH_READY ? w->ready_ns :
-				      w->resume_ns;
-}
-
-double bench_work_first_ms(const struct bench_work *w, enum bench_phase phase)
-{
-	const uint64_t *v = work_series(w, phase);
-
-	if (!w->cycles_done || !v)
-		return NAN;
-	return (double)v[0] / 1e6;
-}
-
-double bench_work_median_ms(const struct bench_work *w, enum bench_phase phase)
-{
-	const uint64_t *v = work_series(w, phase);
-
-	if (w->cycles_done < 2 || !v)
-		return NAN;
-	return bench_median_ns(v + 1, w->cycles_done - 1) / 1e6;
-}
-
 /* One phase of a workload, with its floor and ratio. */
 struct bench_row {
 	double ms;
