@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmsctl.c - command-line tool of cumemsaver: entry point, subcommand
- * dispatch, `version` and `help` (shared helpers: cmsctl_common.c).
+ * dispatch, `version` and `help` (shared helpers: tools/common/tool_common.c).
  */
 #include <ctype.h>
 #include <errno.h>
