@@ -11,7 +11,7 @@ if [ -n "$hits" ]; then
 	echo "library code must not abort, exit, assert or print:"; echo "$hits"; fail=1
 fi
 if command -v clang-format >/dev/null; then
-	files=$(find src include tests tools examples -name '*.[ch]')
+	files=$(find src include tests tools examples lab -name '*.[ch]')
 	if ! clang-format --dry-run --Werror $files 2>/tmp/cms-format.$$; then
 		echo "not clang-formatted (run: clang-format -i <files>):"
 		grep -oE '^[^:]+\.[ch]' /tmp/cms-format.$$ | sort -u; fail=1
@@ -20,5 +20,5 @@ if command -v clang-format >/dev/null; then
 else
 	echo "clang-format not installed"; fail=1
 fi
-[ $fail -eq 0 ] && echo "lint: no abort/exit/assert/print in src/, $(find src include tests tools examples -name '*.[ch]' | wc -l) files formatted"
+[ $fail -eq 0 ] && echo "lint: no abort/exit/assert/print in src/, $(find src include tests tools examples lab -name '*.[ch]' | wc -l) files formatted"
 exit $fail

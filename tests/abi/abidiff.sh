@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # abi_abidiff: the freshly built library is ABI-compatible with a release baseline.
 # Usage: abidiff.sh BASELINE.abi LIBRARY SUPPRESSIONS INCLUDE_DIR
-#   BASELINE.abi   abi/<ver>/libcumemsaver.so.1.abi (tools/abi-baseline.sh)
+#   BASELINE.abi   abi/<ver>/libcumemsaver.so.1.abi (tools/scripts/abi-baseline.sh)
 #   LIBRARY        the build's libcumemsaver.so.1, built with -g (RelWithDebInfo or Debug)
 #   SUPPRESSIONS   abi/abidiff.suppr: added functions in new nodes, tail growth of sized structs
 #   INCLUDE_DIR    the current public headers (to write the library's corpus like the baseline)
@@ -36,7 +36,7 @@ if [ $((rc & 12)) -ne 0 ]; then
 	exit 1
 fi
 
-# Same flags as the baseline (tools/abi-baseline.sh), so the two corpora compare like for like.
+# Same flags as the baseline (tools/scripts/abi-baseline.sh), so the two corpora compare like for like.
 abidw --no-corpus-path --no-comp-dir-path --short-locs --type-id-style hash \
 	--headers-dir "$inc" --drop-private-types --exported-interfaces-only \
 	--out-file "$tmp/new.abi" "$lib"

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmsctl_remote.c - `cmsctl --socket PATH [--json] status | pause TAG | resume TAG`:
+ * a client of a process's control socket (cms_control_create). Progress lines
+ * go to stderr, the result to stdout (a table, or JSON with --json); the exit
+ * status is 0 on success, 1 when the process answers with an error (its
+ * message on stderr), 2 for a usage error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmsctl.h"
+#include "cumemsaver.h"
+#include "ipc_sock.h"
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static const char *state_name(uint32_t s)
+{
+	return s == CMS_STATE_PAUSED ? "paused" : "active";
+}
+
+static const char *policy_name(uint32_t p)
+{
+	return p == CMS_POLICY_HOST ? "host" : p == CMS_POLICY_ZERO ? "zero" : "discard";
+}
+
+static void print_status(const struct cms_ipc_msg *m, int json)
+{
+	char b1[32], b2[32], b3[32];
+	uint32_t i;
+
+	if (json) {
+		printf("{\"status\": \"%s\", \"regions\": [", cms_status_name(m->status));
+		for (i = 0; i < m->nregions; i++) {
+			const struct cms_ipc_region_status *r = &m->regions[i];
+
+			printf("%s\n  {\"tag\": ", i ? "," : "");
+			json_str(r->tag);
+			printf(", \"device\": %d, \"policy\": \"%s\", \"state\": \"%s\", "
+			       "\"allocations\": %llu, \"logical_bytes\": %llu, "
+			       "\"physical_bytes\": "
+			       "%llu, \"backed_bytes\": %llu, \"epoch\": %llu, \"importers\": %u}",
+			       r->device, policy_name(r->policy), state_name(r->state),
+			       (unsigned long long)r->allocations,
+			       (unsigned long long)r->logical_bytes,
+			       (unsigned long long)r->physical_bytes,
+			       (unsigned long long)r->backed_bytes, (unsigned long long)r->epoch,
+			       r->importers);
+		}
+		printf("%s]}\n", m->nregions ? "\n" : "");
+		return;
+	}
+	printf("%-20s %6s %-8s %-7s %8s %12s %12s %6s %9s\n", "tag", "device", "policy", "state",
+	       "allocs", "physical", "backed", "epoch", "importers");
+	for (i = 0; i < m->nregions; i++) {
+		const struct cms_ipc_region_status *r = &m->regions[i];
+
+		printf("%-20s %6d %-8s %-7s %8llu %12s %12s %6llu %9u\n", r->tag, r->device,
+		       policy_name(r->policy), state_name(r->state),
+		       (unsigned long long)r->allocations,
+		       tool_format_bytes(b1, sizeof(b1), r->physical_bytes),
+		       tool_format_bytes(b2, sizeof(b2), r->backed_bytes),
+		       (unsigned long long)r->epoch, r->importers);
+	}
+	if (!m->nregions)
+		printf("(no regions)\n");
+	(void)b3;
+}
+
+static void print_action(const struct cms_ipc_msg *m, const char *op, const char *tag, int json)
+{
+	char b1[32], b2[32];
+
+	if (json) {
+		printf("{\"status\": \"%s\", \"op\": \"%s\", \"tag\": ", cms_status_name(m->status),
+		       op);
+		json_str(tag);
+		printf(", \"message\": ");
+		json_str(m->text);
+		printf(", \"bytes\": %llu, \"elapsed_ms\": %.3f, \"driver_free_before\": %llu, "
+		       "\"driver_free_after\": %llu}\n",
+		       (unsigned long long)m->bytes, (double)m->elapsed_ns / 1e6,
+		       (unsigned long long)m->driver_free_before,
+		       (unsigned long long)m->driver_free_after);
+		return;
+	}
+	if (m->status)
+		return;
+	if (!strcmp(op, "pause"))
+		printf("paused \"%s\": %s released in %.3f ms (driver free %s -> %s)\n", tag,
+		       tool_format_bytes(b1, sizeof(b1), m->bytes), (double)m->elapsed_ns / 1e6,
+		       tool_format_bytes(b2, sizeof(b2), m->driver_free_before),
+		       tool_format_bytes(b1, sizeof(b1), m->driver_free_after));
+	else
+		printf("resumed \"%s\": %s backed in %.3f ms\n", tag,
+		       tool_format_bytes(b1, sizeof(b1), m->bytes), (double)m->elapsed_ns / 1e6);
+}
+
+int cmsctl_remote(const char *path, int json, int argc, char **argv)
+{
+	struct cms_ipc_msg q, m;
+	const char *op = argc > 0 ? argv[0] : "";
+	const char *tag = argc > 1 ? argv[1] : "";
+	int fds[CMS_IPC_MAX_FDS], fd, rc = 1;
+	int64_t deadline;
+	char why[CMS_IPC_MAX_TEXT + 64];
+	cms_status st;
+
+	memset(&q, 0, sizeof(q));
+	q.type = CMS_IPC_CTL_REQUEST;
+	if (!strcmp(op, "status") && argc == 1)
+		q.op = CMS_IPC_OP_STATUS;
+	else if (!strcmp(op, "pause") && argc == 2)
+		q.op = CMS_IPC_OP_PAUSE;
+	else if (!strcmp(op, "resume") && argc == 2)
+		q.op = CMS_IPC_OP_RESUME;
+	else {
+		fprintf(stderr, "usage: cmsctl --socket PATH [--json] status | pause TAG | "
+				"resume TAG\n");
+		return 2;
+	}
+	if (strlen(tag) > CMS_TAG_MAX) {
+		fprintf(stderr, "cmsctl: tag longer than %d bytes\n", CMS_TAG_MAX);
+		return 2;
+	}
+	snprintf(q.tag, sizeof(q.tag), "%s", tag);
+	st = cms_ipc_connect(path, &fd, why, sizeof(why));
+	if (st) {
+		fprintf(stderr, "cmsctl: %s: %s\n", cms_status_name(st), why);
+		return 1;
+	}
+	/* An operation may take long (a pause copying many GiB): progress keeps us waiting. */
+	deadline = cms_ipc_now_ms() + 600000;
+	st = cms_ipc_send(fd, &q, NULL, deadline, why, sizeof(why));
+	while (!st) {
+		st = cms_ipc_recv(fd, &m, fds, deadline, why, sizeof(why));
+		if (st)
+			break;
+		if (m.type == CMS_IPC_CTL_PROGRESS) {
+			fprintf(stderr, "cmsctl: %s\n", m.text);
+			cms_ipc_msg_free(&m);
+			continue;
+		}
+		if (m.type == CMS_IPC_ERROR) {
+			st = m.status;
+			snprintf(why, sizeof(why), "%s", m.text);
+		} else if (m.type != CMS_IPC_CTL_REPLY) {
+			st = CMS_ERR_PROTOCOL;
+			snprintf(why, sizeof(why), "unexpected message type %u", m.type);
+		} else {
+			if (q.op == CMS_IPC_OP_STATUS)
+				print_status(&m, json);
+			else
+				print_action(&m, op, tag, json);
+			if (m.status)
+				fprintf(stderr, "cmsctl: %s %s: %s: %s\n", op, tag,
+					cms_status_name(m.status), m.text);
+			rc = m.status ? 1 : 0;
+		}
+		cms_ipc_msg_free(&m);
+		break;
+	}
+	if (st) {
+		if (json) {
+			printf("{\"status\": \"%s\", \"message\": ", cms_status_name(st));
+			json_str(why);
+			printf("}\n");
+		}
+		fprintf(stderr, "cmsctl: %s: %s\n", cms_status_name(st), why);
+		rc = 1;
+	}
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine after tools/scripts/gpu-suite.sh built $CMS_GPU_BUILD: the Python
+# package's PyTorch end-to-end test (tools/scripts/gpu-torch-e2e.py) in its three modes
+# (CUDAPluggableAllocator, torch_memory_saver drop-in, LD_PRELOAD). Logs go to $OUT, else
+# lab/results/<date>-<device>-python (tools/scripts/gpu-out.sh).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/scripts/gpu-out.sh
+cms_gpu_out python || exit 1
+cms_run_info "$0" "$@" >"$out/run.txt"
+build=${CMS_GPU_BUILD:-/tmp/cms-build}
+export CUMEMSAVER_LIBRARY=$build/libcumemsaver.so.1
+export PYTHONPATH=$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}
+unset CMS_DRIVER_LIBRARY
+rc=0
+for mode in ${CMS_E2E_MODES:-torch compat preload}; do
+	timeout 300 python3 tools/scripts/gpu-torch-e2e.py --mode "$mode" --json "$out/e2e-$mode.json" \
+		>"$out/e2e-$mode.log" 2>&1
+	r=$?
+	echo "== e2e $mode rc=$r"
+	grep -E "^(PASS|FAIL|E2E|pause|Traceback)|Error" "$out/e2e-$mode.log" | head -n 30
+	[ $r -eq 0 ] || { rc=1; tail -n 25 "$out/e2e-$mode.log"; }
+done
+exit $rc
