@@ -421,6 +421,55 @@ START_TEST(many_allocations)
 }
 END_TEST
 
+/* cms_swap with DISK on both sides, and between DISK and HOST: content and addresses kept in
+ * every direction, nothing left in the directory. Refused (CMS_ERR_NOT_SUPPORTED) before
+ * the single engine. */
+START_TEST(swap_disk_both_ways)
+{
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
+	cms_context *ctx;
+	cms_region *x, *y, *h;
+	uint64_t px[NALLOC], py[NALLOC], ph;
+	int i, round;
+
+	make_dir();
+	ctx = t_ctx();
+	x = disk_region(ctx, "x");
+	y = disk_region(ctx, "y");
+	h = t_region(ctx, "h", 0, CMS_POLICY_HOST);
+	for (i = 0; i < NALLOC; i++) {
+		ck_ok(cms_alloc(x, sizes[i], &px[i]));
+		ck_ok(cms_alloc(y, sizes[i], &py[i]));
+	}
+	ck_ok(cms_alloc(h, 3 * MiB, &ph));
+	fill_all(px, 300);
+	fill_all(py, 400);
+	ck_assert_int_eq(t_fill(0, ph, 3 * MiB, 500), 0);
+	ck_ok(cms_pause(ctx, "y", NULL, NULL));
+	ck_ok(cms_pause(ctx, "h", NULL, NULL));
+	for (round = 0; round < 4; round++) {
+		int from_x = round % 2 == 0;
+
+		ck_ok(cms_swap(ctx, from_x ? "x" : "y", from_x ? "y" : "x", NULL, NULL, &pr, &rr));
+		ck_assert_uint_eq(info(x).state, from_x ? CMS_STATE_PAUSED : CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(info(y).state, from_x ? CMS_STATE_ACTIVE : CMS_STATE_PAUSED);
+		ck_assert_uint_eq(pr.bytes_backed_up, info(x).logical_bytes);
+		ck_assert_uint_eq(rr.bytes_restored, info(x).logical_bytes);
+		check_all(from_x ? py : px, from_x ? 400 : 300);
+	}
+	/* DISK out, HOST in, and back. */
+	ck_ok(cms_swap(ctx, "x", "h", NULL, NULL, NULL, NULL));
+	ck_assert_int_eq(t_check(0, ph, 3 * MiB, 500), -1);
+	ck_ok(cms_swap(ctx, "h", "x", NULL, NULL, NULL, NULL));
+	check_all(px, 300);
+	ck_ok(cms_resume(ctx, "y", NULL, NULL));
+	check_all(py, 400);
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
 /* ---- simulation only: injected faults ---- */
 
 static int (*fail_io)(int op, uint64_t nth, int err);
@@ -518,6 +567,48 @@ START_TEST(write_and_read_failures_roll_back)
 		ck_ok(cms_region_resume(r, NULL, NULL));
 		check_all(p, 50);
 	}
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
+/* A swap whose disk write (pause side) or read (resume side) fails: both tags as before. */
+START_TEST(swap_disk_failures_roll_back)
+{
+	cms_context *ctx;
+	cms_region *x, *y;
+	uint64_t px[NALLOC], py[NALLOC];
+	cmssim_counters c0;
+	int i, k;
+
+	if (!sim_ready())
+		return;
+	make_dir();
+	ctx = t_ctx();
+	x = disk_region(ctx, "x");
+	y = disk_region(ctx, "y");
+	for (i = 0; i < NALLOC; i++) {
+		ck_ok(cms_alloc(x, sizes[i], &px[i]));
+		ck_ok(cms_alloc(y, sizes[i], &py[i]));
+	}
+	fill_all(px, 600);
+	fill_all(py, 700);
+	ck_ok(cms_pause(ctx, "y", NULL, NULL));
+	for (k = 0; k < 2; k++) {
+		c0 = t_counters();
+		ck_assert_int_eq(fail_io(k ? CMSSIM_IO_READ : CMSSIM_IO_WRITE, 1, EIO), 0);
+		ck_status(cms_swap(ctx, "x", "y", NULL, NULL, NULL, NULL), CMS_ERR_IO);
+		ck_assert_uint_eq(info(x).state, CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(info(y).state, CMS_STATE_PAUSED);
+		same_counts(&c0, t_counters());
+		check_all(px, 600);
+	}
+	ck_assert_int_eq(fail_io(CMSSIM_IO_WRITE, 0, 0), 0);
+	ck_assert_int_eq(fail_io(CMSSIM_IO_READ, 0, 0), 0);
+	ck_ok(cms_swap(ctx, "x", "y", NULL, NULL, NULL, NULL));
+	check_all(py, 700);
+	ck_ok(cms_swap(ctx, "y", "x", NULL, NULL, NULL, NULL));
+	check_all(px, 600);
 	ck_ok(cms_context_destroy(ctx));
 	remove_dir();
 }
@@ -627,10 +718,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, file_bounded_under_churn);
 	tcase_add_test(tc, directory_errors);
 	tcase_add_test(tc, many_allocations);
+	tcase_add_test(tc, swap_disk_both_ways);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("faults"); /* simulation only (pass elsewhere without running) */
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, write_and_read_failures_roll_back);
+	tcase_add_test(tc, swap_disk_failures_roll_back);
 	tcase_add_loop_test(tc, driver_fault_sweep, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

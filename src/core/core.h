@@ -332,10 +332,32 @@ struct cms_progress *cms_progress_enter(struct cms_progress *p);
 /* cms_progress_add to the calling thread's operation (set by multidev.c), if any. */
 void cms_progress_note(uint64_t bytes);
 
-/* The library stream that the k-th copy of a call on device dev uses. */
-static inline CUstream cms_copy_stream(const cms_context *ctx, int32_t dev, size_t k)
+/*
+ * The copy streams one side of an engine call may use on device dev: the
+ * library streams [first, first + count) (core.h: CMS_COPY_STREAMS per
+ * device). Copies are spread over them in turn (next), so that the setup of
+ * one copy overlaps the transfer of another.
+ */
+struct cms_lanes {
+	cms_context *ctx;
+	int32_t dev;
+	unsigned first, count;
+	size_t next; /* copies issued through cms_lane() */
+};
+
+/* The stream of the next copy. */
+static inline CUstream cms_lane(struct cms_lanes *l)
 {
-	return ctx->devices[dev].streams[k % CMS_COPY_STREAMS];
+	return l->ctx->devices[l->dev].streams[l->first + l->next++ % l->count];
 }
+
+/* The k-th stream of the lanes (k taken modulo their count). */
+static inline CUstream cms_lane_at(const struct cms_lanes *l, size_t k)
+{
+	return l->ctx->devices[l->dev].streams[l->first + k % l->count];
+}
+
+/* cuStreamSynchronize of each of the lanes' streams; the first failure is returned. */
+cms_status cms_lanes_sync(const struct cms_lanes *l);
 
 #endif /* CMS_CORE_H */

@@ -267,3 +267,15 @@ out:
 	cms_switch_done(ctx, &cur);
 	return st;
 }
+
+cms_status cms_lanes_sync(const struct cms_lanes *l)
+{
+	cms_context *ctx = l->ctx;
+	cms_status st = CMS_OK;
+	unsigned k;
+
+	for (k = 0; k < l->count; k++)
+		CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, k)), st, out);
+out:
+	return st;
+}

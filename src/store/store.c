@@ -33,18 +33,6 @@ const struct cms_store_ops *cms_store_at(uint32_t i)
 	return table[i];
 }
 
-cms_status cms_lanes_sync(const struct cms_lanes *l)
-{
-	cms_context *ctx = l->ctx;
-	cms_status st = CMS_OK;
-	unsigned k;
-
-	for (k = 0; k < l->count; k++)
-		CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, k)), st, out);
-out:
-	return st;
-}
-
 cms_status cms_store_check(struct cms_region **regions, size_t n)
 {
 	cms_status st;

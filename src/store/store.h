@@ -20,34 +20,6 @@
 #define CMS_COPY_MERGE_MAX (64ull << 20)
 
 /*
- * The copy streams one side of an engine call may use on device dev: the
- * library streams [first, first + count) (core.h: CMS_COPY_STREAMS per
- * device). Copies are spread over them in turn (next), so that the setup of
- * one copy overlaps the transfer of another.
- */
-struct cms_lanes {
-	cms_context *ctx;
-	int32_t dev;
-	unsigned first, count;
-	size_t next; /* copies issued through cms_lane() */
-};
-
-/* The stream of the next copy. */
-static inline CUstream cms_lane(struct cms_lanes *l)
-{
-	return l->ctx->devices[l->dev].streams[l->first + l->next++ % l->count];
-}
-
-/* The k-th stream of the lanes (k taken modulo their count). */
-static inline CUstream cms_lane_at(const struct cms_lanes *l, size_t k)
-{
-	return l->ctx->devices[l->dev].streams[l->first + k % l->count];
-}
-
-/* cuStreamSynchronize of each of the lanes' streams; the first failure is returned. */
-cms_status cms_lanes_sync(const struct cms_lanes *l);
-
-/*
  * A restore policy. Operations a policy does not need are NULL. "v[0..n)" is
  * always a list of allocations of this policy on the lanes' device, in
  * address order.
