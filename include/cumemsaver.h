@@ -1021,19 +1021,20 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
 /*
  * cms_swap (since 1.1) - pauses every active region tagged pause_tag and
  * resumes every paused region tagged resume_tag in one call, with the two
- * directions' copies running at the same time. The pause side works
- * allocation by allocation: it copies a HOST allocation to its host backup
- * and, as soon as that copy is done, unmaps it and releases its physical
- * memory; DISCARD and ZERO allocations are released without a copy. The
- * resume side runs on a second thread: for each allocation it creates
+ * directions' copies running at the same time. On each device the pause side
+ * saves its allocations' content per policy (HOST: to the host backup; DISK:
+ * to the region's file; DISCARD and ZERO: nothing) in batches and, as soon as
+ * a batch is saved, unmaps it and releases its physical memory. The resume
+ * side runs on a second thread per device: for each allocation it creates
  * physical memory, maps it at its address and restores its content per
- * policy. When the device is out of memory (CUDA_ERROR_OUT_OF_MEMORY) while
- * the pause side has memory left to release, the resume side waits for the
- * next release and tries again, so a device that only fits one of the two
- * tags (plus one allocation) still swaps them. Before anything is copied the
- * pause side waits for GPU work as popts says (default: cuCtxSynchronize of
- * every device of pause_tag) and importers of published regions drop their
- * mappings (as cms_pause).
+ * policy, adjacent backups sharing one copy as in cms_resume. When the device
+ * is out of memory (CUDA_ERROR_OUT_OF_MEMORY) while the pause side has memory
+ * left to release, the resume side waits for the next release and tries
+ * again, so a device that only fits one of the two tags (plus one batch)
+ * still swaps them. Before anything is copied the pause side waits for GPU
+ * work as popts says (default: cuCtxSynchronize of every device of
+ * pause_tag) and importers of published regions drop their mappings (as
+ * cms_pause).
  * Transactional: the call commits only when both sides succeeded. If either
  * fails, the resume side is undone first (what it mapped is unmapped and
  * released: resume_tag stays paused with its backups) and then the pause side
@@ -1046,8 +1047,8 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *   pause_tag, resume_tag: tags (see CMS_TAG_MAX), different from each other;
  *            every region with the tag, on every device, is included.
  *            Regions of pause_tag already paused and regions of resume_tag
- *            already active are skipped. Policies DISCARD, ZERO and HOST are
- *            supported.
+ *            already active are skipped. Every policy is supported (a DISK
+ *            region needs its directory, as for cms_pause).
  *   popts:   NULL for the defaults; as for cms_pause.
  *   ropts:   NULL for the defaults; as for cms_resume, except that
  *            CMS_RESUME_ASYNC is refused.
@@ -1057,11 +1058,12 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *            side (elapsed_ns: the whole call). On failure they are written
  *            only when their struct_size covers the 1.1 fields (all counts
  *            0, failed_device as in cms_pause).
- * Progress (cms_context_progress_set): operation "swap", total = bytes copied
- * out plus bytes copied back; done counts copies that have completed.
+ * Progress (cms_context_progress_set): operation "swap", total = HOST bytes
+ * copied out plus HOST bytes copied back; done counts copies issued.
  * Threads: thread-safe. Holds the locks of the regions of both tags (taken in
- * creation order) for the whole call; starts one library thread for the call
- * (all signals blocked).
+ * creation order) for the whole call; starts a library thread per device
+ * that has regions of both tags, and one per further device (all signals
+ * blocked).
  * CUDA: as cms_pause and cms_resume, with cuEventCreate / cuEventDestroy for
  * the call's events.
  * Returns:
@@ -1072,7 +1074,8 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *   CMS_ERR_NOT_FOUND: no region has one of the tags.
  *   CMS_ERR_ALREADY_PAUSED: every region of pause_tag is paused.
  *   CMS_ERR_NOT_PAUSED: every region of resume_tag is active.
- *   CMS_ERR_NOT_SUPPORTED: a region of either tag has another policy.
+ *   CMS_ERR_INVALID_ARGUMENT: a DISK region without a directory.
+ *   CMS_ERR_IO, CMS_ERR_PERMISSION: a DISK file's write, sync or read.
  *   CMS_ERR_OUT_OF_HOST_MEMORY: a host backup, or the call's thread.
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY: cuMemCreate failed with nothing left to
  *     release.
@@ -1093,9 +1096,8 @@ CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char 
  * sum for a swap; 0 when nothing is copied. Called from the thread(s) running the operation (with
  * several devices: each device's thread; swap: both of its threads), never two calls of one
  * operation at once; done never decreases. Calls with done < total come at least once per copy
- * (cms_pause / cms_resume: when it has been issued to the device, where allocations adjacent both
- * on the device and in their backup may share one copy; cms_swap: once per allocation, when its
- * copy has completed); after a successful operation exactly one last call has
+ * (when it has been issued to the device; allocations adjacent both on the device and in their
+ * backup may share one copy); after a successful operation exactly one last call has
  * done == total (also when total is 0). A failed operation makes no last
  * call. The locks of the regions being paused or resumed are held during the
  * calls (the context's lock is not): the callback may call

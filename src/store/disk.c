@@ -10,14 +10,15 @@
  * closing it (region or context destroyed, directory changed) gives the
  * space back. Each allocation has a slot in the file (offset rounded to
  * CMS_DISK_ALIGN, assigned at its first pause, consecutive allocations in
- * consecutive slots); a freed allocation's slot is punched out, and after a
- * successful resume the file is emptied (its content is stale once the device
- * is writable again).
+ * consecutive slots); a freed allocation's slot is punched out. The file keeps
+ * its blocks from one cycle to the next (the next pause overwrites them), and
+ * a resume empties it only for a region with CMS_REGION_RELEASE_HOST, or once
+ * freed slots would make up more than half of it (disk_region_resumed).
  *
  * Emptying a large file is slow where the filesystem discards freed blocks
  * (mounted with -o discard, common on cloud images: about 0.13 s per GiB
- * measured on a virtio disk, and it grows with the disk's own speed), and it
- * used to be part of every resume. So a resume swaps in a new empty unlinked
+ * measured on a virtio disk, and it grows with the disk's own speed). So a
+ * resume that empties the file swaps in a new empty unlinked
  * file under the same descriptor number (dup3) and a helper thread, the
  * region's reaper, closes the old one, freeing its blocks off the resume's
  * path. The reaper is joined before the next swap and when the file closes

@@ -1028,10 +1028,10 @@ extern "C" {
     pub fn cms_control_destroy(ctl: *mut cms_control) -> cms_status;
 
     /// Pauses the active regions of pause_tag while resuming the paused regions of resume_tag, both
-    /// directions' copies at once (second thread), each paused allocation released (cuMemUnmap +
-    /// cuMemRelease) as soon as its copy is done so the resume can reuse the memory. All or nothing
-    /// over both tags. Thread safety: Thread-safe; holds the locks of the regions of both tags for
-    /// the call. (since 1.1)
+    /// directions' copies at once (a second thread per device), paused allocations released
+    /// (cuMemUnmap + cuMemRelease) batch by batch as soon as their content is saved so the resume
+    /// can reuse the memory. Every restore policy. All or nothing over both tags. Thread safety:
+    /// Thread-safe; holds the locks of the regions of both tags for the call. (since 1.1)
     pub fn cms_swap(
         ctx: *mut cms_context,
         pause_tag: *const c_char,
