@@ -52,18 +52,36 @@ cms_status cms_store_check(struct cms_region **regions, size_t n)
  * Calls fn of policy ops for the allocations of v[0..n) of that policy for which want() holds
  * (all of them when want is NULL), collected into w (room for n), in v's order.
  */
-static cms_status
-each_policy(const struct cms_store_ops *ops, struct cms_lanes *l, struct cms_alloc **v, size_t n,
-	    struct cms_alloc **w, bool (*want)(const struct cms_alloc *a),
-	    cms_status (*fn)(struct cms_lanes *, struct cms_alloc **, size_t, uint64_t *),
-	    uint64_t *bytes)
-{
-	size_t i, k = 0;
+typedef cms_status (*list_op)(struct cms_lanes *, struct cms_alloc **, size_t, uint64_t *);
 
-	for (i = 0; i < n; i++)
-		if (cms_store_of(v[i]->region) == ops && (!want || want(v[i])))
-			w[k++] = v[i];
-	return k ? fn(l, w, k, bytes) : CMS_OK;
+/*
+ * For each policy for which pick() gives an operation, calls it for the allocations of
+ * v[0..n) of that policy for which want() holds (all when want is NULL), in v's order.
+ */
+static cms_status each_policy(struct cms_lanes *l, struct cms_alloc **v, size_t n,
+			      list_op (*pick)(const struct cms_store_ops *ops, bool arg), bool arg,
+			      bool (*want)(const struct cms_alloc *a), uint64_t *bytes)
+{
+	struct cms_alloc **w;
+	cms_status st = CMS_OK;
+	uint32_t p;
+	size_t i, k;
+
+	if (!n)
+		return CMS_OK;
+	w = malloc(n * sizeof(*w));
+	if (!w)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
+	for (p = 0; p < NPOLICIES && !st; p++) {
+		list_op fn = pick(table[p], arg);
+
+		for (i = k = 0; fn && i < n; i++)
+			if (cms_store_of(v[i]->region) == table[p] && (!want || want(v[i])))
+				w[k++] = v[i];
+		st = k ? fn(l, w, k, bytes) : CMS_OK;
+	}
+	free(w);
+	return st;
 }
 
 static bool is_mapped(const struct cms_alloc *a)
@@ -71,23 +89,15 @@ static bool is_mapped(const struct cms_alloc *a)
 	return a->mapped;
 }
 
+static list_op pick_save(const struct cms_store_ops *ops, bool sync)
+{
+	return ops->save_sync == sync ? ops->save : NULL;
+}
+
 cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, bool sync,
 			  uint64_t *bytes)
 {
-	struct cms_alloc **w;
-	cms_status st = CMS_OK;
-	uint32_t p;
-
-	if (!n)
-		return CMS_OK;
-	w = malloc(n * sizeof(*w));
-	if (!w)
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
-	for (p = 0; p < NPOLICIES && !st; p++)
-		if (table[p]->save && table[p]->save_sync == sync)
-			st = each_policy(table[p], l, v, n, w, is_mapped, table[p]->save, bytes);
-	free(w);
-	return st;
+	return each_policy(l, v, n, pick_save, sync, is_mapped, bytes);
 }
 
 bool cms_store_save_ready(struct cms_alloc **v, size_t n)
@@ -118,23 +128,16 @@ cms_status cms_store_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n
 	return ops && ops->restore ? ops->restore(l, v, n, bytes) : CMS_OK;
 }
 
+static list_op pick_batched_restore(const struct cms_store_ops *ops, bool unused)
+{
+	(void)unused;
+	return ops->restore_batched ? ops->restore : NULL;
+}
+
 cms_status cms_store_restore_batched(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 				     uint64_t *bytes)
 {
-	struct cms_alloc **w;
-	cms_status st = CMS_OK;
-	uint32_t p;
-
-	if (!n)
-		return CMS_OK;
-	w = malloc(n * sizeof(*w));
-	if (!w)
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
-	for (p = 0; p < NPOLICIES && !st; p++)
-		if (table[p]->restore && table[p]->restore_batched)
-			st = each_policy(table[p], l, v, n, w, NULL, table[p]->restore, bytes);
-	free(w);
-	return st;
+	return each_policy(l, v, n, pick_batched_restore, false, NULL, bytes);
 }
 
 void cms_store_resumed(cms_context *ctx, struct cms_alloc **v, size_t n,
