@@ -1055,7 +1055,8 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *   presult, rresult: NULL, or receive what cms_pause / cms_resume would
  *            report for their side; elapsed_ns is the wall time of the whole
  *            swap in both; device_results has one entry per device of that
- *            side (elapsed_ns: the whole call). On failure they are written
+ *            side (elapsed_ns: that device's own work, both sides, without
+ *            waiting for the other devices, as in cms_pause). On failure they are written
  *            only when their struct_size covers the 1.1 fields (all counts
  *            0, failed_device as in cms_pause).
  * Progress (cms_context_progress_set): operation "swap", total = HOST bytes

@@ -259,6 +259,11 @@ static unsigned sweep(int result)
 				ck_assert_msg(st == CMS_ERR_OUT_OF_DEVICE_MEMORY, "fault %llu: %s",
 					      (unsigned long long)i, cms_status_name(st));
 			ck_assert_str_ne(cms_last_error(), "");
+			/* The side's name once, then the failure's own message. */
+			ck_assert_msg(!strstr(cms_last_error(), "side: pause side") &&
+					      !strstr(cms_last_error(), "side: resume side"),
+				      "fault %llu: message \"%s\"", (unsigned long long)i,
+				      cms_last_error());
 			c1 = t_counters();
 			same_counts(&c0, &c1, cms_last_error());
 			check_tag(&f, 0, 1);
@@ -289,6 +294,30 @@ START_TEST(swap_fault_sweep)
 
 	if (t_is_sim()) /* needs the simulation's fault injection */
 		ck_assert_uint_gt(sweep(results[_i]), 10);
+}
+END_TEST
+
+/* A resume whose stream synchronization fails, and fails again while it is undone: the undo
+ * itself worked, so the status is the driver's, not CMS_ERR_ROLLBACK_FAILED. */
+START_TEST(failed_sync_is_not_a_failed_rollback)
+{
+	const struct t_sim *sim;
+	struct fixture f;
+	cms_status st;
+
+	if (!t_is_sim())
+		return;
+	sim = t_sim();
+	setup(&f);
+	ck_assert_int_eq(sim->fail_call("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_eq(sim->fail_call("cuStreamSynchronize", 2, CUDA_ERROR_UNKNOWN), 0);
+	st = cms_resume(f.ctx, "b", NULL, NULL);
+	sim->clear_faults();
+	ck_assert_msg(st == CMS_ERR_DRIVER, "%s: %s", cms_status_name(st), cms_last_error());
+	check_tag(&f, 1, 0);
+	ck_ok(cms_resume(f.ctx, "b", NULL, NULL));
+	check_tag(&f, 1, 1);
+	ck_ok(cms_context_destroy(f.ctx));
 }
 END_TEST
 
@@ -396,8 +425,9 @@ static Suite *make(void)
 	tcase_add_test(tc, swap_content);
 	tcase_add_test(tc, swap_arguments);
 	tcase_add_test(tc, progress_callback);
-	tcase_add_test(tc, swap_capacity);		 /* simulation only */
-	tcase_add_loop_test(tc, swap_fault_sweep, 0, 3); /* simulation only */
+	tcase_add_test(tc, swap_capacity);			  /* simulation only */
+	tcase_add_test(tc, failed_sync_is_not_a_failed_rollback); /* simulation only */
+	tcase_add_loop_test(tc, swap_fault_sweep, 0, 3);	  /* simulation only */
 	suite_add_tcase(s, tc);
 	return s;
 }

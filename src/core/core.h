@@ -329,7 +329,7 @@ void cms_progress_add(struct cms_progress *p, uint64_t bytes);
 void cms_progress_end(struct cms_progress *p, bool ok);
 /* Makes p the calling thread's operation for cms_progress_note; returns the previous one. */
 struct cms_progress *cms_progress_enter(struct cms_progress *p);
-/* cms_progress_add to the calling thread's operation (set by multidev.c), if any. */
+/* cms_progress_add to the calling thread's operation (set by engine/fanout.c), if any. */
 void cms_progress_note(uint64_t bytes);
 
 /*

@@ -10,7 +10,7 @@
  * the two sides of a swap): a mutex of the operation (no library lock)
  * serialises them so that done_bytes never goes backwards. The engines of
  * cms_pause / cms_resume reach their operation through a thread-local pointer
- * set by multidev.c around each device's engine (cms_progress_note).
+ * set by engine/fanout.c around each device's schedule (cms_progress_note).
  */
 #include <string.h>
 

@@ -43,10 +43,10 @@ cms_status cms_abort(struct cms_work *w, cms_status st)
 	cms_status rb, rb2;
 
 	cms_last_error_message(saved, sizeof(saved));
-	rb = cms_lanes_sync(&all); /* copies may still run into or out of the memory */
-	rb2 = cms_in_undo(w);	   /* first: it gives back memory the out side may need */
-	if (!rb)
-		rb = rb2;
+	/* Copies may still run into or out of the memory. Not a rollback step: a failure here
+	 * (the schedule's own synchronization failed already) does not stop the undo. */
+	(void)cms_lanes_sync(&all);
+	rb = cms_in_undo(w); /* first: it gives back memory the out side may need */
 	rb2 = cms_out_rollback(w, &all);
 	if (!rb)
 		rb = rb2;

@@ -82,6 +82,9 @@ cms_status cms_xdev_init(struct cms_xdev *x, size_t n);
 void cms_xdev_fini(struct cms_xdev *x);
 /* The device is done: counts it at every point it did not vote at (as failed if it failed). */
 void cms_xdev_leave(struct cms_xvote *xv, bool failed);
+/* CMS_XDEV_ABORTED (and aborted set) when a device of the call failed already, so that this
+ * one stops early and rolls back; CMS_OK otherwise and for xv NULL. */
+cms_status cms_xdev_check(struct cms_xvote *xv);
 /* Status of a device that failed only because another one did: never returned to callers. */
 #define CMS_XDEV_ABORTED 1
 /*

@@ -98,14 +98,18 @@ static void signal_in_side(struct cms_work *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static bool stopped(struct cms_work *w)
+/* CMS_OK, or why this device's swap stops early: its in side failed, or another device did. */
+static cms_status stop_check(struct cms_work *w)
 {
 	bool stop;
 
 	pthread_mutex_lock(&w->lock);
 	stop = w->stop;
 	pthread_mutex_unlock(&w->lock);
-	return stop;
+	if (stop)
+		return cms_set_error(CMS_XDEV_ABORTED,
+				     "stopped: the other side of the swap failed");
+	return cms_xdev_check(w->xv);
 }
 
 /* Waits for a batch's copies, then unmaps and releases its allocations. */
@@ -137,16 +141,17 @@ out:
 	return st;
 }
 
-static cms_status stop_status(void)
-{
-	return cms_set_error(CMS_XDEV_ABORTED, "stopped: the other side of the swap failed");
-}
-
+/*
+ * A pause enqueues every batch's copies first (their storage exists: enqueuing is quick) and
+ * then releases the batches in order. A swap releases batch i - 1 as soon as it has issued
+ * batch i, so that its in side gets memory while later batches are still being saved (a
+ * first cycle makes host buffers, a DISK batch is written before its release).
+ */
 cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 {
 	cms_context *ctx = w->ctx;
 	struct batch *b;
-	size_t nb, i, q, made = 0;
+	size_t nb, i, q, made = 0, done = 0;
 	cms_status st = CMS_OK;
 
 	if (!w->no)
@@ -158,10 +163,9 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 	for (i = 0; i < nb && !st; i++) {
 		size_t k = b[i].end - b[i].first;
 
-		if (all && stopped(w)) {
-			st = stop_status();
+		st = all ? stop_check(w) : CMS_OK;
+		if (st)
 			break;
-		}
 		st = cms_store_save(l, w->vo + b[i].first, k, false, &w->saved);
 		if (!st) /* synchronous saves (a swap of DISK regions) are done here */
 			st = cms_store_save(l, w->vo + b[i].first, k, true, &w->saved);
@@ -170,13 +174,16 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 			made++;
 			CU_TRY(ctx, cuEventRecord(b[i].ev[q], cms_lane_at(l, q)), st, out);
 		}
-	}
-	for (i = 0; i < nb && !st; i++) {
-		if (all && stopped(w)) {
-			st = stop_status();
-			break;
+		for (; all && !st && done < i; done++) {
+			st = release_batch(w, l, &b[done]);
+			if (!st)
+				signal_in_side(w);
 		}
-		st = release_batch(w, l, &b[i]);
+	}
+	for (; done < nb && !st; done++) {
+		st = all ? stop_check(w) : CMS_OK;
+		if (!st)
+			st = release_batch(w, l, &b[done]);
 		if (!st && all)
 			signal_in_side(w);
 	}

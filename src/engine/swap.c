@@ -86,7 +86,8 @@ static cms_status out_side(struct cms_work *w)
 }
 
 /* The status of the call on this device from its two sides (the real failure first). */
-static cms_status sides_status(struct cms_work *w, cms_status out, struct in_side *in)
+static cms_status sides_status(struct cms_work *w, cms_status out, const char *out_msg,
+			       struct in_side *in)
 {
 	bool in_first = in->st && in->st != CMS_XDEV_ABORTED && (!out || out == CMS_XDEV_ABORTED);
 
@@ -95,9 +96,11 @@ static cms_status sides_status(struct cms_work *w, cms_status out, struct in_sid
 	w->failed_in = in_first;
 	if (in_first)
 		return cms_set_error(in->st, "resume side: %s", in->msg);
-	if (out == CMS_XDEV_ABORTED) /* cannot be: a stop needs a failure */
-		return cms_set_error(CMS_ERR_INTERNAL, "swap: both sides stopped");
-	return cms_set_error(out, "pause side: %s", cms_last_error());
+	if (out && out != CMS_XDEV_ABORTED)
+		return cms_set_error(out, "pause side: %s", out_msg);
+	if (w->xv && w->xv->aborted) /* another device failed (both threads are done) */
+		return cms_set_error(CMS_XDEV_ABORTED, "rolled back: another device failed");
+	return cms_set_error(CMS_ERR_INTERNAL, "swap: both sides stopped"); /* cannot be */
 }
 
 static cms_status start_in_side(struct in_side *s)
@@ -118,12 +121,11 @@ static cms_status start_in_side(struct in_side *s)
 static cms_status swap_run(struct cms_work *w)
 {
 	struct in_side in = { .w = w, .progress = cms_progress_enter(NULL) };
+	char out_msg[512] = "";
 	cms_status st;
 
-	cms_progress_enter(in.progress); /* peeked: the thread reports to it too */
-	st = cms_store_check(w->out, w->nout);
-	if (!st)
-		st = cms_store_check(w->in, w->nin);
+	cms_progress_enter(in.progress);       /* peeked: the thread reports to it too */
+	st = cms_store_check(w->out, w->nout); /* as cms_pause; the in side as cms_resume */
 	if (!st)
 		st = cms_work_settle(w);
 	if (!st)
@@ -149,6 +151,8 @@ static cms_status swap_run(struct cms_work *w)
 			goto out_cond; /* nothing was done */
 	}
 	st = w->no ? out_side(w) : CMS_OK;
+	if (st)
+		cms_last_error_message(out_msg, sizeof(out_msg));
 	if (st && st != CMS_XDEV_ABORTED)
 		stop_other(w, false);
 	stop_other(w, true);
@@ -160,7 +164,7 @@ static cms_status swap_run(struct cms_work *w)
 		if (in.st)
 			cms_last_error_message(in.msg, sizeof(in.msg));
 	}
-	st = sides_status(w, st, &in);
+	st = sides_status(w, st, out_msg, &in);
 	if (!st)
 		st = cms_xdev_vote(w->xv); /* every device done: commit */
 	if (st) {

@@ -73,3 +73,19 @@ void cms_xdev_leave(struct cms_xvote *xv, bool failed)
 	pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->lock);
 }
+
+cms_status cms_xdev_check(struct cms_xvote *xv)
+{
+	bool failed;
+
+	if (!xv)
+		return CMS_OK;
+	pthread_mutex_lock(&xv->x->lock);
+	failed = xv->x->failed;
+	if (failed) /* under the lock: both threads of a swap may see it */
+		xv->aborted = true;
+	pthread_mutex_unlock(&xv->x->lock);
+	if (!failed)
+		return CMS_OK;
+	return cms_set_error(CMS_XDEV_ABORTED, "rolled back: another device failed");
+}

@@ -39,7 +39,7 @@ struct cms_store_ops {
 	cms_status (*save)(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes);
 	bool save_sync;
 	/* Whether saving a needs no new storage (every pause after the first): the engine may
-	 * then release memory while other copies still run (engine/release.c). */
+	 * then release memory while other copies still run (engine/overlap.c). */
 	bool (*save_ready)(const struct cms_alloc *a);
 	/*
 	 * Resume, and the rollback of a pause: writes the policy's content into
