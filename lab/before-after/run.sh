@@ -5,7 +5,8 @@
 # run-to-run noise shows next to any difference. Logs go to $OUT.
 #   phase build: build both (and the new one's tests)
 #   phase suite: the new build's GPU tests and the demo
-#   phase bench N: bench run N (1 or 2) of old then new
+#   phase bench N: bench run N of old then new; phase bench-all: runs 1 and 2 (old, new, old,
+#   new) in one call
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/before-after}
@@ -30,6 +31,8 @@ suite)
 	grep -E "tests passed|tests failed|Failed|Skipped|Passed" "$out/ctest-gpu.txt" | tail -n 25
 	tail -n 5 "$out/demo.txt"
 	echo "ctest rc=$rc demo rc=$drc" ;;
+bench-all)
+	bash "$0" bench 1 && bash "$0" bench 2 ;;
 bench)
 	n=${2:-1}
 	unset CMS_DRIVER_LIBRARY
@@ -41,5 +44,5 @@ bench)
 			>"$out/bench-$side-$n.txt" 2>&1
 		echo "$side run $n: rc=$? $(( $(date +%s) - t0 )) s"
 	done ;;
-*) echo "usage: $0 build | suite | bench N"; exit 2 ;;
+*) echo "usage: $0 build | suite | bench N | bench-all"; exit 2 ;;
 esac
