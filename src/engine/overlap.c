@@ -142,10 +142,10 @@ out:
 }
 
 /*
- * A pause enqueues every batch's copies first (their storage exists: enqueuing is quick) and
- * then releases the batches in order. A swap releases batch i - 1 as soon as it has issued
- * batch i, so that its in side gets memory while later batches are still being saved (a
- * first cycle makes host buffers, a DISK batch is written before its release).
+ * Every batch's saves are issued first, then the batches are released in order as their
+ * copies complete. (A swap whose saves are slow to issue, a first cycle that makes host
+ * buffers or DISK batches written before their release, would give its in side memory
+ * sooner by releasing batch i - 1 once batch i is issued: docs/architecture.md, open points.)
  */
 cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 {
@@ -173,11 +173,6 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 			CU_TRY(ctx, cuEventCreate(&b[i].ev[q], CU_EVENT_DISABLE_TIMING), st, out);
 			made++;
 			CU_TRY(ctx, cuEventRecord(b[i].ev[q], cms_lane_at(l, q)), st, out);
-		}
-		for (; all && !st && done < i; done++) {
-			st = release_batch(w, l, &b[done]);
-			if (!st)
-				signal_in_side(w);
 		}
 	}
 	for (; done < nb && !st; done++) {

@@ -380,11 +380,11 @@ struct stage {
 	bool registered, hooked;
 };
 
-/* Two staging buffers, page-locked where the driver allows; the device's context is current. */
-static cms_status stage_make(cms_context *ctx, uint64_t total, struct stage *s)
+static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct stage *s)
 {
 	uint64_t chunk;
 	size_t len;
+	CUcontext popped;
 
 	memset(s, 0, sizeof(*s));
 	/* The simulation gets small buffers, so that small tests run the pipeline. */
@@ -401,21 +401,31 @@ static cms_status stage_make(cms_context *ctx, uint64_t total, struct stage *s)
 		goto err;
 	}
 	madvise(s->base, len, MADV_DONTFORK);
-	s->registered = ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
+	if (ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary) == CUDA_SUCCESS) {
+		s->registered =
+			ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
 			CUDA_SUCCESS; /* else pageable: slower, still correct */
+		ctx->drv.cuCtxPopCurrent(&popped);
+	}
 	return CMS_OK;
 err:
 	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 			     "cannot allocate %zu bytes of disk staging buffers", len);
 }
 
-static void stage_free(cms_context *ctx, struct stage *s)
+static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
 {
+	CUcontext popped;
+
 	if (!s->base)
 		return;
 	if (s->registered) {
-		CUresult res = ctx->drv.cuMemHostUnregister(s->base);
+		CUresult res = ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary);
 
+		if (res == CUDA_SUCCESS) {
+			res = ctx->drv.cuMemHostUnregister(s->base);
+			ctx->drv.cuCtxPopCurrent(&popped);
+		}
 		if (res != CUDA_SUCCESS) { /* never unmap page-locked memory: leave it mapped */
 			cms_log(ctx, CMS_LOG_ERROR,
 				"cuMemHostUnregister of %zu bytes of disk staging failed (%s): "
@@ -591,6 +601,7 @@ out:
 static cms_status disk_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	cms_context *ctx = l->ctx;
+	int32_t dev = l->dev;
 	struct stage sg = { 0 };
 	struct plan pl;
 	uint64_t total = want_total(v, n, wants_save);
@@ -609,7 +620,7 @@ static cms_status disk_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		a->disk_slot = true;
 		d->end += align_up(a->size);
 	}
-	st = stage_make(ctx, total, &sg);
+	st = stage_make(ctx, dev, total, &sg);
 	if (st)
 		return st;
 	st = plan_make(v, n, wants_save, sg.chunk, &pl);
@@ -656,7 +667,7 @@ out_sync:
 	}
 	plan_free(&pl);
 out_stage:
-	stage_free(ctx, &sg);
+	stage_free(ctx, dev, &sg);
 	return st;
 }
 
@@ -668,6 +679,7 @@ static bool wants_restore(struct cms_alloc *a)
 static cms_status disk_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	cms_context *ctx = l->ctx;
+	int32_t dev = l->dev;
 	struct stage sg = { 0 };
 	struct plan pl;
 	uint64_t total = want_total(v, n, wants_restore);
@@ -676,7 +688,7 @@ static cms_status disk_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 
 	if (!total)
 		return CMS_OK;
-	st = stage_make(ctx, total, &sg);
+	st = stage_make(ctx, dev, total, &sg);
 	if (st)
 		return st;
 	st = plan_make(v, n, wants_restore, sg.chunk, &pl);
@@ -705,7 +717,7 @@ out_sync:
 		*bytes += pl.bytes;
 	plan_free(&pl);
 out_stage:
-	stage_free(ctx, &sg);
+	stage_free(ctx, dev, &sg);
 	return st;
 }
 
