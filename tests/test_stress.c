@@ -184,6 +184,83 @@ START_TEST(threads_alloc_free_pause_resume)
 }
 END_TEST
 
+/* ---- cms_free racing cms_region_destroy (issue 15, finding 1) ---- */
+
+#define RACE_ROUNDS 30
+#define RACE_ALLOCS 32
+
+struct racer {
+	cms_context *ctx;
+	uint64_t p[RACE_ALLOCS];
+	pthread_barrier_t *go;
+	unsigned unexpected;
+	char first[256];
+};
+
+/* Frees every allocation while the main thread destroys their region: each free either
+ * finishes first (CMS_OK) or finds the allocation gone with its region (CMS_ERR_NOT_FOUND). */
+static void *race_free(void *arg)
+{
+	struct racer *r = arg;
+	int i;
+
+	pthread_barrier_wait(r->go);
+	for (i = 0; i < RACE_ALLOCS; i++) {
+		cms_status st = cms_free(r->ctx, r->p[i]);
+
+		if (st != CMS_OK && st != CMS_ERR_NOT_FOUND && !r->unexpected++)
+			snprintf(r->first, sizeof(r->first), "free: %s: %s", cms_status_name(st),
+				 cms_last_error());
+	}
+	return NULL;
+}
+
+/* The header promises that calls by pointer are safe against a destroy: a free in flight
+ * must finish before the destroy frees the region's address space (ASan saw a
+ * heap-use-after-free in cms_arena_give) and must not leak what the allocation held. */
+START_TEST(free_races_region_destroy)
+{
+	pthread_barrier_t go;
+	struct racer r;
+	pthread_t th;
+	int round, i;
+
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		cms_context *ctx = t_ctx();
+		cms_region *reg = t_region(ctx, "race", 0, CMS_POLICY_HOST);
+
+		memset(&r, 0, sizeof(r));
+		r.ctx = ctx;
+		r.go = &go;
+		for (i = 0; i < RACE_ALLOCS; i++)
+			ck_ok(cms_alloc(reg, 64 * 1024 + (uint64_t)i, &r.p[i]));
+		if (round % 2) { /* host buffers held too */
+			ck_ok(cms_region_pause(reg, NULL, NULL));
+			ck_ok(cms_region_resume(reg, NULL, NULL));
+		}
+		ck_assert_int_eq(pthread_create(&th, NULL, race_free, &r), 0);
+		pthread_barrier_wait(&go);
+		ck_ok(cms_region_destroy(reg));
+		ck_assert_int_eq(pthread_join(th, NULL), 0);
+		ck_assert_msg(r.unexpected == 0, "round %d: %s", round, r.first);
+		if (t_is_sim()) {
+			cmssim_counters c = t_counters();
+
+			ck_assert_msg(c.reservations == 0 && c.handles == 0 && c.mappings == 0 &&
+					      c.host_buffers == 0,
+				      "round %d: left %llu reservations, %llu handles, %llu "
+				      "mappings, %llu host buffers",
+				      round, (unsigned long long)c.reservations,
+				      (unsigned long long)c.handles, (unsigned long long)c.mappings,
+				      (unsigned long long)c.host_buffers);
+		}
+		ck_ok(cms_context_destroy(ctx));
+	}
+	pthread_barrier_destroy(&go);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stress");
@@ -191,6 +268,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, threads_alloc_free_pause_resume);
+	tcase_add_test(tc, free_races_region_destroy);
 	suite_add_tcase(s, tc);
 	return s;
 }

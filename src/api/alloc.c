@@ -103,27 +103,34 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 				     (unsigned long long)ptr, (unsigned long long)(ptr - a->base),
 				     (unsigned long long)a->base);
 	}
-	/* Claim it: no other thread can find it from now on. */
+	/* Claim it: no other thread can find it from now on. A region destroy waits for the
+	 * claims in flight (nclaimed) before it frees the region's address space. */
 	cms_index_remove(ctx, a);
 	a->claimed = true;
 	r = a->region;
 	r->refs++;
+	r->nclaimed++;
 	pthread_mutex_unlock(&ctx->lock);
 
 	pthread_mutex_lock(&r->lock);
 	st = cms_alloc_release(a);
 	if (!st)
 		cms_region_unlink_alloc(r, a);
-	pthread_mutex_unlock(&r->lock);
-
 	pthread_mutex_lock(&ctx->lock);
 	if (st) {
 		/* Still held: make it findable again (its region cannot be gone: we hold a
-		 * reference). */
+		 * reference), or leave it to the destroy that waits for it. */
 		a->claimed = false;
 		if (!r->dead)
 			cms_index_insert(ctx, a);
 	}
+	r->nclaimed--;
+	pthread_mutex_unlock(&ctx->lock);
+	/* With the region lock held: a destroy checks nclaimed and waits under it. */
+	pthread_cond_broadcast(&r->unclaimed);
+	pthread_mutex_unlock(&r->lock);
+
+	pthread_mutex_lock(&ctx->lock);
 	cms_region_unref_locked(r);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!st)
