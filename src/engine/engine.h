@@ -2,8 +2,9 @@
 /*
  * engine.h - the transactional engine: the only code that changes the state
  * of regions. One engine serves pause, resume and swap: a call is split by
- * device into work lists (struct cms_work), each run by a schedule on a
- * thread of its own with its device's context current (fanout.c); the
+ * device into work lists (struct cms_work), each run by a schedule with its
+ * device's context current (fanout.c: the first device on the calling thread,
+ * every other on a thread of its own); the
  * schedules are made of the same steps (out.c: wait, save, unmap, release,
  * roll back; in.c: back, restore, undo; commit.c: commit) and never branch on
  * a restore policy (store/ does, through its operations table). It never

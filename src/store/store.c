@@ -48,10 +48,7 @@ cms_status cms_store_check(struct cms_region **regions, size_t n)
 	return CMS_OK;
 }
 
-/*
- * Calls fn of policy ops for the allocations of v[0..n) of that policy for which want() holds
- * (all of them when want is NULL), collected into w (room for n), in v's order.
- */
+/* An operation of a policy over a list of its allocations (save or restore). */
 typedef cms_status (*list_op)(struct cms_lanes *, struct cms_alloc **, size_t, uint64_t *);
 
 /*

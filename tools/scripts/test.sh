@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Quick start, command 2: the whole test suite. Builds three ways and runs ctest:
+# Quick start, command 2: the whole test suite. Builds four ways and runs ctest:
 #   build/       RelWithDebInfo: unit + simulation suites (+ GPU suites where a GPU exists)
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
 #   build-tsan/  ThreadSanitizer over the same suites (stress and fork included)
