@@ -113,6 +113,7 @@ struct cms_work {
 	bool *had_handle; /* vi[i] held its physical handle before the call */
 	struct cms_xvote *xv;
 	/* The in side of a swap waits here for the out side's releases on the device. */
+	bool sides; /* lock and cond are initialised: a swap */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint64_t releases; /* batches released so far */
@@ -135,6 +136,13 @@ void cms_work_release(struct cms_work *w);
 cms_status cms_work_settle(struct cms_work *w);
 /* cuMemGetInfo free bytes of w's device (0: not measured; only a measurement). */
 uint64_t cms_work_free_bytes(struct cms_work *w);
+/* The work lists' filters: the out side takes allocations holding memory, the in side those
+ * missing some (also the progress totals, fanout.c). */
+bool cms_work_holds_memory(const struct cms_alloc *a);
+bool cms_work_lacks_memory(const struct cms_alloc *a);
+/* CMS_OK, or CMS_XDEV_ABORTED when w should stop early: the other side of its swap failed
+ * (w->stop), or another device of the call did (cms_xdev_check). */
+cms_status cms_work_stop_check(struct cms_work *w);
 /* The lanes of w's device: copy streams [first, first + count). */
 struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned count);
 

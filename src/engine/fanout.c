@@ -327,16 +327,6 @@ static size_t pick(struct cms_region **list, size_t n, int32_t dev, struct cms_r
 	return m;
 }
 
-static bool holds_memory(const struct cms_alloc *a)
-{
-	return a->mapped || a->handle;
-}
-
-static bool lacks_memory(const struct cms_alloc *a)
-{
-	return !a->mapped || !a->handle;
-}
-
 cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_resume_result *rres)
 {
 	struct cms_progress prog;
@@ -375,8 +365,9 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 	}
 	cms_progress_begin(
 		&prog, call->ctx, call->sched->name,
-		cms_store_progress_total(call->out, call->nout, true, holds_memory) +
-			cms_store_progress_total(call->in, call->nin, false, lacks_memory));
+		cms_store_progress_total(call->out, call->nout, true, cms_work_holds_memory) +
+			cms_store_progress_total(call->in, call->nin, false,
+						 cms_work_lacks_memory));
 	if (nd == 1) {
 		worker_run(&k[0]); /* one device: the calling thread, as it is */
 		st = k[0].w.st ? cms_set_error(k[0].w.st, "%s", k[0].msg) : CMS_OK;

@@ -38,23 +38,6 @@ static cms_status create(struct cms_work *w, struct cms_alloc *a)
 	}
 }
 
-/* CMS_OK, or why backing stops early: the out side of this device's swap failed, or another
- * device of the call did. */
-static cms_status stop_check(struct cms_work *w)
-{
-	bool stop = false;
-
-	if (w->no) { /* a swap with an out side on this device */
-		pthread_mutex_lock(&w->lock);
-		stop = w->stop;
-		pthread_mutex_unlock(&w->lock);
-	}
-	if (stop)
-		return cms_set_error(CMS_XDEV_ABORTED,
-				     "stopped: the other side of the swap failed");
-	return cms_xdev_check(w->xv);
-}
-
 /* Consecutive backed allocations of one policy whose restore is not batched. */
 struct segment {
 	size_t first, n;
@@ -82,7 +65,7 @@ cms_status cms_in_back(struct cms_work *w, struct cms_lanes *l)
 		struct cms_alloc *a = w->vi[i];
 		const struct cms_store_ops *ops = cms_store_of(a->region);
 
-		st = stop_check(w);
+		st = cms_work_stop_check(w);
 		if (st)
 			break;
 		if (!a->handle)

@@ -98,20 +98,6 @@ static void signal_in_side(struct cms_work *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* CMS_OK, or why this device's swap stops early: its in side failed, or another device did. */
-static cms_status stop_check(struct cms_work *w)
-{
-	bool stop;
-
-	pthread_mutex_lock(&w->lock);
-	stop = w->stop;
-	pthread_mutex_unlock(&w->lock);
-	if (stop)
-		return cms_set_error(CMS_XDEV_ABORTED,
-				     "stopped: the other side of the swap failed");
-	return cms_xdev_check(w->xv);
-}
-
 /* Waits for a batch's copies, then unmaps and releases its allocations. */
 static cms_status release_batch(struct cms_work *w, const struct cms_lanes *l,
 				const struct batch *b)
@@ -163,7 +149,7 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 	for (i = 0; i < nb && !st; i++) {
 		size_t k = b[i].end - b[i].first;
 
-		st = all ? stop_check(w) : CMS_OK;
+		st = all ? cms_work_stop_check(w) : CMS_OK;
 		if (st)
 			break;
 		st = cms_store_save(l, w->vo + b[i].first, k, false, &w->saved);
@@ -176,7 +162,7 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 		}
 	}
 	for (; done < nb && !st; done++) {
-		st = all ? stop_check(w) : CMS_OK;
+		st = all ? cms_work_stop_check(w) : CMS_OK;
 		if (!st)
 			st = release_batch(w, l, &b[done]);
 		if (!st && all)

@@ -145,6 +145,7 @@ static cms_status swap_run(struct cms_work *w)
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a condition");
 		goto out_lock;
 	}
+	w->sides = true;
 	if (w->ni && w->no) {
 		st = start_in_side(&in);
 		if (st)
@@ -175,6 +176,7 @@ static cms_status swap_run(struct cms_work *w)
 	if (w->nout && w->call->measure)
 		w->free_after = cms_work_free_bytes(w);
 out_cond:
+	w->sides = false;
 	pthread_cond_destroy(&w->cond);
 out_lock:
 	pthread_mutex_destroy(&w->lock);

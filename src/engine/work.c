@@ -7,19 +7,20 @@
 
 #include "engine.h"
 
-static bool holds_memory(struct cms_alloc *a)
+bool cms_work_holds_memory(const struct cms_alloc *a)
 {
 	return a->mapped || a->handle;
 }
 
-static bool lacks_memory(struct cms_alloc *a)
+bool cms_work_lacks_memory(const struct cms_alloc *a)
 {
 	return !a->mapped || !a->handle;
 }
 
 /* The allocations of regions[0..n) for which want() holds, in address order (NULL: none). */
-static cms_status collect(struct cms_region **regions, size_t n, bool (*want)(struct cms_alloc *),
-			  struct cms_alloc ***out, size_t *count)
+static cms_status collect(struct cms_region **regions, size_t n,
+			  bool (*want)(const struct cms_alloc *), struct cms_alloc ***out,
+			  size_t *count)
 {
 	struct cms_alloc **v, *a;
 	size_t i, k = 0, total = 0;
@@ -51,9 +52,9 @@ cms_status cms_work_collect(struct cms_work *w)
 	cms_status st;
 	size_t i;
 
-	st = collect(w->out, w->nout, holds_memory, &w->vo, &w->no);
+	st = collect(w->out, w->nout, cms_work_holds_memory, &w->vo, &w->no);
 	if (!st)
-		st = collect(w->in, w->nin, lacks_memory, &w->vi, &w->ni);
+		st = collect(w->in, w->nin, cms_work_lacks_memory, &w->vi, &w->ni);
 	if (st)
 		return st;
 	w->had_handle = calloc(w->ni + 1, sizeof(*w->had_handle));
@@ -107,4 +108,19 @@ struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned cou
 	struct cms_lanes l = { .ctx = w->ctx, .dev = w->dev, .first = first, .count = count };
 
 	return l;
+}
+
+cms_status cms_work_stop_check(struct cms_work *w)
+{
+	bool stop = false;
+
+	if (w->sides) { /* a swap: its other side may have failed */
+		pthread_mutex_lock(&w->lock);
+		stop = w->stop;
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (stop)
+		return cms_set_error(CMS_XDEV_ABORTED,
+				     "stopped: the other side of the swap failed");
+	return cms_xdev_check(w->xv);
 }
