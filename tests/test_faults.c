@@ -13,8 +13,12 @@
 
 #include "common.h"
 
+/* One granule: ctest runs this test with CMS_SIM_GRANULARITY=64K (setup() checks), so that
+ * each of the ~1,400 fault points maps, fills and checks 64 KiB granules, not 2 MiB ones. The
+ * sizes keep their shape in granules: one, three and a bit, half of one. */
+#define G (64ull * 1024ull)
 #define NALLOC 3
-static const uint64_t sizes[NALLOC] = { 2 * MiB, 6 * MiB + 8, 1 * MiB };
+static const uint64_t sizes[NALLOC] = { G, 3 * G + 8, G / 2 };
 
 struct fixture {
 	cms_context *ctx;
@@ -39,6 +43,14 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 	if (two)
 		f->r[1] = t_region(f->ctx, "b", 0, policy_b);
 	t_region_flags = 0;
+	{
+		cms_region_info ri = { .struct_size = sizeof(ri) };
+
+		ck_ok(cms_region_info_get(f->r[0], &ri));
+		ck_assert_msg(ri.granularity == G,
+			      "granularity %llu: run with CMS_SIM_GRANULARITY=64K",
+			      (unsigned long long)ri.granularity);
+	}
 	for (k = 0; k < f->nregions; k++)
 		for (i = 0; i < NALLOC; i++) {
 			ck_ok(cms_alloc(f->r[k], sizes[i], &f->p[k][i]));
@@ -294,30 +306,30 @@ START_TEST(alloc_sweep)
 	cms_status st;
 
 	calls = sim->call_count();
-	ck_ok(cms_alloc(r, 3 * MiB, &p));
+	ck_ok(cms_alloc(r, 3 * G / 2, &p));
 	calls = sim->call_count() - calls;
 	ck_ok(cms_free(ctx, p));
 	for (i = 1; i <= calls; i++) {
 		c0 = t_counters();
 		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_OUT_OF_MEMORY), 0);
-		st = cms_alloc(r, 3 * MiB, &p);
+		st = cms_alloc(r, 3 * G / 2, &p);
 		ck_assert_int_eq(sim->armed_faults(), 0);
 		ck_assert_int_eq(st, CMS_ERR_OUT_OF_DEVICE_MEMORY);
 		ck_assert_uint_eq(p, 0);
 		c1 = t_counters();
 		same_counts(&c0, &c1, "alloc");
-		ck_ok(cms_alloc(r, 3 * MiB, &p));
+		ck_ok(cms_alloc(r, 3 * G / 2, &p));
 		ck_ok(cms_free(ctx, p));
 		points++;
 	}
 	/* A failing free keeps the allocation. */
-	ck_ok(cms_alloc(r, 3 * MiB, &p));
+	ck_ok(cms_alloc(r, 3 * G / 2, &p));
 	c0 = t_counters();
 	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
 	ck_status(cms_free(ctx, p), CMS_ERR_DRIVER);
 	c1 = t_counters();
 	same_counts(&c0, &c1, "free");
-	ck_assert_int_eq(t_fill(0, p, 3 * MiB, 1), 0);
+	ck_assert_int_eq(t_fill(0, p, 3 * G / 2, 1), 0);
 	ck_ok(cms_free(ctx, p));
 	printf("fault sweep: alloc: %u points\n", points + 1);
 	ck_ok(cms_context_destroy(ctx));
@@ -357,13 +369,13 @@ START_TEST(out_of_memory_on_resume)
 	uint64_t big, freeb;
 	cmssim_counters c0, c1;
 
-	sim->set_capacity(0, 64 * MiB);
+	sim->set_capacity(0, 32 * G);
 	setup(&f, CMS_POLICY_HOST, 0, 0);
 	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
 	/* Someone else takes the memory while we are paused. */
 	filler = t_region(f.ctx, "other", 0, CMS_POLICY_DISCARD);
 	ck_ok(cms_device_memory_info(f.ctx, 0, &freeb, NULL));
-	ck_ok(cms_alloc(filler, freeb - 2 * MiB, &big));
+	ck_ok(cms_alloc(filler, freeb - G, &big));
 	c0 = t_counters();
 	ck_status(cms_region_resume(f.r[0], NULL, NULL), CMS_ERR_OUT_OF_DEVICE_MEMORY);
 	c1 = t_counters();

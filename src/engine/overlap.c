@@ -22,12 +22,17 @@
 #include "engine.h"
 
 #define BATCH (1ull << 30)
-#define BATCH_SIM (256ull << 10) /* the host simulation: small tests, many batches */
-#define TAPER_MIN 16		 /* the smallest batch: BATCH / 16 (64 MiB) */
+#define TAPER_MIN 16 /* the smallest batch: BATCH / 16 (64 MiB) */
+/* The host simulation: batches of an eighth of a granule (small tests, many batches). */
+#define BATCH_SIM_GRANULES 8
 
-static uint64_t batch_bytes(const cms_context *ctx)
+static uint64_t batch_bytes(const struct cms_work *w)
 {
-	return ctx->drv.is_sim ? BATCH_SIM : BATCH;
+	const cms_context *ctx = w->ctx;
+
+	if (ctx->drv.is_sim) /* the same batches at any granularity the simulation is given */
+		return ctx->devices[w->dev].granularity / BATCH_SIM_GRANULES;
+	return BATCH;
 }
 
 /* Whether a goes in a batch: every allocation (all), or the mapped ones saved asynchronously
@@ -47,7 +52,7 @@ bool cms_out_can_overlap(const struct cms_work *w)
 	for (i = 0; i < w->no; i++)
 		if (early(w->vo[i], false))
 			bytes += w->vo[i]->physical;
-	return bytes > batch_bytes(w->ctx);
+	return bytes > batch_bytes(w);
 }
 
 struct batch {
@@ -145,7 +150,7 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 	b = calloc(w->no, sizeof(*b));
 	if (!b)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
-	nb = plan(w->vo, w->no, all, batch_bytes(ctx), b);
+	nb = plan(w->vo, w->no, all, batch_bytes(w), b);
 	for (i = 0; i < nb && !st; i++) {
 		size_t k = b[i].end - b[i].first;
 
