@@ -457,6 +457,11 @@ impl Context {
         }
     }
 
+    /// Clears the progress callback (`set_progress(None)` without naming a closure type).
+    pub fn clear_progress(&self) -> Result<()> {
+        self.set_progress(None::<fn(&str, u64, u64)>)
+    }
+
     /// Frees the allocation whose base is `ptr`, in any state (`cms_free`). GPU work
     /// using it must be finished. The pointer must not be used afterwards.
     pub fn free(&self, ptr: u64) -> Result<()> {

@@ -192,7 +192,7 @@ fn swap_exchanges_two_tags_and_reports_progress() {
         assert_eq!(v.first().unwrap().0, "pause");
         assert_eq!(v.last().unwrap(), &("resume".to_string(), 4 * MIB, 4 * MIB));
     }
-    ctx.set_progress(None::<fn(&str, u64, u64)>).unwrap();
+    ctx.clear_progress().unwrap();
     calls.lock().unwrap().clear();
     ctx.pause("swap-a").unwrap();
     assert!(calls.lock().unwrap().is_empty());
