@@ -24,6 +24,7 @@ import emit_map  # noqa: E402
 import emit_probe  # noqa: E402
 import emit_python  # noqa: E402
 import emit_rust  # noqa: E402
+import emit_rust_layout  # noqa: E402
 import model  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,6 +33,8 @@ OUTPUTS = [
     ("abi/cumemsaver.map", emit_map.emit),
     ("bindings/python/cumemsaver/_lib.py", emit_python.emit),
     ("bindings/rust/cumemsaver-sys/src/ffi.rs", emit_rust.emit),
+    ("bindings/rust/cumemsaver-sys/tests/generated/layout.rs", emit_rust_layout.emit_rs),
+    ("bindings/rust/cumemsaver-sys/tests/generated/probe.c", emit_rust_layout.emit_c),
     ("bindings/go/cumemsaver/zabi.go", emit_go.emit),
     ("tests/abi/header_probe.c", emit_probe.emit),
 ]

@@ -5,7 +5,8 @@
 #
 #  - stages `cmake --install <build-dir>` under <build-dir>/bindings/stage (the .pc file is
 #    relocatable) and points PKG_CONFIG_PATH and LD_LIBRARY_PATH at it, CMS_DRIVER_LIBRARY at
-#    <build-dir>/src/sim/libcumemsaver-sim.so;
+#    <build-dir>/src/sim/libcumemsaver-sim.so, CMS_CMSCTL at the staged cmsctl (the bindings'
+#    control-socket tests drive it);
 #  - C: tests/install_consumer.sh (also the ctest `install_consumer`): a consumer built with
 #    `pkg-config --cflags --libs cumemsaver` alone and one with find_package;
 #  - Rust: `cargo test --offline` (layout probe of the -sys crate against the installed header,
@@ -34,6 +35,9 @@ export PKG_CONFIG_PATH
 libdir=$(pkg-config --variable=libdir cumemsaver)
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CMS_DRIVER_LIBRARY=$sim
+CMS_CMSCTL=$(find "$stage" -name cmsctl -type f | head -n1)
+[ -n "$CMS_CMSCTL" ] || CMS_CMSCTL=$build/bin/cmsctl
+export CMS_CMSCTL
 unset CUMEMSAVER_LIB_DIR CUMEMSAVER_INCLUDE_DIR # pkg-config only
 
 failed=0

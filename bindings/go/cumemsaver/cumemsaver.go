@@ -4,7 +4,8 @@
 // addresses, over libcumemsaver (include/cumemsaver.h), found with pkg-config.
 //
 // A Context owns the library state; a Region is a set of allocations sharing a tag, a
-// device and a restore policy (PolicyDiscard, PolicyZero, PolicyHost). Region.Alloc
+// device and a restore Policy (PolicyDiscard, PolicyZero, PolicyHost, PolicyDisk with
+// RegionOptions.DiskDir). Region.Alloc
 // returns a device pointer (a CUdeviceptr as uint64) that stays the same until it is
 // freed, whatever pauses and resumes happen in between:
 //
@@ -18,7 +19,17 @@
 //
 // Errors are *Error values carrying the status, its name and the library's message for
 // the failed call, read on the same OS thread as the call (runtime.LockOSThread around
-// both). errors.Is(err, cumemsaver.ErrNotFound) matches on the status.
+// both). errors.Is(err, cumemsaver.ErrNotFound) matches on the status: every Err* is a
+// Status, itself an error (a sentinel per cms_status). Policies, states, log levels,
+// flags and the IPC enumerations are typed constants whose String method prints their
+// name ("host", "paused", "shareable|coalesce").
+//
+// Beyond pause and resume: Context.Swap, progress callbacks (Context.SetProgress),
+// asynchronous resume (ResumeOptions{Flags: ResumeAsync}), sharing regions with other
+// processes (Context.NewExporter, Context.Import), the control socket that cmsctl talks
+// to (Context.NewControlSocket) and the allocator hooks (Context.SetHookContext,
+// Region.WithHook). Every object has an idempotent Close; Context.Close closes the
+// exporters, imports, control sockets and hook context still open on it first.
 //
 // Thread-safety: every method may be called from any goroutine. Close waits for calls in
 // progress on the same Context or Region (the C library forbids destroying a handle
@@ -34,18 +45,9 @@ package cumemsaver
 #include <stdint.h>
 #include <stdlib.h>
 
-extern void cmsGoLog(void *user, int32_t level, char *message);
-
-static void cms_go_log_trampoline(void *user, int32_t level, const char *message)
-{
-	cmsGoLog(user, level, (char *)message);
-}
-
-static void cms_go_set_log(cms_context_options *o, uintptr_t handle)
-{
-	o->log_fn = cms_go_log_trampoline;
-	o->log_user = (void *)handle;
-}
+// Defined in trampolines.go.
+void cms_go_set_log(cms_context_options *o, uintptr_t handle);
+cms_status cms_go_progress_set(cms_context *ctx, uintptr_t handle);
 
 static uintptr_t cms_go_region_id(const cms_region *r)
 {
@@ -159,18 +161,52 @@ type ContextOptions struct {
 	DriverPath string
 	// Log, if set, receives log lines up to LogLevel (LogError..LogDebug). It is called
 	// on whichever goroutine is inside the library, with library locks held: it must
-	// not call back into cumemsaver.
-	Log      func(level int32, message string)
-	LogLevel int32
+	// not call back into cumemsaver. A panic in it is recovered.
+	Log      func(level LogLevel, message string)
+	LogLevel LogLevel
 }
 
 // Context is the library state of one user (cms_context): regions, the pointer index,
 // the loaded driver.
 type Context struct {
-	mu     sync.RWMutex
-	raw    *C.cms_context
-	logFn  cgo.Handle // 0 if none
-	closed bool
+	mu       sync.RWMutex
+	raw      *C.cms_context
+	logFn    cgo.Handle // 0 if none
+	closed   bool
+	kidsMu   sync.Mutex         // guards progress and children
+	progress []cgo.Handle       // every progress callback set: kept until Close
+	children map[child]struct{} // open exporters, imports, control sockets, hook context
+}
+
+// child is an object that must be closed before its context: an exporter, an import, a
+// control socket, the hook context. closeChild runs with the context's lock held (read or
+// write) and is idempotent.
+type child interface{ closeChild() error }
+
+func (c *Context) adopt(o child) {
+	c.kidsMu.Lock()
+	defer c.kidsMu.Unlock()
+	if c.children == nil {
+		c.children = map[child]struct{}{}
+	}
+	c.children[o] = struct{}{}
+}
+
+// closeChild closes o (a child of c) unless c is closed already (which closed o).
+func (c *Context) closeChild(o child) error {
+	err := c.with(func(*C.cms_context) error {
+		if err := o.closeChild(); err != nil {
+			return err
+		}
+		c.kidsMu.Lock()
+		delete(c.children, o)
+		c.kidsMu.Unlock()
+		return nil
+	})
+	if err == ErrClosed {
+		return nil
+	}
+	return err
 }
 
 // NewContext creates a context (cms_context_create). opts may be nil. The driver is
@@ -220,6 +256,14 @@ func (c *Context) Close() error {
 	if c.closed {
 		return nil
 	}
+	c.kidsMu.Lock()
+	defer c.kidsMu.Unlock()
+	for o := range c.children {
+		if err := o.closeChild(); err != nil {
+			return err
+		}
+		delete(c.children, o)
+	}
 	if err := call("cms_context_destroy", func() C.cms_status {
 		return c_cms_context_destroy(c.raw)
 	}); err != nil {
@@ -231,6 +275,10 @@ func (c *Context) Close() error {
 		c.logFn.Delete()
 		c.logFn = 0
 	}
+	for _, h := range c.progress {
+		h.Delete()
+	}
+	c.progress = nil
 	runtime.SetFinalizer(c, nil)
 	return nil
 }
@@ -247,9 +295,12 @@ func (c *Context) with(f func(raw *C.cms_context) error) error {
 
 // RegionOptions are the options of NewRegion. The zero value is device 0, PolicyDiscard.
 type RegionOptions struct {
-	Device int32  // CUDA device ordinal
-	Policy uint32 // PolicyDiscard, PolicyZero or PolicyHost
-	Flags  uint64 // RegionReleaseHost, ...
+	Device int32       // CUDA device ordinal
+	Policy Policy      // PolicyDiscard, PolicyZero, PolicyHost or PolicyDisk
+	Flags  RegionFlags // RegionReleaseHost, RegionShareable, RegionCoalesce, ...
+	// DiskDir is the directory of a PolicyDisk region's file, set right after the region
+	// is created (cms_region_disk_dir_set); "": none yet (Region.SetDiskDir).
+	DiskDir string
 }
 
 // NewRegion creates an empty region named tag (1..TagMax bytes) (cms_region_create).
@@ -282,14 +333,22 @@ func (c *Context) NewRegion(tag string, opts *RegionOptions) (*Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Region{ctx: c, raw: region, tag: tag, device: ro.Device, policy: ro.Policy}, nil
+	r := &Region{ctx: c, raw: region, tag: tag, device: ro.Device, policy: ro.Policy,
+		id: RegionID(C.cms_go_region_id(region))}
+	if ro.DiskDir != "" {
+		if err := r.SetDiskDir(ro.DiskDir); err != nil {
+			_ = r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // PauseOptions are the options of a pause: what it waits for before unmapping.
 type PauseOptions struct {
-	Stream uint64 // a CUstream to wait for instead of synchronizing the device (0: none)
-	Event  uint64 // a CUevent to wait for instead (0: none)
-	Flags  uint64 // PauseNoSync
+	Stream uint64     // a CUstream to wait for instead of synchronizing the device (0: none)
+	Event  uint64     // a CUevent to wait for instead (0: none)
+	Flags  PauseFlags // PauseNoSync
 }
 
 // PauseResult says what a pause did (cms_pause_result).
@@ -301,12 +360,41 @@ type PauseResult struct {
 	DriverFreeBefore uint64 // the driver's free memory before, summed over devices touched
 	DriverFreeAfter  uint64 // ... and after
 	Elapsed          time.Duration
+	Devices          []DeviceResult // one per device the call worked on (since 1.1)
+}
+
+// DeviceResult is one device's part of a pause, resume or swap (cms_device_result).
+type DeviceResult struct {
+	Device      int32
+	Status      Status // OK or what this device's step returned
+	Regions     uint64
+	Allocations uint64
+	Bytes       uint64 // pause: physical bytes released; resume: created and mapped
+	BytesCopied uint64 // pause: bytes copied to backups; resume: restored
+	Elapsed     time.Duration
+}
+
+func deviceResults(n C.uint32_t, r []C.cms_device_result) []DeviceResult {
+	var out []DeviceResult
+	for i := 0; i < int(n) && i < len(r); i++ {
+		d := &r[i]
+		out = append(out, DeviceResult{
+			Device:      int32(d.device),
+			Status:      Status(d.status),
+			Regions:     uint64(d.regions),
+			Allocations: uint64(d.allocations),
+			Bytes:       uint64(d.bytes),
+			BytesCopied: uint64(d.bytes_copied),
+			Elapsed:     time.Duration(d.elapsed_ns),
+		})
+	}
+	return out
 }
 
 // ResumeOptions are the options of a resume.
 type ResumeOptions struct {
-	Flags  uint64 // ResumeAsync
-	Stream uint64 // with ResumeAsync: the CUstream ordered after the restore
+	Flags  ResumeFlags // ResumeAsync
+	Stream uint64      // with ResumeAsync: the CUstream ordered after the restore
 }
 
 // ResumeResult says what a resume did (cms_resume_result).
@@ -316,6 +404,7 @@ type ResumeResult struct {
 	BytesBacked   uint64 // physical bytes created and mapped
 	BytesRestored uint64 // bytes copied back from host backups
 	Elapsed       time.Duration
+	Devices       []DeviceResult // one per device the call worked on (since 1.1)
 }
 
 func pauseOpts(p *PauseOptions) C.cms_pause_options {
@@ -348,6 +437,7 @@ func pauseResult(r *C.cms_pause_result) PauseResult {
 		DriverFreeBefore: uint64(r.driver_free_before),
 		DriverFreeAfter:  uint64(r.driver_free_after),
 		Elapsed:          time.Duration(r.elapsed_ns),
+		Devices:          deviceResults(r.devices, r.device_results[:]),
 	}
 }
 
@@ -358,6 +448,7 @@ func resumeResult(r *C.cms_resume_result) ResumeResult {
 		BytesBacked:   uint64(r.bytes_backed),
 		BytesRestored: uint64(r.bytes_restored),
 		Elapsed:       time.Duration(r.elapsed_ns),
+		Devices:       deviceResults(r.devices, r.device_results[:]),
 	}
 }
 
@@ -437,18 +528,17 @@ type PointerInfo struct {
 	Offset       uint64 // ptr - Base
 	PhysicalSize uint64 // size rounded to the granularity
 	Device       int32
-	State        uint32 // StateActive or StatePaused (of the region)
-	region       uintptr
+	State        State    // StateActive or StatePaused (of the region)
+	Region       RegionID // the owning region (compare with Region.ID)
 }
+
+// RegionID identifies a region within its context (Region.ID, Context.FindRegion,
+// PointerInfo.Region) without touching it.
+type RegionID uintptr
 
 // In reports whether the allocation belongs to region r.
 func (p PointerInfo) In(r *Region) bool {
-	if r == nil || p.region == 0 {
-		return false
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return p.region == uintptr(C.cms_go_region_id(r.raw))
+	return r != nil && p.Region != 0 && p.Region == r.ID()
 }
 
 // PointerInfo answers "is this pointer ours?" (cms_pointer_info_get).
@@ -469,8 +559,8 @@ func (c *Context) PointerInfo(ptr uint64) (PointerInfo, error) {
 		Offset:       uint64(i.offset),
 		PhysicalSize: uint64(i.physical_size),
 		Device:       int32(i.device),
-		State:        uint32(i.state),
-		region:       uintptr(C.cms_go_region_id(i.region)),
+		State:        State(i.state),
+		Region:       RegionID(C.cms_go_region_id(i.region)),
 	}, nil
 }
 
@@ -493,15 +583,19 @@ type Region struct {
 	raw    *C.cms_region
 	tag    string
 	device int32
-	policy uint32
+	policy Policy
+	id     RegionID
 	closed bool
 }
 
 // Tag, Device, Policy and Context are what the region was created with.
 func (r *Region) Tag() string       { return r.tag }
 func (r *Region) Device() int32     { return r.device }
-func (r *Region) Policy() uint32    { return r.policy }
+func (r *Region) Policy() Policy    { return r.policy }
 func (r *Region) Context() *Context { return r.ctx }
+
+// ID identifies the region (also after Close).
+func (r *Region) ID() RegionID { return r.id }
 
 // with runs f with the context and the region open, or returns ErrClosed.
 func (r *Region) with(f func(raw *C.cms_region) error) error {
@@ -557,9 +651,9 @@ func (r *Region) Free(ptr uint64) error { return r.ctx.Free(ptr) }
 type RegionInfo struct {
 	Tag            string
 	Device         int32
-	Policy         uint32 // PolicyDiscard, PolicyZero, PolicyHost
-	State          uint32 // StateActive, StatePaused
-	Flags          uint64
+	Policy         Policy
+	State          State
+	Flags          RegionFlags
 	Allocations    uint64 // live allocations
 	LogicalBytes   uint64 // sum of the sizes asked for
 	PhysicalBytes  uint64 // sum of the sizes rounded to the granularity
@@ -567,11 +661,12 @@ type RegionInfo struct {
 	BackupBytes    uint64 // bytes of content saved in host backups (while paused)
 	Epoch          uint64 // bumped by every successful resume
 	Granularity    uint64
-	HostBytes      uint64 // host memory held by backup buffers
-	RestorePending bool   // an async resume's restore copies may still run
-	HandleTypes    uint32 // HandleTypePosixFd | HandleTypeFabric bits (since 1.1; 0: not shareable)
-	PinnedBytes    uint64 // of HostBytes, page-locked with cuMemHostRegister (since 1.1)
-	RetainedBytes  uint64 // freed allocations' bytes kept in shared handles (since 1.1)
+	HostBytes      uint64      // host memory held by backup buffers
+	RestorePending bool        // an async resume's restore copies may still run
+	HandleTypes    HandleTypes // HandleTypePosixFd | HandleTypeFabric (since 1.1; 0: not shareable)
+	PeerDeviceMask uint64      // bit d: device d has access (since 1.1)
+	PinnedBytes    uint64      // of HostBytes, page-locked with cuMemHostRegister (since 1.1)
+	RetainedBytes  uint64      // freed allocations' bytes kept in shared handles (since 1.1)
 }
 
 // Info is a consistent snapshot of the region (cms_region_info_get).
@@ -587,9 +682,9 @@ func (r *Region) Info() (RegionInfo, error) {
 	return RegionInfo{
 		Tag:            C.GoString(&i.tag[0]),
 		Device:         int32(i.device),
-		Policy:         uint32(i.policy),
-		State:          uint32(i.state),
-		Flags:          uint64(i.flags),
+		Policy:         Policy(i.policy),
+		State:          State(i.state),
+		Flags:          RegionFlags(i.flags),
 		Allocations:    uint64(i.allocations),
 		LogicalBytes:   uint64(i.logical_bytes),
 		PhysicalBytes:  uint64(i.physical_bytes),
@@ -599,7 +694,8 @@ func (r *Region) Info() (RegionInfo, error) {
 		Granularity:    uint64(i.granularity),
 		HostBytes:      uint64(i.host_bytes),
 		RestorePending: i.restore_pending != 0,
-		HandleTypes:    uint32(i.handle_types),
+		HandleTypes:    HandleTypes(i.handle_types),
+		PeerDeviceMask: uint64(i.peer_device_mask),
 		PinnedBytes:    uint64(i.pinned_bytes),
 		RetainedBytes:  uint64(i.retained_bytes),
 	}, nil

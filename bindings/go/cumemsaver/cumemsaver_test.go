@@ -350,8 +350,8 @@ func TestCloseFreesMemoryAndLaterCallsFail(t *testing.T) {
 func TestLogCallbackReceivesLines(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
-	var levels []int32
-	ctx, err := NewContext(&ContextOptions{LogLevel: LogInfo, Log: func(level int32, msg string) {
+	var levels []LogLevel
+	ctx, err := NewContext(&ContextOptions{LogLevel: LogInfo, Log: func(level LogLevel, msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, msg)
@@ -371,7 +371,7 @@ func TestLogCallbackReceivesLines(t *testing.T) {
 	found := false
 	for i, l := range lines {
 		if levels[i] > LogInfo {
-			t.Errorf("level %d line at LogInfo: %q", levels[i], l)
+			t.Errorf("level %s line at LogInfo: %q", levels[i], l)
 		}
 		found = found || (levels[i] == LogInfo && strings.Contains(l, "paused"))
 	}

@@ -18,10 +18,10 @@ import (
 //export cmsGoLog
 func cmsGoLog(user unsafe.Pointer, level C.int32_t, message *C.char) {
 	h := cgo.Handle(uintptr(user))
-	f, ok := h.Value().(func(int32, string))
+	f, ok := h.Value().(func(LogLevel, string))
 	if !ok || f == nil {
 		return
 	}
 	defer func() { _ = recover() }() // never unwind into C
-	f(int32(level), C.GoString(message))
+	f(LogLevel(level), C.GoString(message))
 }

@@ -9,7 +9,11 @@ package cumemsaver
 */
 import "C"
 
-import "unsafe"
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+)
 
 // Status is a cms_status: OK or a negative Err* code; never renumbered or reused.
 type Status int32
@@ -115,41 +119,49 @@ const (
 	StatusMin Status = -25
 )
 
-// Constants of group log_level: cms_context_options.log_level and the level passed to cms_log_fn.
+// LogLevel is a value of group log_level (a C int32_t): cms_context_options.log_level and the
+// level passed to cms_log_fn.
+type LogLevel int32
+
 const (
 	// LogError is CMS_LOG_ERROR (since 1.0): Errors.
-	LogError int32 = 0
+	LogError LogLevel = 0
 	// LogWarn is CMS_LOG_WARN (since 1.0): Warnings (the default level).
-	LogWarn int32 = 1
+	LogWarn LogLevel = 1
 	// LogInfo is CMS_LOG_INFO (since 1.0): Information.
-	LogInfo int32 = 2
+	LogInfo LogLevel = 2
 	// LogDebug is CMS_LOG_DEBUG (since 1.0): Debugging detail.
-	LogDebug int32 = 3
+	LogDebug LogLevel = 3
 )
 
-// Constants of group policy: Restore policies (cms_region_options.policy): what content survives a
-// pause. 3.. reserved.
+// Policy is a value of group policy (a C uint32_t): Restore policies (cms_region_options.policy):
+// what content survives a pause. 3.. reserved.
+type Policy uint32
+
 const (
 	// PolicyDiscard is CMS_POLICY_DISCARD (since 1.0): Content undefined after resume (KV cache,
 	// scratch).
-	PolicyDiscard uint32 = 0
+	PolicyDiscard Policy = 0
 	// PolicyZero is CMS_POLICY_ZERO (since 1.0): Every byte reads 0 after resume.
-	PolicyZero uint32 = 1
+	PolicyZero Policy = 1
 	// PolicyHost is CMS_POLICY_HOST (since 1.0): Copied to host memory on pause, copied back on
 	// resume.
-	PolicyHost uint32 = 2
+	PolicyHost Policy = 2
 	// PolicyDisk is CMS_POLICY_DISK (since 1.1): Written to a file in the region's directory
 	// (cms_region_disk_dir_set) on pause, read back on resume.
-	PolicyDisk uint32 = 3
+	PolicyDisk Policy = 3
 )
 
-// Constants of group state: Region states (cms_region_info.state, cms_pointer_info.state).
+// State is a value of group state (a C uint32_t): Region states (cms_region_info.state,
+// cms_pointer_info.state).
+type State uint32
+
 const (
 	// StateActive is CMS_STATE_ACTIVE (since 1.0): Physical memory mapped; pointers usable.
-	StateActive uint32 = 0
+	StateActive State = 0
 	// StatePaused is CMS_STATE_PAUSED (since 1.0): Physical memory released; addresses reserved, not
 	// accessible.
-	StatePaused uint32 = 1
+	StatePaused State = 1
 )
 
 // Constants of group limit: Sizes and depths.
@@ -165,123 +177,368 @@ const (
 	DeviceResultsMax int32 = 16
 )
 
-// Constants of group region_flag: cms_region_options.flags.
+// RegionFlags is a value of group region_flag (a C uint64_t): cms_region_options.flags.
+type RegionFlags uint64
+
 const (
 	// RegionReleaseHost is CMS_REGION_RELEASE_HOST (since 1.0): Give host memory back after each
 	// successful resume (a HOST region otherwise keeps its page-locked buffers across cycles).
-	RegionReleaseHost uint64 = 0x1
+	RegionReleaseHost RegionFlags = 0x1
 	// RegionShareable is CMS_REGION_SHAREABLE (since 1.1): Shareable with other processes
 	// (docs/ipc.md): physical allocations created with the POSIX file descriptor handle type so that
 	// cms_exporter_publish() can hand them to importers. CMS_ERR_NOT_SUPPORTED where the device lacks
 	// it.
-	RegionShareable uint64 = 0x2
+	RegionShareable RegionFlags = 0x2
 	// RegionShareableFabric is CMS_REGION_SHAREABLE_FABRIC (since 1.1): Also request fabric handles
 	// (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in cms_region_info.handle_types.
 	// CMS_ERR_NOT_SUPPORTED where the device lacks it.
-	RegionShareableFabric uint64 = 0x4
+	RegionShareableFabric RegionFlags = 0x4
 	// RegionCoalesce is CMS_REGION_COALESCE (since 1.1): Coalesced re-backing: a resume backs each
 	// run of adjacent allocations with one physical handle and one mapping; a free inside a run keeps
 	// its bytes until the next pause (retained_bytes). Default: one handle per allocation.
-	RegionCoalesce uint64 = 0x8
+	RegionCoalesce RegionFlags = 0x8
 )
 
-// Constants of group pause_flag: cms_pause_options.flags.
+// PauseFlags is a value of group pause_flag (a C uint64_t): cms_pause_options.flags.
+type PauseFlags uint64
+
 const (
 	// PauseNoSync is CMS_PAUSE_NO_SYNC (since 1.0): The caller guarantees no GPU work uses the
 	// memory; skip waiting.
-	PauseNoSync uint64 = 0x1
+	PauseNoSync PauseFlags = 0x1
 )
 
-// Constants of group resume_flag: cms_resume_options.flags.
+// ResumeFlags is a value of group resume_flag (a C uint64_t): cms_resume_options.flags.
+type ResumeFlags uint64
+
 const (
 	// ResumeAsync is CMS_RESUME_ASYNC (since 1.0): Asynchronous restore: return once mapped, restore
 	// copies ordered before cms_resume_options.stream. Not combinable with CMS_REGION_RELEASE_HOST.
-	ResumeAsync uint64 = 0x1
+	ResumeAsync ResumeFlags = 0x1
 )
 
-// Constants of group handle_type: Handle types of a region's physical allocations
-// (cms_region_info.handle_types): the values of CUmemAllocationHandleType.
+// HandleTypes is a value of group handle_type (a C uint32_t): Handle types of a region's physical
+// allocations (cms_region_info.handle_types): the values of CUmemAllocationHandleType.
+type HandleTypes uint32
+
 const (
 	// HandleTypePosixFd is CMS_HANDLE_TYPE_POSIX_FD (since 1.1):
 	// CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.
-	HandleTypePosixFd uint32 = 0x1
+	HandleTypePosixFd HandleTypes = 0x1
 	// HandleTypeFabric is CMS_HANDLE_TYPE_FABRIC (since 1.1): CU_MEM_HANDLE_TYPE_FABRIC.
-	HandleTypeFabric uint32 = 0x8
+	HandleTypeFabric HandleTypes = 0x8
 )
 
-// Constants of group access: Access granted to importers (cms_exporter_publish,
-// cms_import_info.access).
+// Access is a value of group access (a C uint32_t): Access granted to importers
+// (cms_exporter_publish, cms_import_info.access).
+type Access uint32
+
 const (
 	// AccessRead is CMS_ACCESS_READ (since 1.1): Map read-only (CU_MEM_ACCESS_FLAGS_PROT_READ).
-	AccessRead uint32 = 1
+	AccessRead Access = 1
 	// AccessReadwrite is CMS_ACCESS_READWRITE (since 1.1): Map read-write.
-	AccessReadwrite uint32 = 3
+	AccessReadwrite Access = 3
 )
 
-// Constants of group import_state: cms_import_info.state.
+// ImportState is a value of group import_state (a C uint32_t): cms_import_info.state.
+type ImportState uint32
+
 const (
 	// ImportMapped is CMS_IMPORT_MAPPED (since 1.1): The memory is mapped at the import's addresses.
-	ImportMapped uint32 = 0
+	ImportMapped ImportState = 0
 	// ImportRevoked is CMS_IMPORT_REVOKED (since 1.1): The exporter paused: addresses reserved, not
 	// accessible.
-	ImportRevoked uint32 = 1
+	ImportRevoked ImportState = 1
 	// ImportLayoutChanged is CMS_IMPORT_LAYOUT_CHANGED (since 1.1): The exporter's layout changed:
 	// nothing mapped.
-	ImportLayoutChanged uint32 = 2
+	ImportLayoutChanged ImportState = 2
 	// ImportDisconnected is CMS_IMPORT_DISCONNECTED (since 1.1): The exporter closed or exited.
-	ImportDisconnected uint32 = 3
+	ImportDisconnected ImportState = 3
 	// ImportFailed is CMS_IMPORT_FAILED (since 1.1): Mapping a grant failed (info.error says why).
-	ImportFailed uint32 = 4
+	ImportFailed ImportState = 4
 )
 
-// Constants of group import_event: Events passed to cms_import_event_fn.
+// ImportEvent is a value of group import_event (a C uint32_t): Events passed to
+// cms_import_event_fn.
+type ImportEvent uint32
+
 const (
 	// ImportEventRevoked is CMS_IMPORT_EVENT_REVOKED (since 1.1): Mappings dropped for an exporter's
 	// pause.
-	ImportEventRevoked uint32 = 1
+	ImportEventRevoked ImportEvent = 1
 	// ImportEventRemapped is CMS_IMPORT_EVENT_REMAPPED (since 1.1): Mapped again at the same
 	// addresses, new epoch.
-	ImportEventRemapped uint32 = 2
+	ImportEventRemapped ImportEvent = 2
 	// ImportEventLayoutChanged is CMS_IMPORT_EVENT_LAYOUT_CHANGED (since 1.1): A grant with another
 	// layout: not mapped.
-	ImportEventLayoutChanged uint32 = 3
+	ImportEventLayoutChanged ImportEvent = 3
 	// ImportEventDisconnected is CMS_IMPORT_EVENT_DISCONNECTED (since 1.1): The exporter is gone.
-	ImportEventDisconnected uint32 = 4
+	ImportEventDisconnected ImportEvent = 4
 	// ImportEventFailed is CMS_IMPORT_EVENT_FAILED (since 1.1): A grant could not be mapped.
-	ImportEventFailed uint32 = 5
+	ImportEventFailed ImportEvent = 5
 )
 
-// Constants of group import_flag: cms_import_options.flags.
+// ImportFlags is a value of group import_flag (a C uint64_t): cms_import_options.flags.
+type ImportFlags uint64
+
 const (
 	// ImportReadOnly is CMS_IMPORT_READ_ONLY (since 1.1): Ask for read-only access.
-	ImportReadOnly uint64 = 0x1
+	ImportReadOnly ImportFlags = 0x1
 )
 
-// Constants of group control_op: cms_control_request.op.
+// ControlOp is a value of group control_op (a C uint32_t): cms_control_request.op.
+type ControlOp uint32
+
 const (
 	// ControlStatus is CMS_CONTROL_STATUS (since 1.1): Status of every region.
-	ControlStatus uint32 = 1
+	ControlStatus ControlOp = 1
 	// ControlPause is CMS_CONTROL_PAUSE (since 1.1): Pause a tag.
-	ControlPause uint32 = 2
+	ControlPause ControlOp = 2
 	// ControlResume is CMS_CONTROL_RESUME (since 1.1): Resume a tag.
-	ControlResume uint32 = 3
+	ControlResume ControlOp = 3
 )
 
-// Constants of group control_phase: cms_control_request.phase.
+// ControlPhase is a value of group control_phase (a C uint32_t): cms_control_request.phase.
+type ControlPhase uint32
+
 const (
 	// ControlBefore is CMS_CONTROL_BEFORE (since 1.1): Decide: CMS_OK lets the library act, a
 	// negative status refuses.
-	ControlBefore uint32 = 0
+	ControlBefore ControlPhase = 0
 	// ControlAfter is CMS_CONTROL_AFTER (since 1.1): Informed of the outcome (result).
-	ControlAfter uint32 = 1
+	ControlAfter ControlPhase = 1
 )
 
-// Constants of group control_flag: cms_control_options.flags.
+// ControlFlags is a value of group control_flag (a C uint64_t): cms_control_options.flags.
+type ControlFlags uint64
+
 const (
 	// ControlAllowAll is CMS_CONTROL_ALLOW_ALL (since 1.1): Without a callback, act on every
 	// pause/resume request.
-	ControlAllowAll uint64 = 0x1
+	ControlAllowAll ControlFlags = 0x1
 )
+
+// String is the value's name (error, warn, ...), or LogLevel(n) for a value this package does not know.
+func (v LogLevel) String() string {
+	switch v {
+	case LogError:
+		return "error"
+	case LogWarn:
+		return "warn"
+	case LogInfo:
+		return "info"
+	case LogDebug:
+		return "debug"
+	}
+	return fmt.Sprintf("LogLevel(%d)", int32(v))
+}
+
+// String is the value's name (discard, zero, ...), or Policy(n) for a value this package does not know.
+func (v Policy) String() string {
+	switch v {
+	case PolicyDiscard:
+		return "discard"
+	case PolicyZero:
+		return "zero"
+	case PolicyHost:
+		return "host"
+	case PolicyDisk:
+		return "disk"
+	}
+	return fmt.Sprintf("Policy(%d)", uint32(v))
+}
+
+// String is the value's name (active, paused, ...), or State(n) for a value this package does not know.
+func (v State) String() string {
+	switch v {
+	case StateActive:
+		return "active"
+	case StatePaused:
+		return "paused"
+	}
+	return fmt.Sprintf("State(%d)", uint32(v))
+}
+
+// String lists the flags set, joined with |, unknown bits in hex; "0" for none.
+func (v RegionFlags) String() string {
+	if v == 0 {
+		return "0"
+	}
+	var s []string
+	if v&RegionReleaseHost != 0 {
+		s = append(s, "release_host")
+		v &^= RegionReleaseHost
+	}
+	if v&RegionShareable != 0 {
+		s = append(s, "shareable")
+		v &^= RegionShareable
+	}
+	if v&RegionShareableFabric != 0 {
+		s = append(s, "shareable_fabric")
+		v &^= RegionShareableFabric
+	}
+	if v&RegionCoalesce != 0 {
+		s = append(s, "coalesce")
+		v &^= RegionCoalesce
+	}
+	if v != 0 {
+		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
+	}
+	return strings.Join(s, "|")
+}
+
+// String lists the flags set, joined with |, unknown bits in hex; "0" for none.
+func (v PauseFlags) String() string {
+	if v == 0 {
+		return "0"
+	}
+	var s []string
+	if v&PauseNoSync != 0 {
+		s = append(s, "no_sync")
+		v &^= PauseNoSync
+	}
+	if v != 0 {
+		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
+	}
+	return strings.Join(s, "|")
+}
+
+// String lists the flags set, joined with |, unknown bits in hex; "0" for none.
+func (v ResumeFlags) String() string {
+	if v == 0 {
+		return "0"
+	}
+	var s []string
+	if v&ResumeAsync != 0 {
+		s = append(s, "async")
+		v &^= ResumeAsync
+	}
+	if v != 0 {
+		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
+	}
+	return strings.Join(s, "|")
+}
+
+// String lists the flags set, joined with |, unknown bits in hex; "0" for none.
+func (v HandleTypes) String() string {
+	if v == 0 {
+		return "0"
+	}
+	var s []string
+	if v&HandleTypePosixFd != 0 {
+		s = append(s, "posix_fd")
+		v &^= HandleTypePosixFd
+	}
+	if v&HandleTypeFabric != 0 {
+		s = append(s, "fabric")
+		v &^= HandleTypeFabric
+	}
+	if v != 0 {
+		s = append(s, fmt.Sprintf("0x%x", uint32(v)))
+	}
+	return strings.Join(s, "|")
+}
+
+// String is the value's name (read, readwrite, ...), or Access(n) for a value this package does not know.
+func (v Access) String() string {
+	switch v {
+	case AccessRead:
+		return "read"
+	case AccessReadwrite:
+		return "readwrite"
+	}
+	return fmt.Sprintf("Access(%d)", uint32(v))
+}
+
+// String is the value's name (mapped, revoked, ...), or ImportState(n) for a value this package does not know.
+func (v ImportState) String() string {
+	switch v {
+	case ImportMapped:
+		return "mapped"
+	case ImportRevoked:
+		return "revoked"
+	case ImportLayoutChanged:
+		return "layout_changed"
+	case ImportDisconnected:
+		return "disconnected"
+	case ImportFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("ImportState(%d)", uint32(v))
+}
+
+// String is the value's name (revoked, remapped, ...), or ImportEvent(n) for a value this package does not know.
+func (v ImportEvent) String() string {
+	switch v {
+	case ImportEventRevoked:
+		return "revoked"
+	case ImportEventRemapped:
+		return "remapped"
+	case ImportEventLayoutChanged:
+		return "layout_changed"
+	case ImportEventDisconnected:
+		return "disconnected"
+	case ImportEventFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("ImportEvent(%d)", uint32(v))
+}
+
+// String lists the flags set, joined with |, unknown bits in hex; "0" for none.
+func (v ImportFlags) String() string {
+	if v == 0 {
+		return "0"
+	}
+	var s []string
+	if v&ImportReadOnly != 0 {
+		s = append(s, "read_only")
+		v &^= ImportReadOnly
+	}
+	if v != 0 {
+		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
+	}
+	return strings.Join(s, "|")
+}
+
+// String is the value's name (status, pause, ...), or ControlOp(n) for a value this package does not know.
+func (v ControlOp) String() string {
+	switch v {
+	case ControlStatus:
+		return "status"
+	case ControlPause:
+		return "pause"
+	case ControlResume:
+		return "resume"
+	}
+	return fmt.Sprintf("ControlOp(%d)", uint32(v))
+}
+
+// String is the value's name (before, after, ...), or ControlPhase(n) for a value this package does not know.
+func (v ControlPhase) String() string {
+	switch v {
+	case ControlBefore:
+		return "before"
+	case ControlAfter:
+		return "after"
+	}
+	return fmt.Sprintf("ControlPhase(%d)", uint32(v))
+}
+
+// String lists the flags set, joined with |, unknown bits in hex; "0" for none.
+func (v ControlFlags) String() string {
+	if v == 0 {
+		return "0"
+	}
+	var s []string
+	if v&ControlAllowAll != 0 {
+		s = append(s, "allow_all")
+		v &^= ControlAllowAll
+	}
+	if v != 0 {
+		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
+	}
+	return strings.Join(s, "|")
+}
 
 // c_cms_version calls cms_version (since 1.0).
 func c_cms_version() C.uint32_t {

@@ -83,8 +83,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("weights: state %d (paused=%d), backed %d bytes, backup %d bytes\n",
-		info.State, cumemsaver.StatePaused, info.BackedBytes, info.BackupBytes)
+	fmt.Printf("weights: %s (%s), backed %d bytes, backup %d bytes\n",
+		info.State, info.Policy, info.BackedBytes, info.BackupBytes)
 
 	r, err := ctx.ResumeAll()
 	if err != nil {
@@ -104,7 +104,7 @@ func run() error {
 		return err
 	}
 	same := pw.Base == w && pk.Base == k && pw.In(weights) && pk.In(kv)
-	fmt.Printf("weights: state %d, epoch %d, same addresses: %v\n", info.State, info.Epoch, same)
+	fmt.Printf("weights: %s, epoch %d, same addresses: %v\n", info.State, info.Epoch, same)
 	ok := same && info.Epoch == 1
 	if onSim {
 		kept := true

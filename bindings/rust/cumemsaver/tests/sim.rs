@@ -115,12 +115,15 @@ fn host_policy_keeps_address_and_content_and_frees_device_memory() {
     assert_eq!(info.backed_bytes, 0);
     assert!(info.backup_bytes >= size);
     assert!(info.host_bytes >= size);
-    assert_eq!(info.pinned_bytes, info.host_bytes, "the backup is page-locked");
+    assert_eq!(
+        info.pinned_bytes, info.host_bytes,
+        "the backup is page-locked"
+    );
     let pi = ctx.pointer_info(ptr + 100).unwrap();
     assert_eq!((pi.base, pi.offset, pi.size), (ptr, 100, size));
     assert_eq!(pi.physical_size, phys);
     assert_eq!(pi.state, State::Paused);
-    assert!(pi.belongs_to(&weights));
+    assert_eq!(pi.region, weights.id());
 
     let r = ctx.resume("weights").unwrap();
     assert_eq!((r.regions, r.allocations, r.bytes_backed), (1, 1, phys));
@@ -132,7 +135,10 @@ fn host_policy_keeps_address_and_content_and_frees_device_memory() {
         (info.state, info.epoch, info.backed_bytes),
         (State::Active, 1, phys)
     );
-    assert!(info.pinned_bytes >= size, "the kept buffer stays page-locked");
+    assert!(
+        info.pinned_bytes >= size,
+        "the kept buffer stays page-locked"
+    );
     assert_eq!(info.pinned_bytes, info.host_bytes);
     assert_eq!(ctx.device_memory_info(0).unwrap().free, before.free);
 }
@@ -265,7 +271,7 @@ fn messages_are_per_thread() {
 fn context_and_regions_are_shared_across_threads() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Context>();
-    send_sync::<cumemsaver::Region<'static>>();
+    send_sync::<cumemsaver::Region>();
     let _g = serial();
     let ctx = ctx();
     let regions: Vec<_> = (0..4)
@@ -327,13 +333,15 @@ fn dropping_a_region_or_context_frees_its_memory() {
     r.destroy().unwrap();
     assert_eq!(observer.device_memory_info(0).unwrap().free, base);
 
-    // A region leaked on purpose is freed with its context; close() reports the status.
+    // close() refuses while a region still holds the context, and succeeds after.
     let r = ctx
-        .create_region("leaked", &RegionOptions::default())
+        .create_region("held", &RegionOptions::default())
         .unwrap();
     r.alloc(2 * MIB).unwrap();
-    std::mem::forget(r);
+    let (ctx, e) = ctx.close().unwrap_err();
+    assert_eq!(e.kind(), cumemsaver::ErrorKind::InvalidArgument);
     assert_eq!(base - observer.device_memory_info(0).unwrap().free, 2 * MIB);
+    drop(r);
     ctx.close().unwrap();
     assert_eq!(observer.device_memory_info(0).unwrap().free, base);
 }

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+//! Allocator hooks (`cumemsaver_hooks.h`): a process-wide hook context and a per-thread
+//! stack of regions where hooked allocations go, as RAII guards.
+
+use crate::error::{check, Result};
+use crate::{sys, Context, Region};
+use std::marker::PhantomData;
+use std::os::raw::c_void;
+use std::ptr;
+
+/// The process-wide hook context (`cms_hook_context_set`), made by
+/// [`Context::hook_context`]. Dropping it clears the hook context (waiting until no
+/// hooked call that may use it is in flight). Holds its context.
+#[derive(Debug)]
+pub struct HookContext {
+    ctx: Context,
+}
+
+impl HookContext {
+    pub(crate) fn set(ctx: &Context) -> Result<HookContext> {
+        check(unsafe { sys::cms_hook_context_set(ctx.inner.raw) })?;
+        Ok(HookContext { ctx: ctx.clone() })
+    }
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+impl Drop for HookContext {
+    fn drop(&mut self) {
+        let _ = unsafe { sys::cms_hook_context_set(ptr::null_mut()) };
+    }
+}
+
+/// The calling thread's hook region (`cms_hook_region_push`), made by
+/// [`Region::push_hook`]; dropping it pops it (`cms_hook_region_pop`). Not `Send`: the
+/// stack belongs to the thread. Guards must be dropped in reverse order of creation.
+#[derive(Debug)]
+pub struct HookRegionGuard<'r> {
+    _region: PhantomData<&'r Region>,
+    _thread: PhantomData<*const ()>,
+}
+
+impl<'r> HookRegionGuard<'r> {
+    pub(crate) fn push(region: &'r Region) -> Result<HookRegionGuard<'r>> {
+        check(unsafe { sys::cms_hook_region_push(region.as_ptr()) })?;
+        Ok(HookRegionGuard {
+            _region: PhantomData,
+            _thread: PhantomData,
+        })
+    }
+
+    /// Whether `region` is the calling thread's top hook region
+    /// (`cms_hook_region_current`).
+    pub fn is_current(region: &Region) -> bool {
+        unsafe { sys::cms_hook_region_current() == region.as_ptr() }
+    }
+}
+
+impl Drop for HookRegionGuard<'_> {
+    fn drop(&mut self) {
+        let _ = unsafe { sys::cms_hook_region_pop() };
+    }
+}
+
+/// Allocates `size` bytes in the calling thread's hook region (`cms_hook_alloc`); `device`
+/// negative: any.
+pub fn hook_alloc(size: u64, device: i32) -> Result<u64> {
+    let mut p = 0u64;
+    check(unsafe { sys::cms_hook_alloc(size, device as _, &mut p) })?;
+    Ok(p)
+}
+
+/// Frees a pointer of the hook context (`cms_hook_free`): [`ErrorKind::NotFound`] when it
+/// is not ours.
+///
+/// [`ErrorKind::NotFound`]: crate::ErrorKind::NotFound
+pub fn hook_free(ptr: u64) -> Result<()> {
+    check(unsafe { sys::cms_hook_free(ptr as usize as *mut c_void) })
+}
+
+/// PyTorch's pluggable-allocator entry point (`cms_torch_alloc`, stream NULL): a device
+/// pointer in the calling thread's hook region, or 0 (the reason in
+/// [`last_error_message`](crate::last_error_message)).
+pub fn torch_alloc(size: isize, device: i32) -> u64 {
+    unsafe { sys::cms_torch_alloc(size as _, device as _, ptr::null_mut()) as usize as u64 }
+}
+
+/// PyTorch's pluggable-allocator free entry point (`cms_torch_free`); never fails
+/// visibly (the reason of a failure in [`last_error_message`](crate::last_error_message)).
+pub fn torch_free(ptr: u64, size: isize, device: i32) {
+    unsafe {
+        sys::cms_torch_free(
+            ptr as usize as *mut c_void,
+            size as _,
+            device as _,
+            ptr::null_mut(),
+        )
+    }
+}

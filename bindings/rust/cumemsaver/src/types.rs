@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+//! Enumerations and flags of the C ABI, and the option and result structs of pause,
+//! resume and swap.
+
+use crate::sys;
+
+macro_rules! c_enum {
+    ($(#[$m:meta])* $name:ident: $raw:ty { $($(#[$d:meta])* $v:ident = $c:ident,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$d])* $v,)*
+            /// A value this crate does not know (from a newer library).
+            Other($raw),
+        }
+
+        impl $name {
+            /// The C value.
+            pub fn raw(self) -> $raw {
+                match self {
+                    $($name::$v => sys::$c as $raw,)*
+                    $name::Other(v) => v,
+                }
+            }
+            /// The variant of a C value.
+            pub fn from_raw(v: $raw) -> $name {
+                $(if v == sys::$c as $raw {
+                    return $name::$v;
+                })*
+                $name::Other(v)
+            }
+        }
+    };
+}
+
+c_enum! {
+    /// Restore policy of a region: what content survives a pause.
+    Policy: u32 {
+        /// Content undefined after resume (KV cache, scratch).
+        Discard = CMS_POLICY_DISCARD,
+        /// Every byte reads 0 after resume.
+        Zero = CMS_POLICY_ZERO,
+        /// Copied to host memory on pause and back on resume.
+        Host = CMS_POLICY_HOST,
+        /// Written to a file on pause and read back on resume (since 1.1); needs a
+        /// directory ([`RegionOptions::disk_dir`] or [`Region::set_disk_dir`](crate::Region::set_disk_dir)).
+        Disk = CMS_POLICY_DISK,
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::Discard
+    }
+}
+
+c_enum! {
+    /// State of a region.
+    State: u32 {
+        /// Physical memory mapped; pointers usable.
+        Active = CMS_STATE_ACTIVE,
+        /// Physical memory released; addresses reserved, not accessible.
+        Paused = CMS_STATE_PAUSED,
+    }
+}
+
+c_enum! {
+    /// Access granted to importers of a published region.
+    Access: u32 {
+        Read = CMS_ACCESS_READ,
+        ReadWrite = CMS_ACCESS_READWRITE,
+    }
+}
+
+c_enum! {
+    /// State of an import (`cms_import_info.state`).
+    ImportState: u32 {
+        /// Mapped at the import's addresses.
+        Mapped = CMS_IMPORT_MAPPED,
+        /// The exporter paused: addresses reserved, not accessible.
+        Revoked = CMS_IMPORT_REVOKED,
+        /// The exporter's layout changed: nothing mapped.
+        LayoutChanged = CMS_IMPORT_LAYOUT_CHANGED,
+        /// The exporter closed or exited.
+        Disconnected = CMS_IMPORT_DISCONNECTED,
+        /// Mapping a grant failed (`ImportInfo::error`).
+        Failed = CMS_IMPORT_FAILED,
+    }
+}
+
+c_enum! {
+    /// Event passed to an import's event callback.
+    ImportEvent: u32 {
+        Revoked = CMS_IMPORT_EVENT_REVOKED,
+        /// Mapped again at the same addresses, new epoch.
+        Remapped = CMS_IMPORT_EVENT_REMAPPED,
+        LayoutChanged = CMS_IMPORT_EVENT_LAYOUT_CHANGED,
+        Disconnected = CMS_IMPORT_EVENT_DISCONNECTED,
+        Failed = CMS_IMPORT_EVENT_FAILED,
+    }
+}
+
+c_enum! {
+    /// Operation of a control request.
+    ControlOp: u32 {
+        Status = CMS_CONTROL_STATUS,
+        Pause = CMS_CONTROL_PAUSE,
+        Resume = CMS_CONTROL_RESUME,
+    }
+}
+
+c_enum! {
+    /// Phase of a control request: `Before` decides, `After` informs.
+    ControlPhase: u32 {
+        Before = CMS_CONTROL_BEFORE,
+        After = CMS_CONTROL_AFTER,
+    }
+}
+
+/// Log levels (`CMS_LOG_*`), most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    pub fn raw(self) -> i32 {
+        (match self {
+            LogLevel::Error => sys::CMS_LOG_ERROR,
+            LogLevel::Warn => sys::CMS_LOG_WARN,
+            LogLevel::Info => sys::CMS_LOG_INFO,
+            LogLevel::Debug => sys::CMS_LOG_DEBUG,
+        }) as i32
+    }
+    pub fn from_raw(v: i32) -> LogLevel {
+        if v <= sys::CMS_LOG_ERROR as i32 {
+            LogLevel::Error
+        } else if v == sys::CMS_LOG_WARN as i32 {
+            LogLevel::Warn
+        } else if v == sys::CMS_LOG_INFO as i32 {
+            LogLevel::Info
+        } else {
+            LogLevel::Debug
+        }
+    }
+}
+
+/// Region flag: give the host backup buffers (or the DISK file's space) back after each resume.
+pub const REGION_RELEASE_HOST: u64 = sys::CMS_REGION_RELEASE_HOST as u64;
+/// Region flag (1.1): physical allocations shareable with other processes (POSIX fd handles).
+pub const REGION_SHAREABLE: u64 = sys::CMS_REGION_SHAREABLE as u64;
+/// Region flag (1.1): also request fabric handles (multi-node NVLink).
+pub const REGION_SHAREABLE_FABRIC: u64 = sys::CMS_REGION_SHAREABLE_FABRIC as u64;
+/// Region flag (1.1): a resume may back adjacent allocations with one physical handle.
+pub const REGION_COALESCE: u64 = sys::CMS_REGION_COALESCE as u64;
+/// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
+pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
+/// `RegionInfo::handle_types` bit: fabric handles.
+pub const HANDLE_TYPE_FABRIC: u32 = sys::CMS_HANDLE_TYPE_FABRIC as u32;
+/// Pause flag: the caller guarantees no GPU work uses the memory; skip the wait.
+pub const PAUSE_NO_SYNC: u64 = sys::CMS_PAUSE_NO_SYNC as u64;
+/// Resume flag: return once mapped; the restore is ordered before `ResumeOptions::stream`.
+pub const RESUME_ASYNC: u64 = sys::CMS_RESUME_ASYNC as u64;
+/// Import flag: ask for read-only access.
+pub const IMPORT_READ_ONLY: u64 = sys::CMS_IMPORT_READ_ONLY as u64;
+/// Control flag: without a handler, act on every pause/resume request.
+pub const CONTROL_ALLOW_ALL: u64 = sys::CMS_CONTROL_ALLOW_ALL as u64;
+/// Longest tag in bytes.
+pub const TAG_MAX: usize = sys::CMS_TAG_MAX as usize;
+/// Deepest per-thread stack of hook regions.
+pub const HOOK_DEPTH_MAX: usize = sys::CMS_HOOK_DEPTH_MAX as usize;
+
+/// Options of a region (`cms_region_options`), plus the DISK directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionOptions {
+    /// CUDA device ordinal.
+    pub device: i32,
+    pub policy: Policy,
+    /// `REGION_*` flags.
+    pub flags: u64,
+    /// For [`Policy::Disk`]: the directory of the region's file, set right after the
+    /// region is created (`cms_region_disk_dir_set`).
+    pub disk_dir: Option<std::path::PathBuf>,
+}
+
+impl RegionOptions {
+    /// Device 0, this policy, no flags.
+    pub fn with_policy(policy: Policy) -> RegionOptions {
+        RegionOptions {
+            policy,
+            ..RegionOptions::default()
+        }
+    }
+    /// A DISK region on device 0 keeping its content in `dir` while paused.
+    pub fn disk<P: AsRef<std::path::Path>>(dir: P) -> RegionOptions {
+        RegionOptions {
+            policy: Policy::Disk,
+            disk_dir: Some(dir.as_ref().to_path_buf()),
+            ..RegionOptions::default()
+        }
+    }
+    /// Sets the device.
+    pub fn device(mut self, device: i32) -> RegionOptions {
+        self.device = device;
+        self
+    }
+    /// Adds `REGION_*` flags.
+    pub fn flags(mut self, flags: u64) -> RegionOptions {
+        self.flags |= flags;
+        self
+    }
+}
+
+/// Options of a pause: what it waits for before unmapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PauseOptions {
+    /// A `CUstream` to wait for instead of synchronizing the device (0: none).
+    pub stream: u64,
+    /// A `CUevent` to wait for instead (0: none).
+    pub event: u64,
+    /// `PAUSE_*` flags.
+    pub flags: u64,
+}
+
+impl PauseOptions {
+    pub(crate) fn to_sys(self) -> sys::cms_pause_options {
+        let mut o = sys::cms_pause_options::default();
+        o.stream = self.stream as _;
+        o.event = self.event as _;
+        o.flags = self.flags as _;
+        o
+    }
+}
+
+/// Options of a resume.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResumeOptions {
+    /// `RESUME_*` flags.
+    pub flags: u64,
+    /// With `RESUME_ASYNC`: the `CUstream` ordered after the restore (0: NULL stream).
+    pub stream: u64,
+}
+
+impl ResumeOptions {
+    /// An asynchronous resume ordered before `stream` (`RESUME_ASYNC`).
+    pub fn asynchronous(stream: u64) -> ResumeOptions {
+        ResumeOptions {
+            flags: RESUME_ASYNC,
+            stream,
+        }
+    }
+    pub(crate) fn to_sys(self) -> sys::cms_resume_options {
+        let mut o = sys::cms_resume_options::default();
+        o.flags = self.flags as _;
+        o.stream = self.stream as _;
+        o
+    }
+}
+
+/// One device's part of a pause, resume or swap (`cms_device_result`, since 1.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceResult {
+    pub device: i32,
+    /// `cms_status` of this device's step (0: OK).
+    pub status: i32,
+    pub regions: u64,
+    pub allocations: u64,
+    /// Pause: physical bytes released; resume: bytes created and mapped.
+    pub bytes: u64,
+    /// Pause: bytes copied to backups; resume: bytes restored.
+    pub bytes_copied: u64,
+    pub elapsed_ns: u64,
+}
+
+fn device_results(n: u32, r: &[sys::cms_device_result]) -> Vec<DeviceResult> {
+    r.iter()
+        .take(n as usize)
+        .map(|d| DeviceResult {
+            device: d.device as i32,
+            status: d.status as i32,
+            regions: d.regions as u64,
+            allocations: d.allocations as u64,
+            bytes: d.bytes as u64,
+            bytes_copied: d.bytes_copied as u64,
+            elapsed_ns: d.elapsed_ns as u64,
+        })
+        .collect()
+}
+
+/// What a pause did (`cms_pause_result`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PauseResult {
+    pub regions: u64,
+    pub allocations: u64,
+    /// Physical bytes released to the driver.
+    pub bytes_released: u64,
+    /// Bytes copied to host backups (DISK: written to files).
+    pub bytes_backed_up: u64,
+    /// The driver's free memory before and after (summed over the devices touched).
+    pub driver_free_before: u64,
+    pub driver_free_after: u64,
+    pub elapsed_ns: u64,
+    /// One entry per device the call worked on (since 1.1).
+    pub devices: Vec<DeviceResult>,
+}
+
+impl PauseResult {
+    pub(crate) fn from_sys(r: &sys::cms_pause_result) -> PauseResult {
+        PauseResult {
+            regions: r.regions as u64,
+            allocations: r.allocations as u64,
+            bytes_released: r.bytes_released as u64,
+            bytes_backed_up: r.bytes_backed_up as u64,
+            driver_free_before: r.driver_free_before as u64,
+            driver_free_after: r.driver_free_after as u64,
+            elapsed_ns: r.elapsed_ns as u64,
+            devices: device_results(r.devices as u32, &r.device_results),
+        }
+    }
+}
+
+/// What a resume did (`cms_resume_result`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResumeResult {
+    pub regions: u64,
+    pub allocations: u64,
+    /// Physical bytes created and mapped.
+    pub bytes_backed: u64,
+    /// Bytes copied back from host backups.
+    pub bytes_restored: u64,
+    pub elapsed_ns: u64,
+    /// One entry per device the call worked on (since 1.1).
+    pub devices: Vec<DeviceResult>,
+}
+
+impl ResumeResult {
+    pub(crate) fn from_sys(r: &sys::cms_resume_result) -> ResumeResult {
+        ResumeResult {
+            regions: r.regions as u64,
+            allocations: r.allocations as u64,
+            bytes_backed: r.bytes_backed as u64,
+            bytes_restored: r.bytes_restored as u64,
+            elapsed_ns: r.elapsed_ns as u64,
+            devices: device_results(r.devices as u32, &r.device_results),
+        }
+    }
+}
+
+/// The driver's view of a device's memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryInfo {
+    pub free: u64,
+    pub total: u64,
+}
+
+/// Identity of a region inside its context: compares a [`Region`](crate::Region) with
+/// what [`Context::find_region`](crate::Context::find_region) and
+/// [`PointerInfo::region`] report, without touching the region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegionId(pub(crate) usize);
+
+/// The allocation containing a pointer (`cms_pointer_info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointerInfo {
+    /// The allocation's device pointer.
+    pub base: u64,
+    /// Size asked for.
+    pub size: u64,
+    /// `ptr - base`.
+    pub offset: u64,
+    /// Size rounded to the granularity.
+    pub physical_size: u64,
+    pub device: i32,
+    /// State of the owning region.
+    pub state: State,
+    /// The owning region.
+    pub region: RegionId,
+}
+
+/// A snapshot of a region (`cms_region_info`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionInfo {
+    pub tag: String,
+    pub device: i32,
+    pub policy: Policy,
+    pub state: State,
+    pub flags: u64,
+    /// Live allocations.
+    pub allocations: u64,
+    /// Sum of the sizes asked for.
+    pub logical_bytes: u64,
+    /// Sum of the sizes rounded to the granularity (reserved address space).
+    pub physical_bytes: u64,
+    /// Physical bytes currently backed by device memory.
+    pub backed_bytes: u64,
+    /// Bytes of content saved in host backups or the DISK file (while paused).
+    pub backup_bytes: u64,
+    /// Bumped by every successful resume.
+    pub epoch: u64,
+    pub granularity: u64,
+    /// Host memory held by backup buffers.
+    pub host_bytes: u64,
+    /// An async resume's restore copies may still run.
+    pub restore_pending: bool,
+    /// `HANDLE_TYPE_*` bits of the physical allocations (0: not shareable; since 1.1).
+    pub handle_types: u32,
+    /// Peer devices with access (bit d: device d; since 1.1).
+    pub peer_device_mask: u64,
+    /// Bytes of `host_bytes` page-locked with `cuMemHostRegister` (since 1.1).
+    pub pinned_bytes: u64,
+    /// Device bytes of freed allocations still held in handles shared with live
+    /// neighbours (since 1.1).
+    pub retained_bytes: u64,
+}
