@@ -16,7 +16,7 @@ run() { # dir, cmake args..., -- ctest args...
 	[ $# -gt 0 ] && shift
 	ct=("$@")
 	echo "== $dir"
-	cmake -S . -B "$dir" -G Ninja "${cm[@]}" >/dev/null
+	cmake -S . -B "$dir" -G Ninja -DCMS_WERROR=ON "${cm[@]}" >/dev/null
 	ninja -C "$dir" >/dev/null
 	local rc=0
 	(cd "$dir" && ctest -V -j "$jobs" "${ct[@]}") >"$dir/ctest-full.log" 2>&1 || rc=$?
