@@ -4,7 +4,9 @@
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
 #   build-tsan/  ThreadSanitizer over the same suites (stress and fork included)
 #   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs, tags and the IPC protocol, 60 s each
-# plus the Python package (unittest), and the Rust and Go bindings (tools/scripts/test-bindings.sh).
+# plus the Python package (unittest), the Rust and Go bindings (tools/scripts/test-bindings.sh)
+# and the Debian packages (tools/scripts/test-packages.sh: build, lintian, install, consume,
+# remove).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash tools/scripts/deps.sh
@@ -42,6 +44,8 @@ if [ $py_rc -ne 0 ]; then
 fi
 echo "== bindings (C, Rust, Go against a staged install of build/, found through pkg-config)"
 bash tools/scripts/test-bindings.sh build
+echo "== packages (cpack -G DEB, lintian, dpkg -i, consumers, dpkg --purge)"
+bash tools/scripts/test-packages.sh build-deb
 awk '/fault sweep: .*: [0-9]+ points/ { for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^points/) n += $i }
      END { print "fault points exercised: " n }' build/ctest-full.log
 grep -hoE "(bad input|stress): .*" build/ctest-full.log | sort -u || true
