@@ -51,7 +51,10 @@ CMS_API cms_status cms_hook_context_set(cms_context *ctx);
  * above the ones pushed before (at most CMS_HOOK_DEPTH_MAX deep). Hooked
  * allocations of this thread go to the region on top.
  * Ownership: region is borrowed: if it is destroyed while on a stack, hooked
- * allocations refuse it (they never touch it).
+ * allocations refuse it (they never touch it); a hooked allocation in flight
+ * when another thread destroys the region holds the region's memory until it
+ * returns, and either completes before the destroy releases the region's
+ * allocations (the destroy then releases it too) or is refused.
  * Threads: affects only the calling thread.
  * CUDA: none.
  * Returns:

@@ -6,6 +6,7 @@
  * thread).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -263,6 +264,60 @@ START_TEST(clear_then_destroy_with_frees_in_flight)
 }
 END_TEST
 
+struct alloc_race {
+	cms_region *region;
+	atomic_int pushed;
+};
+
+/* Allocates and frees in the thread's active region until the region is refused. */
+static void *hook_alloc_loop(void *arg)
+{
+	struct alloc_race *ar = arg;
+	uint64_t p = 0;
+
+	if (cms_hook_region_push(ar->region)) {
+		atomic_store(&ar->pushed, -1);
+		return NULL;
+	}
+	atomic_store(&ar->pushed, 1);
+	while (cms_hook_alloc(2 * MiB, 0, &p) == CMS_OK)
+		cms_hook_free((void *)(uintptr_t)p); /* ours, or retired by the destroy */
+	cms_hook_region_pop();
+	return NULL;
+}
+
+/* A region destroyed while a hooked allocation in it is in flight: the allocation holds a
+ * reference, so the destroy never frees the region under it (ASan: heap-use-after-free), and
+ * an allocation that comes after the destroy is refused instead of landing in a dead region. */
+START_TEST(region_destroy_races_hooked_alloc)
+{
+	cms_context *ctx = t_ctx();
+	cmssim_counters c;
+	int i;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < 200; i++) {
+		struct alloc_race ar = { .region = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD) };
+		pthread_t th;
+
+		ck_assert_int_eq(pthread_create(&th, NULL, hook_alloc_loop, &ar), 0);
+		while (!atomic_load(&ar.pushed))
+			sched_yield();
+		ck_assert_int_eq(atomic_load(&ar.pushed), 1);
+		ck_ok(cms_region_destroy(ar.region));
+		pthread_join(th, NULL);
+	}
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) { /* nothing allocated into a destroyed region is left behind */
+		c = t_counters();
+		ck_assert_uint_eq(c.mappings, 0);
+		ck_assert_uint_eq(c.handles, 0);
+		ck_assert_uint_eq(c.reservations, 0);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hooks");
@@ -276,6 +331,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, failed_destroy_keeps_hook_context);
 	tcase_add_test(tc, forked_child_has_an_empty_stack);
 	tcase_add_test(tc, clear_then_destroy_with_frees_in_flight);
+	tcase_add_test(tc, region_destroy_races_hooked_alloc);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,7 +16,10 @@
  *   a free in flight).
  * - Each stack entry remembers its region's id; an allocation checks, under
  *   the context lock, that the region is still alive with that id (a
- *   destroyed region on a stack is refused, never touched).
+ *   destroyed region on a stack is refused, never touched) and takes a
+ *   reference on it for the allocation: a destroy that runs meanwhile cannot
+ *   free the region under it, and cms_alloc refuses the region once the
+ *   destroy marked it dead.
  * - Allocations of the hook context released by a region or context destroy
  *   are remembered ("retired"): a later free of one by PyTorch is a no-op
  *   success, not an unknown pointer that an interposer would hand to the
@@ -107,8 +110,9 @@ CMS_API cms_region *cms_hook_region_current(void)
 	return hook_tls.depth ? hook_tls.stack[hook_tls.depth - 1].region : NULL;
 }
 
-/* Whether region r (not dereferenced unless found) is alive in ctx with id. */
-static bool region_alive(cms_context *ctx, cms_region *r, uint64_t id)
+/* Takes a reference on region r (not dereferenced unless found) if it is alive in ctx with id:
+ * a destroy may then run, but the region's memory stays until region_put. */
+static bool region_get(cms_context *ctx, cms_region *r, uint64_t id)
 {
 	struct cms_region *it;
 	bool alive = false;
@@ -120,8 +124,17 @@ static bool region_alive(cms_context *ctx, cms_region *r, uint64_t id)
 			break;
 		}
 	}
+	if (alive)
+		r->refs++;
 	pthread_mutex_unlock(&ctx->lock);
 	return alive;
+}
+
+static void region_put(cms_context *ctx, cms_region *r)
+{
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
@@ -140,7 +153,7 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	e = hook_tls.stack[hook_tls.depth - 1];
 	ctx = cms_hookctx_enter();
-	if (!ctx || !region_alive(ctx, e.region, e.id)) {
+	if (!ctx || !region_get(ctx, e.region, e.id)) {
 		cms_hookctx_leave();
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "the thread's active region was destroyed, or is not in the "
@@ -152,8 +165,9 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 			CMS_ERR_INVALID_DEVICE,
 			"device %d, but the thread's active region \"%s\" is on device %d",
 			(int)device, e.region->tag, (int)e.region->device);
-	if (!st)
+	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */
 		st = cms_alloc(e.region, size, ptr);
+	region_put(ctx, e.region);
 	cms_hookctx_leave();
 	return st;
 }
