@@ -31,14 +31,17 @@ extern "C" {
 /*
  * cms_hook_context_set - makes ctx the process-wide hook context: the
  * context hooked frees go to and hooked allocations' regions must belong to.
- * Replacing or clearing it waits until no hooked call that may use the
- * previous one is in flight, so the previous context can then be destroyed
- * safely. cms_context_destroy clears it when it destroys the hook context
+ * Replacing or clearing it waits until the hooked calls that began before
+ * it (the only ones that may use the previous context) have returned, so the
+ * previous context can then be destroyed safely; hooked calls that begin
+ * meanwhile use the new one, so steady hooked traffic on other threads does
+ * not hold it up. cms_context_destroy clears it when it destroys the hook context
  * (after releasing its allocations).
  *   ctx: the new hook context; NULL clears it.
  * Ownership: ctx stays the caller's; it is not destroyed by this library.
- * Threads: thread-safe; waits until no hooked call that may use the previous
- * hook context is in flight.
+ * Threads: thread-safe; replacements are serialised; waits for the hooked
+ * calls that began before it (in a child after fork(), none: the parent's
+ * calls in flight are not).
  * CUDA: none.
  * Returns:
  *   CMS_OK

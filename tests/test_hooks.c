@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -318,6 +320,145 @@ START_TEST(region_destroy_races_hooked_alloc)
 }
 END_TEST
 
+#define STEADY_THREADS 8
+
+static atomic_int stop_traffic;
+
+/* Steady hooked traffic: allocates and frees in the thread's region until told to stop. */
+static void *steady_traffic(void *arg)
+{
+	uint64_t p = 0;
+
+	if (cms_hook_region_push(arg))
+		return NULL;
+	while (!atomic_load(&stop_traffic))
+		if (cms_hook_alloc(2 * MiB, 0, &p) == CMS_OK)
+			cms_hook_free((void *)(uintptr_t)p);
+	cms_hook_region_pop();
+	return NULL;
+}
+
+struct set_call {
+	cms_context *ctx;
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;
+	int done;
+	cms_status st;
+};
+
+static void *set_hook_context(void *arg)
+{
+	struct set_call *c = arg;
+	cms_status st = cms_hook_context_set(c->ctx);
+
+	pthread_mutex_lock(&c->lock);
+	c->st = st;
+	c->done = 1;
+	pthread_cond_signal(&c->done_cond);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Whether cms_hook_context_set(ctx) returns within 10 s (a liveness bound, not a timing). */
+static int set_returns(cms_context *ctx, cms_status *st)
+{
+	struct set_call c = { .ctx = ctx };
+	struct timespec deadline;
+	pthread_t th;
+	int done;
+
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.done_cond, NULL);
+	ck_assert_int_eq(pthread_create(&th, NULL, set_hook_context, &c), 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	pthread_mutex_lock(&c.lock);
+	while (!c.done && pthread_cond_timedwait(&c.done_cond, &c.lock, &deadline) == 0)
+		;
+	done = c.done;
+	pthread_mutex_unlock(&c.lock);
+	if (!done)
+		atomic_store(&stop_traffic, 1); /* lets the set return, so the thread can end */
+	pthread_join(th, NULL);
+	*st = c.st;
+	pthread_cond_destroy(&c.done_cond);
+	pthread_mutex_destroy(&c.lock);
+	return done;
+}
+
+/* Switching the hook context waits only for the hooked calls that loaded the previous one, not
+ * for a moment with no hooked call in flight, which steady traffic never leaves. */
+START_TEST(context_set_returns_under_steady_traffic)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r[STEADY_THREADS];
+	pthread_t th[STEADY_THREADS];
+	char tag[16];
+	cms_status st = CMS_OK;
+	int i, k;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < STEADY_THREADS; i++) {
+		snprintf(tag, sizeof(tag), "t%d", i);
+		r[i] = t_region(ctx, tag, 0, CMS_POLICY_DISCARD);
+	}
+	atomic_store(&stop_traffic, 0);
+	for (i = 0; i < STEADY_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, steady_traffic, r[i]), 0);
+	for (k = 0; k < 5; k++) {
+		ck_assert_msg(set_returns(ctx, &st), "cms_hook_context_set did not return in 10 s "
+						     "under steady hooked traffic");
+		ck_ok(st);
+	}
+	ck_assert_msg(set_returns(NULL, &st), "clearing the hook context did not return");
+	ck_ok(st);
+	atomic_store(&stop_traffic, 1);
+	for (i = 0; i < STEADY_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* A child forked while hooked calls were in flight on other threads can clear the hook context:
+ * those calls are not in flight in the child. */
+START_TEST(child_clears_hook_context_forked_under_traffic)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r[STEADY_THREADS];
+	pthread_t th[STEADY_THREADS];
+	char tag[16];
+	int i, k, status;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < STEADY_THREADS; i++) {
+		snprintf(tag, sizeof(tag), "t%d", i);
+		r[i] = t_region(ctx, tag, 0, CMS_POLICY_DISCARD);
+	}
+	atomic_store(&stop_traffic, 0);
+	for (i = 0; i < STEADY_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, steady_traffic, r[i]), 0);
+	for (k = 0; k < 10; k++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			alarm(10); /* a hang fails the test with SIGALRM */
+			_exit(cms_hook_context_set(NULL) != CMS_OK);
+		}
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "child: exit %d, signal %d",
+			      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+			      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	atomic_store(&stop_traffic, 1);
+	for (i = 0; i < STEADY_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hooks");
@@ -332,6 +473,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, forked_child_has_an_empty_stack);
 	tcase_add_test(tc, clear_then_destroy_with_frees_in_flight);
 	tcase_add_test(tc, region_destroy_races_hooked_alloc);
+	tcase_add_test(tc, context_set_returns_under_steady_traffic);
+	tcase_add_test(tc, child_clears_hook_context_forked_under_traffic);
 	suite_add_tcase(s, tc);
 	return s;
 }

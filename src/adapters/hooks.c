@@ -10,10 +10,12 @@
  * process-wide hook context, never through the thread's stack.
  *
  * Lifetime rules that keep a hooked process from crashing:
- * - Callers using the hook context count themselves in hook_inflight before
- *   loading it; clearing or replacing it waits until no caller that may
- *   have loaded the old one is left (so a context is never destroyed under
- *   a free in flight).
+ * - Callers using the hook context count themselves in flight in the hook
+ *   context's current generation before loading it (cms_hookctx_enter);
+ *   clearing or replacing it starts a new generation and waits until no
+ *   caller of the previous one is left (so a context is never destroyed
+ *   under a free in flight, and steady traffic cannot hold a replacement
+ *   up: later callers count in the new generation).
  * - Each stack entry remembers its region's id; an allocation checks, under
  *   the context lock, that the region is still alive with that id (a
  *   destroyed region on a stack is refused, never touched) and takes a
@@ -141,6 +143,7 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 {
 	struct hook_entry e;
 	cms_context *ctx;
+	unsigned ticket;
 	cms_status st;
 
 	if (!ptr)
@@ -152,9 +155,9 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	if (!size)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	e = hook_tls.stack[hook_tls.depth - 1];
-	ctx = cms_hookctx_enter();
+	ctx = cms_hookctx_enter(&ticket);
 	if (!ctx || !region_get(ctx, e.region, e.id)) {
-		cms_hookctx_leave();
+		cms_hookctx_leave(ticket);
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "the thread's active region was destroyed, or is not in the "
 				     "hook context");
@@ -168,7 +171,7 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */
 		st = cms_alloc(e.region, size, ptr);
 	region_put(ctx, e.region);
-	cms_hookctx_leave();
+	cms_hookctx_leave(ticket);
 	return st;
 }
 
@@ -193,20 +196,21 @@ CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream)
 CMS_API cms_status cms_hook_free(void *ptr)
 {
 	cms_context *ctx;
+	unsigned ticket;
 	cms_status st;
 
 	if (!ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is NULL");
-	ctx = cms_hookctx_enter();
+	ctx = cms_hookctx_enter(&ticket);
 	if (!ctx) {
-		cms_hookctx_leave();
+		cms_hookctx_leave(ticket);
 		if (cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
 			return CMS_OK; /* already released with its region or context */
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "no hook context: call cms_hook_context_set first");
 	}
 	st = cms_free(ctx, (uint64_t)(uintptr_t)ptr);
-	cms_hookctx_leave();
+	cms_hookctx_leave(ticket);
 	if (st == CMS_ERR_NOT_FOUND && cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
 		return CMS_OK;
 	return st;

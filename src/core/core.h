@@ -275,13 +275,16 @@ void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
 void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
 
 /* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
-/* Loads the hook context for a caller that will use it; pair with cms_hookctx_leave. */
-cms_context *cms_hookctx_enter(void);
-void cms_hookctx_leave(void);
+/* Loads the hook context for a caller that will use it, counting the caller in flight in the
+ * current generation (*ticket); pair with cms_hookctx_leave(*ticket). */
+cms_context *cms_hookctx_enter(unsigned *ticket);
+void cms_hookctx_leave(unsigned ticket);
+/* In a forked child: no hooked call is in flight (called by the atfork handler). */
+void cms_hookctx_after_fork(void);
 /* The hook context now (not to be used past the call: see enter/leave). */
 cms_context *cms_hookctx_peek(void);
 /* Replaces the hook context (only if it is old when cas) and waits until no caller that may
- * still hold the old one is in flight. */
+ * still hold the old one (one that entered before the replacement) is in flight. */
 bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas);
 /* Forgets ptr if it is retired; returns whether it was. */
 bool cms_hook_unretire_found(uint64_t ptr);

@@ -3,11 +3,15 @@
  * hookctx.c - the process-wide hook context and the ledger of retired pointers.
  *
  * The allocator hooks (adapters/hooks.c) route frees from any thread through
- * one context; callers count themselves in flight while they use it, and
- * replacing it waits until none is left. Allocations of that context released
- * by a region or context destroy are "retired": a later hooked free of one
- * succeeds as a no-op. Both live here, below the API, because destroying a
- * region or a context (api/) must update them.
+ * one context. A caller counts itself in flight in the current generation
+ * before it loads the context; replacing the context starts a new generation
+ * and waits only for the callers counted in the previous one (the only ones
+ * that may have loaded the previous context): steady hooked traffic never
+ * holds a replacement up, since new callers count in the new generation.
+ * Allocations of that context released by a region or context destroy are
+ * "retired": a later hooked free of one succeeds as a no-op. Both live here,
+ * below the API, because destroying a region or a context (api/) must update
+ * them.
  */
 #include <sched.h>
 #include <search.h>
@@ -17,7 +21,9 @@
 #include "core.h"
 
 static _Atomic(cms_context *) hook_ctx;
-static atomic_uint hook_inflight;
+static atomic_uint hook_gen;	     /* generation: bumped by each replacement */
+static atomic_uint hook_inflight[2]; /* callers in flight, by their generation's parity */
+static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER; /* one replacement at a time */
 
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *retired;	       /* tsearch tree of uint64_t device pointers (heap nodes) */
@@ -30,31 +36,58 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Loads the hook context for a caller that will use it; pair with hook_leave. */
-cms_context *cms_hookctx_enter(void)
+cms_context *cms_hookctx_enter(unsigned *ticket)
 {
-	atomic_fetch_add(&hook_inflight, 1);
-	return atomic_load(&hook_ctx);
+	unsigned g;
+
+	/* Counted in generation g only if g is still current after counting: a replacement
+	 * that bumped it meanwhile may already have seen no caller of g (sequentially
+	 * consistent atomics: either it sees this count or this sees its bump). */
+	for (;;) {
+		g = atomic_load(&hook_gen);
+		atomic_fetch_add(&hook_inflight[g & 1], 1);
+		if (atomic_load(&hook_gen) == g)
+			break;
+		atomic_fetch_sub(&hook_inflight[g & 1], 1);
+	}
+	*ticket = g & 1;
+	return atomic_load(&hook_ctx); /* stored before the generation it is counted in began */
 }
 
-void cms_hookctx_leave(void)
+void cms_hookctx_leave(unsigned ticket)
 {
-	atomic_fetch_sub(&hook_inflight, 1);
+	atomic_fetch_sub(&hook_inflight[ticket & 1], 1);
 }
 
-/* Replaces the hook context (if it is old, for a compare-and-swap) and waits until no
- * caller that may still hold the old one is in flight. */
 bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas)
 {
+	unsigned g;
+
+	pthread_mutex_lock(&swap_lock);
 	if (cas) {
-		if (!atomic_compare_exchange_strong(&hook_ctx, &old, new))
+		if (!atomic_compare_exchange_strong(&hook_ctx, &old, new)) {
+			pthread_mutex_unlock(&swap_lock);
 			return false;
+		}
 	} else {
 		atomic_store(&hook_ctx, new);
 	}
-	while (atomic_load(&hook_inflight))
+	/* Callers of the generations before g finished while earlier replacements (serialised
+	 * by swap_lock) waited: only those of g may still hold the old context. */
+	g = atomic_fetch_add(&hook_gen, 1);
+	while (atomic_load(&hook_inflight[g & 1]))
 		sched_yield();
+	pthread_mutex_unlock(&swap_lock);
 	return true;
+}
+
+void cms_hookctx_after_fork(void)
+{
+	/* Only the forking thread exists in the child: no caller is in flight, and no
+	 * replacement holds swap_lock (a parent thread in one may have, at the fork). */
+	atomic_store(&hook_inflight[0], 0);
+	atomic_store(&hook_inflight[1], 0);
+	pthread_mutex_init(&swap_lock, NULL);
 }
 
 /* Forgets ptr if it is retired; returns whether it was. */
