@@ -111,6 +111,7 @@ bool cms_hook_unretire_found(uint64_t ptr)
 void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 {
 	uint64_t *key, **node;
+	bool added;
 
 	if (atomic_load(&hook_ctx) != ctx)
 		return;
@@ -120,10 +121,11 @@ void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 	*key = ptr;
 	pthread_mutex_lock(&retired_lock);
 	node = tsearch(key, &retired, cmp_u64);
-	if (node && *node == key)
+	added = node && *node == key; /* the node only under the lock: a free may delete it */
+	if (added)
 		atomic_fetch_add(&nretired, 1);
 	pthread_mutex_unlock(&retired_lock);
-	if (!node || *node != key)
+	if (!added)
 		free(key); /* no memory for the node, or already there */
 }
 
