@@ -13,7 +13,9 @@
  * calling thread's allocations go. Allocations of the hook context that a
  * region or context destroy released are remembered, so that a free of one
  * arriving later (PyTorch frees its pools' segments late) is a no-op success
- * rather than an unknown pointer. After fork() the child's stacks are empty
+ * rather than an unknown pointer - unless the driver knows memory at that
+ * address again (another allocator was handed it). After fork() the child's
+ * stacks are empty
  * and the parent's hook context answers CMS_ERR_FORKED.
  */
 #ifndef CUMEMSAVER_HOOKS_H
@@ -119,16 +121,24 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
  * synchronize the application's streams (as cms_free). A pointer of an
  * allocation that a region's or context's destroy already released is
  * accepted once, as a no-op; the thread's last-error message may then be one
- * this call recorded while looking the pointer up.
+ * this call recorded while looking the pointer up. Once such a destroy freed
+ * the address, another allocator (the CUDA runtime) may be handed it again:
+ * if the driver that allocation came from knows memory at ptr, the pointer is
+ * forgotten and the call answers as for a pointer that is not ours, so that
+ * an interposer frees the other allocator's memory instead of leaking it.
  *   ptr: the device pointer cms_hook_alloc returned.
  * Threads: thread-safe.
- * CUDA: as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...).
+ * CUDA: as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...); for a
+ * released pointer, cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+ * if that driver is still loaded in the process.
  * Returns:
- *   CMS_OK: freed, or already released by a destroy.
+ *   CMS_OK: freed, or already released by a destroy (and no memory is at ptr).
  *   CMS_ERR_NOT_FOUND: in no allocation of the hook context (not ours: free
- *     it elsewhere).
+ *     it elsewhere), including a released pointer whose address the driver
+ *     knows memory at again.
  *   CMS_ERR_NOT_BASE: inside one of ours but not at its base.
- *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; no hook context is set.
+ *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; no hook context is set (and ptr
+ *     is not a released pointer without memory at it).
  *   CMS_ERR_FORKED: the hook context was created before a fork().
  *   what cms_free returns (driver statuses).
  */

@@ -459,6 +459,71 @@ START_TEST(child_clears_hook_context_forked_under_traffic)
 }
 END_TEST
 
+/* Maps memory that is not ours at addr (as the CUDA runtime may, once a destroy freed the
+ * address): returns its handle, or 0 when the driver put the reservation elsewhere. */
+static CUmemGenericAllocationHandle map_foreign(uint64_t addr, size_t size)
+{
+	struct cms_driver *d = t_drv();
+	CUmemAllocationProp prop;
+	CUmemGenericAllocationHandle h = 0;
+	CUdeviceptr base = 0;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	ck_assert_int_eq(d->cuMemAddressReserve(&base, size, 0, addr, 0), CUDA_SUCCESS);
+	if (base != addr) {
+		ck_assert_int_eq(d->cuMemAddressFree(base, size), CUDA_SUCCESS);
+		return 0;
+	}
+	ck_assert_int_eq(d->cuMemCreate(&h, size, &prop, 0), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuMemMap(addr, size, 0, h, 0), CUDA_SUCCESS);
+	return h;
+}
+
+static void unmap_foreign(uint64_t addr, size_t size, CUmemGenericAllocationHandle h)
+{
+	struct cms_driver *d = t_drv();
+
+	ck_assert_int_eq(d->cuMemUnmap(addr, size), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuMemRelease(h), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuMemAddressFree(addr, size), CUDA_SUCCESS);
+}
+
+/* A retired pointer whose address now holds memory that is not ours (the runtime handed it out
+ * again) is not swallowed: its free is not ours, so the interposer gives it to the runtime. */
+START_TEST(retired_address_reused_by_others_is_not_ours)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	struct cms_driver *d = t_drv();
+	CUmemGenericAllocationHandle h;
+	CUcontext c, popped;
+	CUdevice cu;
+	uint64_t a = 0;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_alloc(2 * MiB, 0, &a));
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_region_destroy(r)); /* a is retired; its reservation is freed */
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), CUDA_SUCCESS);
+	h = map_foreign(a, 2 * MiB);
+	if (h) { /* the driver honoured the address hint (the simulation always does) */
+		ck_status(cms_hook_free((void *)(uintptr_t)a), CMS_ERR_NOT_FOUND);
+		unmap_foreign(a, 2 * MiB, h);
+		ck_status(cms_hook_free((void *)(uintptr_t)a), CMS_ERR_NOT_FOUND); /* forgotten */
+	}
+	d->cuCtxPopCurrent(&popped);
+	d->cuDevicePrimaryCtxRelease(cu);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hooks");
@@ -475,6 +540,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, region_destroy_races_hooked_alloc);
 	tcase_add_test(tc, context_set_returns_under_steady_traffic);
 	tcase_add_test(tc, child_clears_hook_context_forked_under_traffic);
+	tcase_add_test(tc, retired_address_reused_by_others_is_not_ours);
 	suite_add_tcase(s, tc);
 	return s;
 }

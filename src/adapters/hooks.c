@@ -25,7 +25,10 @@
  * - Allocations of the hook context released by a region or context destroy
  *   are remembered ("retired"): a later free of one by PyTorch is a no-op
  *   success, not an unknown pointer that an interposer would hand to the
- *   CUDA runtime (which refuses it, and PyTorch terminates).
+ *   CUDA runtime (which refuses it, and PyTorch terminates) - unless the
+ *   driver knows memory at that address again (the runtime was handed the
+ *   freed address): that free is the runtime's, and not swallowing it keeps
+ *   the interposer from leaking the runtime's memory.
  * - After fork() the child's stack is empty and the hook context answers
  *   CMS_ERR_FORKED, which the interposer treats as "not ours".
  */
@@ -204,14 +207,14 @@ CMS_API cms_status cms_hook_free(void *ptr)
 	ctx = cms_hookctx_enter(&ticket);
 	if (!ctx) {
 		cms_hookctx_leave(ticket);
-		if (cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
+		if (cms_hook_retired_free((uint64_t)(uintptr_t)ptr))
 			return CMS_OK; /* already released with its region or context */
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "no hook context: call cms_hook_context_set first");
 	}
 	st = cms_free(ctx, (uint64_t)(uintptr_t)ptr);
 	cms_hookctx_leave(ticket);
-	if (st == CMS_ERR_NOT_FOUND && cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
+	if (st == CMS_ERR_NOT_FOUND && cms_hook_retired_free((uint64_t)(uintptr_t)ptr))
 		return CMS_OK;
 	return st;
 }

@@ -286,8 +286,10 @@ cms_context *cms_hookctx_peek(void);
 /* Replaces the hook context (only if it is old when cas) and waits until no caller that may
  * still hold the old one (one that entered before the replacement) is in flight. */
 bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas);
-/* Forgets ptr if it is retired; returns whether it was. */
-bool cms_hook_unretire_found(uint64_t ptr);
+/* Forgets ptr if it is retired; returns whether a hooked free of it is to be swallowed: it was
+ * retired and the driver knows no memory at that address now (else another allocator was
+ * handed the address again, and the free is that allocator's). */
+bool cms_hook_retired_free(uint64_t ptr);
 /* Clears the hook context if it is ctx, once no hooked call uses it (cms_context_destroy). */
 void cms_hook_forget_context(cms_context *ctx);
 /* Remembers ptr, an allocation of ctx being released by a region or context destroy, if ctx

@@ -9,14 +9,19 @@
  * that may have loaded the previous context): steady hooked traffic never
  * holds a replacement up, since new callers count in the new generation.
  * Allocations of that context released by a region or context destroy are
- * "retired": a later hooked free of one succeeds as a no-op. Both live here,
+ * "retired": a later hooked free of one succeeds as a no-op, unless the
+ * driver knows memory at that address again (another allocator, such as the
+ * CUDA runtime, was handed the freed address): that free is not ours, and
+ * swallowing it would leak the other allocator's memory. Both live here,
  * below the API, because destroying a region or a context (api/) must update
  * them.
  */
+#include <dlfcn.h>
 #include <sched.h>
 #include <search.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core.h"
 
@@ -28,6 +33,10 @@ static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER; /* one replacement
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *retired;	       /* tsearch tree of uint64_t device pointers (heap nodes) */
 static atomic_size_t nretired; /* entries in it; read without the lock */
+/* The driver the retired allocations came from: its file (dladdr) and the entry point it was
+ * found from, under retired_lock. */
+static char retired_driver[4096];
+static void *retired_driver_fn;
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -91,7 +100,7 @@ void cms_hookctx_after_fork(void)
 }
 
 /* Forgets ptr if it is retired; returns whether it was. */
-bool cms_hook_unretire_found(uint64_t ptr)
+static bool unretire_found(uint64_t ptr)
 {
 	uint64_t **node;
 	uint64_t *key = NULL;
@@ -108,6 +117,56 @@ bool cms_hook_unretire_found(uint64_t ptr)
 	return key != NULL;
 }
 
+/* Whether the driver the retired allocations came from knows memory at ptr now
+ * (cuPointerGetAttribute). A driver no longer loaded in the process knows none. */
+static bool driver_has_memory_at(uint64_t ptr)
+{
+	char path[sizeof(retired_driver)];
+	CUresult (*fn)(void *, int, CUdeviceptr);
+	CUdeviceptr start = 0;
+	bool found;
+	void *dl;
+
+	pthread_mutex_lock(&retired_lock);
+	memcpy(path, retired_driver, sizeof(path));
+	pthread_mutex_unlock(&retired_lock);
+	if (!path[0])
+		return false;
+	dl = dlopen(path, RTLD_LAZY | RTLD_NOLOAD); /* holds it loaded during the call */
+	if (!dl)
+		return false;
+	fn = (CUresult(*)(void *, int, CUdeviceptr))(uintptr_t)dlsym(dl, "cuPointerGetAttribute");
+	found = fn && fn(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) == CUDA_SUCCESS;
+	dlclose(dl);
+	return found;
+}
+
+bool cms_hook_retired_free(uint64_t ptr)
+{
+	if (!unretire_found(ptr))
+		return false;
+	return !driver_has_memory_at(ptr);
+}
+
+/* Records the file of ctx's driver for driver_has_memory_at; retired_lock held. */
+static void note_driver_locked(cms_context *ctx)
+{
+	void *fn = (void *)(uintptr_t)ctx->drv.cuPointerGetAttribute;
+	Dl_info info;
+	size_t n;
+
+	if (fn == retired_driver_fn)
+		return;
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname ||
+	    (n = strlen(info.dli_fname)) >= sizeof(retired_driver)) {
+		retired_driver[0] = 0; /* cannot ask: retired frees are swallowed as before */
+		retired_driver_fn = NULL;
+		return;
+	}
+	memcpy(retired_driver, info.dli_fname, n + 1);
+	retired_driver_fn = fn;
+}
+
 void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 {
 	uint64_t *key, **node;
@@ -120,6 +179,7 @@ void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 		return; /* a later free of ptr is then "not ours": what it was before 1.1 */
 	*key = ptr;
 	pthread_mutex_lock(&retired_lock);
+	note_driver_locked(ctx);
 	node = tsearch(key, &retired, cmp_u64);
 	added = node && *node == key; /* the node only under the lock: a free may delete it */
 	if (added)
@@ -132,7 +192,7 @@ void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 void cms_hook_unretire(uint64_t ptr)
 {
 	if (atomic_load(&nretired))
-		cms_hook_unretire_found(ptr);
+		unretire_found(ptr);
 }
 
 void cms_hook_forget_context(cms_context *ctx)
