@@ -44,7 +44,18 @@
  *    every function given that context or one of its objects (region, pointer,
  *    exporter, import, control socket; the hook functions through the hook
  *    context) returns CMS_ERR_FORKED without touching anything (not even a
- *    lock). Not repeated per function either.
+ *    lock). Not repeated per function either. That is all the library
+ *    promises there: the child's hook stacks are empty, and its exit never
+ *    touches the parent's objects (the child's copies are leaked, by design);
+ *    cms_context_create works in the child (it makes no driver call). But the
+ *    CUDA driver does not support a child using CUDA after its parent
+ *    initialised it (any context of the parent that made a driver call, or
+ *    the parent's own CUDA use): the driver calls a context of the child
+ *    makes then fail or misbehave, at the driver's discretion, and the
+ *    library returns what they return. A child that needs the GPU must
+ *    exec() a program (or be forked before the parent's first CUDA call).
+ *    The host simulation does support such a child (it takes its locks
+ *    around fork()).
  *  - No function aborts, exits or prints. A failed call changes nothing unless
  *    its comment says otherwise (pause, resume and swap are transactional over
  *    every allocation they touch).
@@ -158,7 +169,9 @@ typedef int32_t cms_status;
 #define CMS_ERR_INTERNAL (-17)
 /*
  * Called in a child process created by fork() after the context was created:
- * the GPU state belongs to the parent. The child can only create new contexts.
+ * the GPU state belongs to the parent. The child may create contexts of its
+ * own, but the CUDA driver does not support a child using CUDA once its parent
+ * initialised it (see the fork convention at the top of cumemsaver.h).
  */
 #define CMS_ERR_FORKED (-18)
 /*

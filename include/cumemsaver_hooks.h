@@ -13,7 +13,9 @@
  * calling thread's allocations go. Allocations of the hook context that a
  * region or context destroy released are remembered, so that a free of one
  * arriving later (PyTorch frees its pools' segments late) is a no-op success
- * rather than an unknown pointer. After fork() the child's stacks are empty
+ * rather than an unknown pointer - unless the driver knows memory at that
+ * address again (another allocator was handed it). After fork() the child's
+ * stacks are empty
  * and the parent's hook context answers CMS_ERR_FORKED.
  */
 #ifndef CUMEMSAVER_HOOKS_H
@@ -31,14 +33,17 @@ extern "C" {
 /*
  * cms_hook_context_set - makes ctx the process-wide hook context: the
  * context hooked frees go to and hooked allocations' regions must belong to.
- * Replacing or clearing it waits until no hooked call that may use the
- * previous one is in flight, so the previous context can then be destroyed
- * safely. cms_context_destroy clears it when it destroys the hook context
+ * Replacing or clearing it waits until the hooked calls that began before
+ * it (the only ones that may use the previous context) have returned, so the
+ * previous context can then be destroyed safely; hooked calls that begin
+ * meanwhile use the new one, so steady hooked traffic on other threads does
+ * not hold it up. cms_context_destroy clears it when it destroys the hook context
  * (after releasing its allocations).
  *   ctx: the new hook context; NULL clears it.
  * Ownership: ctx stays the caller's; it is not destroyed by this library.
- * Threads: thread-safe; waits until no hooked call that may use the previous
- * hook context is in flight.
+ * Threads: thread-safe; replacements are serialised; waits for the hooked
+ * calls that began before it (in a child after fork(), none: the parent's
+ * calls in flight are not).
  * CUDA: none.
  * Returns:
  *   CMS_OK
@@ -51,7 +56,10 @@ CMS_API cms_status cms_hook_context_set(cms_context *ctx);
  * above the ones pushed before (at most CMS_HOOK_DEPTH_MAX deep). Hooked
  * allocations of this thread go to the region on top.
  * Ownership: region is borrowed: if it is destroyed while on a stack, hooked
- * allocations refuse it (they never touch it).
+ * allocations refuse it (they never touch it); a hooked allocation in flight
+ * when another thread destroys the region holds the region's memory until it
+ * returns, and either completes before the destroy releases the region's
+ * allocations (the destroy then releases it too) or is refused.
  * Threads: affects only the calling thread.
  * CUDA: none.
  * Returns:
@@ -113,16 +121,24 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
  * synchronize the application's streams (as cms_free). A pointer of an
  * allocation that a region's or context's destroy already released is
  * accepted once, as a no-op; the thread's last-error message may then be one
- * this call recorded while looking the pointer up.
+ * this call recorded while looking the pointer up. Once such a destroy freed
+ * the address, another allocator (the CUDA runtime) may be handed it again:
+ * if the driver that allocation came from knows memory at ptr, the pointer is
+ * forgotten and the call answers as for a pointer that is not ours, so that
+ * an interposer frees the other allocator's memory instead of leaking it.
  *   ptr: the device pointer cms_hook_alloc returned.
  * Threads: thread-safe.
- * CUDA: as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...).
+ * CUDA: as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...); for a
+ * released pointer, cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+ * if that driver is still loaded in the process.
  * Returns:
- *   CMS_OK: freed, or already released by a destroy.
+ *   CMS_OK: freed, or already released by a destroy (and no memory is at ptr).
  *   CMS_ERR_NOT_FOUND: in no allocation of the hook context (not ours: free
- *     it elsewhere).
+ *     it elsewhere), including a released pointer whose address the driver
+ *     knows memory at again.
  *   CMS_ERR_NOT_BASE: inside one of ours but not at its base.
- *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; no hook context is set.
+ *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; no hook context is set (and ptr
+ *     is not a released pointer without memory at it).
  *   CMS_ERR_FORKED: the hook context was created before a fork().
  *   what cms_free returns (driver statuses).
  */

@@ -30,4 +30,5 @@ void facts_ours(struct cuda_api_facts *f)
 	f->values[15] = CUDA_ERROR_INVALID_CONTEXT;
 	f->values[16] = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED;
 	f->values[17] = CU_MEM_ACCESS_FLAGS_PROT_READ;
+	f->values[18] = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR;
 }

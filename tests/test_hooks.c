@@ -6,8 +6,11 @@
  * thread).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -263,6 +266,264 @@ START_TEST(clear_then_destroy_with_frees_in_flight)
 }
 END_TEST
 
+struct alloc_race {
+	cms_region *region;
+	atomic_int pushed;
+};
+
+/* Allocates and frees in the thread's active region until the region is refused. */
+static void *hook_alloc_loop(void *arg)
+{
+	struct alloc_race *ar = arg;
+	uint64_t p = 0;
+
+	if (cms_hook_region_push(ar->region)) {
+		atomic_store(&ar->pushed, -1);
+		return NULL;
+	}
+	atomic_store(&ar->pushed, 1);
+	while (cms_hook_alloc(2 * MiB, 0, &p) == CMS_OK)
+		cms_hook_free((void *)(uintptr_t)p); /* ours, or retired by the destroy */
+	cms_hook_region_pop();
+	return NULL;
+}
+
+/* A region destroyed while a hooked allocation in it is in flight: the allocation holds a
+ * reference, so the destroy never frees the region under it (ASan: heap-use-after-free), and
+ * an allocation that comes after the destroy is refused instead of landing in a dead region. */
+START_TEST(region_destroy_races_hooked_alloc)
+{
+	cms_context *ctx = t_ctx();
+	cmssim_counters c;
+	int i;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < 200; i++) {
+		struct alloc_race ar = { .region = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD) };
+		pthread_t th;
+
+		ck_assert_int_eq(pthread_create(&th, NULL, hook_alloc_loop, &ar), 0);
+		while (!atomic_load(&ar.pushed))
+			sched_yield();
+		ck_assert_int_eq(atomic_load(&ar.pushed), 1);
+		ck_ok(cms_region_destroy(ar.region));
+		pthread_join(th, NULL);
+	}
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) { /* nothing allocated into a destroyed region is left behind */
+		c = t_counters();
+		ck_assert_uint_eq(c.mappings, 0);
+		ck_assert_uint_eq(c.handles, 0);
+		ck_assert_uint_eq(c.reservations, 0);
+	}
+}
+END_TEST
+
+#define STEADY_THREADS 8
+
+static atomic_int stop_traffic;
+
+/* Steady hooked traffic: allocates and frees in the thread's region until told to stop. */
+static void *steady_traffic(void *arg)
+{
+	uint64_t p = 0;
+
+	if (cms_hook_region_push(arg))
+		return NULL;
+	while (!atomic_load(&stop_traffic))
+		if (cms_hook_alloc(2 * MiB, 0, &p) == CMS_OK)
+			cms_hook_free((void *)(uintptr_t)p);
+	cms_hook_region_pop();
+	return NULL;
+}
+
+struct set_call {
+	cms_context *ctx;
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;
+	int done;
+	cms_status st;
+};
+
+static void *set_hook_context(void *arg)
+{
+	struct set_call *c = arg;
+	cms_status st = cms_hook_context_set(c->ctx);
+
+	pthread_mutex_lock(&c->lock);
+	c->st = st;
+	c->done = 1;
+	pthread_cond_signal(&c->done_cond);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Whether cms_hook_context_set(ctx) returns within 10 s (a liveness bound, not a timing). */
+static int set_returns(cms_context *ctx, cms_status *st)
+{
+	struct set_call c = { .ctx = ctx };
+	struct timespec deadline;
+	pthread_t th;
+	int done;
+
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.done_cond, NULL);
+	ck_assert_int_eq(pthread_create(&th, NULL, set_hook_context, &c), 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 10;
+	pthread_mutex_lock(&c.lock);
+	while (!c.done && pthread_cond_timedwait(&c.done_cond, &c.lock, &deadline) == 0)
+		;
+	done = c.done;
+	pthread_mutex_unlock(&c.lock);
+	if (!done)
+		atomic_store(&stop_traffic, 1); /* lets the set return, so the thread can end */
+	pthread_join(th, NULL);
+	*st = c.st;
+	pthread_cond_destroy(&c.done_cond);
+	pthread_mutex_destroy(&c.lock);
+	return done;
+}
+
+/* Switching the hook context waits only for the hooked calls that loaded the previous one, not
+ * for a moment with no hooked call in flight, which steady traffic never leaves. */
+START_TEST(context_set_returns_under_steady_traffic)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r[STEADY_THREADS];
+	pthread_t th[STEADY_THREADS];
+	char tag[16];
+	cms_status st = CMS_OK;
+	int i, k;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < STEADY_THREADS; i++) {
+		snprintf(tag, sizeof(tag), "t%d", i);
+		r[i] = t_region(ctx, tag, 0, CMS_POLICY_DISCARD);
+	}
+	atomic_store(&stop_traffic, 0);
+	for (i = 0; i < STEADY_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, steady_traffic, r[i]), 0);
+	for (k = 0; k < 5; k++) {
+		ck_assert_msg(set_returns(ctx, &st), "cms_hook_context_set did not return in 10 s "
+						     "under steady hooked traffic");
+		ck_ok(st);
+	}
+	ck_assert_msg(set_returns(NULL, &st), "clearing the hook context did not return");
+	ck_ok(st);
+	atomic_store(&stop_traffic, 1);
+	for (i = 0; i < STEADY_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* A child forked while hooked calls were in flight on other threads can clear the hook context:
+ * those calls are not in flight in the child. */
+START_TEST(child_clears_hook_context_forked_under_traffic)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r[STEADY_THREADS];
+	pthread_t th[STEADY_THREADS];
+	char tag[16];
+	int i, k, status;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < STEADY_THREADS; i++) {
+		snprintf(tag, sizeof(tag), "t%d", i);
+		r[i] = t_region(ctx, tag, 0, CMS_POLICY_DISCARD);
+	}
+	atomic_store(&stop_traffic, 0);
+	for (i = 0; i < STEADY_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, steady_traffic, r[i]), 0);
+	for (k = 0; k < 10; k++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			alarm(10); /* a hang fails the test with SIGALRM */
+			_exit(cms_hook_context_set(NULL) != CMS_OK);
+		}
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "child: exit %d, signal %d",
+			      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+			      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	atomic_store(&stop_traffic, 1);
+	for (i = 0; i < STEADY_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* Maps memory that is not ours at addr (as the CUDA runtime may, once a destroy freed the
+ * address): returns its handle, or 0 when the driver put the reservation elsewhere. */
+static CUmemGenericAllocationHandle map_foreign(uint64_t addr, size_t size)
+{
+	struct cms_driver *d = t_drv();
+	CUmemAllocationProp prop;
+	CUmemGenericAllocationHandle h = 0;
+	CUdeviceptr base = 0;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	ck_assert_int_eq(d->cuMemAddressReserve(&base, size, 0, addr, 0), CUDA_SUCCESS);
+	if (base != addr) {
+		ck_assert_int_eq(d->cuMemAddressFree(base, size), CUDA_SUCCESS);
+		return 0;
+	}
+	ck_assert_int_eq(d->cuMemCreate(&h, size, &prop, 0), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuMemMap(addr, size, 0, h, 0), CUDA_SUCCESS);
+	return h;
+}
+
+static void unmap_foreign(uint64_t addr, size_t size, CUmemGenericAllocationHandle h)
+{
+	struct cms_driver *d = t_drv();
+
+	ck_assert_int_eq(d->cuMemUnmap(addr, size), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuMemRelease(h), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuMemAddressFree(addr, size), CUDA_SUCCESS);
+}
+
+/* A retired pointer whose address now holds memory that is not ours (the runtime handed it out
+ * again) is not swallowed: its free is not ours, so the interposer gives it to the runtime. */
+START_TEST(retired_address_reused_by_others_is_not_ours)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	struct cms_driver *d = t_drv();
+	CUmemGenericAllocationHandle h;
+	CUcontext c, popped;
+	CUdevice cu;
+	uint64_t a = 0;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_alloc(2 * MiB, 0, &a));
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_region_destroy(r)); /* a is retired; its reservation is freed */
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), CUDA_SUCCESS);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), CUDA_SUCCESS);
+	h = map_foreign(a, 2 * MiB);
+	if (h) { /* the driver honoured the address hint (the simulation always does) */
+		ck_status(cms_hook_free((void *)(uintptr_t)a), CMS_ERR_NOT_FOUND);
+		unmap_foreign(a, 2 * MiB, h);
+		ck_status(cms_hook_free((void *)(uintptr_t)a), CMS_ERR_NOT_FOUND); /* forgotten */
+	}
+	d->cuCtxPopCurrent(&popped);
+	d->cuDevicePrimaryCtxRelease(cu);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hooks");
@@ -276,6 +537,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, failed_destroy_keeps_hook_context);
 	tcase_add_test(tc, forked_child_has_an_empty_stack);
 	tcase_add_test(tc, clear_then_destroy_with_frees_in_flight);
+	tcase_add_test(tc, region_destroy_races_hooked_alloc);
+	tcase_add_test(tc, context_set_returns_under_steady_traffic);
+	tcase_add_test(tc, child_clears_hook_context_forked_under_traffic);
+	tcase_add_test(tc, retired_address_reused_by_others_is_not_ours);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,17 +10,25 @@
  * process-wide hook context, never through the thread's stack.
  *
  * Lifetime rules that keep a hooked process from crashing:
- * - Callers using the hook context count themselves in hook_inflight before
- *   loading it; clearing or replacing it waits until no caller that may
- *   have loaded the old one is left (so a context is never destroyed under
- *   a free in flight).
+ * - Callers using the hook context count themselves in flight in the hook
+ *   context's current generation before loading it (cms_hookctx_enter);
+ *   clearing or replacing it starts a new generation and waits until no
+ *   caller of the previous one is left (so a context is never destroyed
+ *   under a free in flight, and steady traffic cannot hold a replacement
+ *   up: later callers count in the new generation).
  * - Each stack entry remembers its region's id; an allocation checks, under
  *   the context lock, that the region is still alive with that id (a
- *   destroyed region on a stack is refused, never touched).
+ *   destroyed region on a stack is refused, never touched) and takes a
+ *   reference on it for the allocation: a destroy that runs meanwhile cannot
+ *   free the region under it, and cms_alloc refuses the region once the
+ *   destroy marked it dead.
  * - Allocations of the hook context released by a region or context destroy
  *   are remembered ("retired"): a later free of one by PyTorch is a no-op
  *   success, not an unknown pointer that an interposer would hand to the
- *   CUDA runtime (which refuses it, and PyTorch terminates).
+ *   CUDA runtime (which refuses it, and PyTorch terminates) - unless the
+ *   driver knows memory at that address again (the runtime was handed the
+ *   freed address): that free is the runtime's, and not swallowing it keeps
+ *   the interposer from leaking the runtime's memory.
  * - After fork() the child's stack is empty and the hook context answers
  *   CMS_ERR_FORKED, which the interposer treats as "not ours".
  */
@@ -107,8 +115,9 @@ CMS_API cms_region *cms_hook_region_current(void)
 	return hook_tls.depth ? hook_tls.stack[hook_tls.depth - 1].region : NULL;
 }
 
-/* Whether region r (not dereferenced unless found) is alive in ctx with id. */
-static bool region_alive(cms_context *ctx, cms_region *r, uint64_t id)
+/* Takes a reference on region r (not dereferenced unless found) if it is alive in ctx with id:
+ * a destroy may then run, but the region's memory stays until region_put. */
+static bool region_get(cms_context *ctx, cms_region *r, uint64_t id)
 {
 	struct cms_region *it;
 	bool alive = false;
@@ -120,14 +129,24 @@ static bool region_alive(cms_context *ctx, cms_region *r, uint64_t id)
 			break;
 		}
 	}
+	if (alive)
+		r->refs++;
 	pthread_mutex_unlock(&ctx->lock);
 	return alive;
+}
+
+static void region_put(cms_context *ctx, cms_region *r)
+{
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 {
 	struct hook_entry e;
 	cms_context *ctx;
+	unsigned ticket;
 	cms_status st;
 
 	if (!ptr)
@@ -139,9 +158,9 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	if (!size)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	e = hook_tls.stack[hook_tls.depth - 1];
-	ctx = cms_hookctx_enter();
-	if (!ctx || !region_alive(ctx, e.region, e.id)) {
-		cms_hookctx_leave();
+	ctx = cms_hookctx_enter(&ticket);
+	if (!ctx || !region_get(ctx, e.region, e.id)) {
+		cms_hookctx_leave(ticket);
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "the thread's active region was destroyed, or is not in the "
 				     "hook context");
@@ -152,9 +171,10 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 			CMS_ERR_INVALID_DEVICE,
 			"device %d, but the thread's active region \"%s\" is on device %d",
 			(int)device, e.region->tag, (int)e.region->device);
-	if (!st)
+	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */
 		st = cms_alloc(e.region, size, ptr);
-	cms_hookctx_leave();
+	region_put(ctx, e.region);
+	cms_hookctx_leave(ticket);
 	return st;
 }
 
@@ -179,21 +199,22 @@ CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream)
 CMS_API cms_status cms_hook_free(void *ptr)
 {
 	cms_context *ctx;
+	unsigned ticket;
 	cms_status st;
 
 	if (!ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is NULL");
-	ctx = cms_hookctx_enter();
+	ctx = cms_hookctx_enter(&ticket);
 	if (!ctx) {
-		cms_hookctx_leave();
-		if (cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
+		cms_hookctx_leave(ticket);
+		if (cms_hook_retired_free((uint64_t)(uintptr_t)ptr))
 			return CMS_OK; /* already released with its region or context */
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "no hook context: call cms_hook_context_set first");
 	}
 	st = cms_free(ctx, (uint64_t)(uintptr_t)ptr);
-	cms_hookctx_leave();
-	if (st == CMS_ERR_NOT_FOUND && cms_hook_unretire_found((uint64_t)(uintptr_t)ptr))
+	cms_hookctx_leave(ticket);
+	if (st == CMS_ERR_NOT_FOUND && cms_hook_retired_free((uint64_t)(uintptr_t)ptr))
 		return CMS_OK;
 	return st;
 }

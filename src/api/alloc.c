@@ -35,6 +35,10 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	a->physical = (size + gran - 1) & ~(gran - 1);
 
 	pthread_mutex_lock(&r->lock);
+	if (r->dead) { /* only a caller holding a reference sees this (cms_hook_alloc) */
+		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region \"%s\" was destroyed", r->tag);
+		goto err_unlock;
+	}
 	if (r->state != CMS_STATE_ACTIVE) {
 		st = cms_set_error(CMS_ERR_PAUSED,
 				   "region \"%s\" is paused: resume it before allocating", r->tag);
@@ -47,14 +51,17 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	st = cms_vmm_back(a);
 	if (st)
 		goto err_unlink;
+	/* The address is an allocation again; before it can be found (and retired again by a
+	 * destroy, which the region lock orders after this). */
+	cms_hook_unretire(a->base);
 	pthread_mutex_lock(&ctx->lock);
 	st = cms_index_insert(ctx, a);
 	pthread_mutex_unlock(&ctx->lock);
 	if (st)
 		goto err_unback;
-	pthread_mutex_unlock(&r->lock);
-	cms_hook_unretire(a->base); /* the address is an allocation again */
+	/* Read under the region lock: once it is released, a free or a destroy may free a. */
 	*ptr = a->base;
+	pthread_mutex_unlock(&r->lock);
 	return CMS_OK;
 
 err_unback:

@@ -190,7 +190,7 @@ struct cms_region {
 	uint64_t flags;
 	pthread_mutex_t lock;
 	unsigned refs;		  /* protected by ctx->lock */
-	bool dead;		  /* destroyed; protected by ctx->lock */
+	bool dead;		  /* destroyed; written under lock and ctx->lock */
 	unsigned nclaimed;	  /* allocations claimed by a cms_free() in flight; ctx->lock */
 	pthread_cond_t unclaimed; /* signalled (with lock held) when such a free finishes */
 	uint32_t state;		  /* written under lock, read atomically by cms_pointer_info_get */
@@ -281,16 +281,21 @@ void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
 void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
 
 /* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
-/* Loads the hook context for a caller that will use it; pair with cms_hookctx_leave. */
-cms_context *cms_hookctx_enter(void);
-void cms_hookctx_leave(void);
+/* Loads the hook context for a caller that will use it, counting the caller in flight in the
+ * current generation (*ticket); pair with cms_hookctx_leave(*ticket). */
+cms_context *cms_hookctx_enter(unsigned *ticket);
+void cms_hookctx_leave(unsigned ticket);
+/* In a forked child: no hooked call is in flight (called by the atfork handler). */
+void cms_hookctx_after_fork(void);
 /* The hook context now (not to be used past the call: see enter/leave). */
 cms_context *cms_hookctx_peek(void);
 /* Replaces the hook context (only if it is old when cas) and waits until no caller that may
- * still hold the old one is in flight. */
+ * still hold the old one (one that entered before the replacement) is in flight. */
 bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas);
-/* Forgets ptr if it is retired; returns whether it was. */
-bool cms_hook_unretire_found(uint64_t ptr);
+/* Forgets ptr if it is retired; returns whether a hooked free of it is to be swallowed: it was
+ * retired and the driver knows no memory at that address now (else another allocator was
+ * handed the address again, and the free is that allocator's). */
+bool cms_hook_retired_free(uint64_t ptr);
 /* Clears the hook context if it is ctx, once no hooked call uses it (cms_context_destroy). */
 void cms_hook_forget_context(cms_context *ctx);
 /* Remembers ptr, an allocation of ctx being released by a region or context destroy, if ctx

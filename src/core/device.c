@@ -21,6 +21,7 @@ static int atfork_status;
 static void after_fork_in_child(void)
 {
 	cms_fork_generation++;
+	cms_hookctx_after_fork();
 }
 
 static void register_atfork(void)

@@ -3,25 +3,40 @@
  * hookctx.c - the process-wide hook context and the ledger of retired pointers.
  *
  * The allocator hooks (adapters/hooks.c) route frees from any thread through
- * one context; callers count themselves in flight while they use it, and
- * replacing it waits until none is left. Allocations of that context released
- * by a region or context destroy are "retired": a later hooked free of one
- * succeeds as a no-op. Both live here, below the API, because destroying a
- * region or a context (api/) must update them.
+ * one context. A caller counts itself in flight in the current generation
+ * before it loads the context; replacing the context starts a new generation
+ * and waits only for the callers counted in the previous one (the only ones
+ * that may have loaded the previous context): steady hooked traffic never
+ * holds a replacement up, since new callers count in the new generation.
+ * Allocations of that context released by a region or context destroy are
+ * "retired": a later hooked free of one succeeds as a no-op, unless the
+ * driver knows memory at that address again (another allocator, such as the
+ * CUDA runtime, was handed the freed address): that free is not ours, and
+ * swallowing it would leak the other allocator's memory. Both live here,
+ * below the API, because destroying a region or a context (api/) must update
+ * them.
  */
+#include <dlfcn.h>
 #include <sched.h>
 #include <search.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core.h"
 
 static _Atomic(cms_context *) hook_ctx;
-static atomic_uint hook_inflight;
+static atomic_uint hook_gen;	     /* generation: bumped by each replacement */
+static atomic_uint hook_inflight[2]; /* callers in flight, by their generation's parity */
+static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER; /* one replacement at a time */
 
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *retired;	       /* tsearch tree of uint64_t device pointers (heap nodes) */
 static atomic_size_t nretired; /* entries in it; read without the lock */
+/* The driver the retired allocations came from: its file (dladdr) and the entry point it was
+ * found from, under retired_lock. */
+static char retired_driver[4096];
+static void *retired_driver_fn;
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -30,35 +45,62 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Loads the hook context for a caller that will use it; pair with hook_leave. */
-cms_context *cms_hookctx_enter(void)
+cms_context *cms_hookctx_enter(unsigned *ticket)
 {
-	atomic_fetch_add(&hook_inflight, 1);
-	return atomic_load(&hook_ctx);
+	unsigned g;
+
+	/* Counted in generation g only if g is still current after counting: a replacement
+	 * that bumped it meanwhile may already have seen no caller of g (sequentially
+	 * consistent atomics: either it sees this count or this sees its bump). */
+	for (;;) {
+		g = atomic_load(&hook_gen);
+		atomic_fetch_add(&hook_inflight[g & 1], 1);
+		if (atomic_load(&hook_gen) == g)
+			break;
+		atomic_fetch_sub(&hook_inflight[g & 1], 1);
+	}
+	*ticket = g & 1;
+	return atomic_load(&hook_ctx); /* stored before the generation it is counted in began */
 }
 
-void cms_hookctx_leave(void)
+void cms_hookctx_leave(unsigned ticket)
 {
-	atomic_fetch_sub(&hook_inflight, 1);
+	atomic_fetch_sub(&hook_inflight[ticket & 1], 1);
 }
 
-/* Replaces the hook context (if it is old, for a compare-and-swap) and waits until no
- * caller that may still hold the old one is in flight. */
 bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas)
 {
+	unsigned g;
+
+	pthread_mutex_lock(&swap_lock);
 	if (cas) {
-		if (!atomic_compare_exchange_strong(&hook_ctx, &old, new))
+		if (!atomic_compare_exchange_strong(&hook_ctx, &old, new)) {
+			pthread_mutex_unlock(&swap_lock);
 			return false;
+		}
 	} else {
 		atomic_store(&hook_ctx, new);
 	}
-	while (atomic_load(&hook_inflight))
+	/* Callers of the generations before g finished while earlier replacements (serialised
+	 * by swap_lock) waited: only those of g may still hold the old context. */
+	g = atomic_fetch_add(&hook_gen, 1);
+	while (atomic_load(&hook_inflight[g & 1]))
 		sched_yield();
+	pthread_mutex_unlock(&swap_lock);
 	return true;
 }
 
+void cms_hookctx_after_fork(void)
+{
+	/* Only the forking thread exists in the child: no caller is in flight, and no
+	 * replacement holds swap_lock (a parent thread in one may have, at the fork). */
+	atomic_store(&hook_inflight[0], 0);
+	atomic_store(&hook_inflight[1], 0);
+	pthread_mutex_init(&swap_lock, NULL);
+}
+
 /* Forgets ptr if it is retired; returns whether it was. */
-bool cms_hook_unretire_found(uint64_t ptr)
+static bool unretire_found(uint64_t ptr)
 {
 	uint64_t **node;
 	uint64_t *key = NULL;
@@ -75,9 +117,60 @@ bool cms_hook_unretire_found(uint64_t ptr)
 	return key != NULL;
 }
 
+/* Whether the driver the retired allocations came from knows memory at ptr now
+ * (cuPointerGetAttribute). A driver no longer loaded in the process knows none. */
+static bool driver_has_memory_at(uint64_t ptr)
+{
+	char path[sizeof(retired_driver)];
+	CUresult (*fn)(void *, int, CUdeviceptr);
+	CUdeviceptr start = 0;
+	bool found;
+	void *dl;
+
+	pthread_mutex_lock(&retired_lock);
+	memcpy(path, retired_driver, sizeof(path));
+	pthread_mutex_unlock(&retired_lock);
+	if (!path[0])
+		return false;
+	dl = dlopen(path, RTLD_LAZY | RTLD_NOLOAD); /* holds it loaded during the call */
+	if (!dl)
+		return false;
+	fn = (CUresult(*)(void *, int, CUdeviceptr))(uintptr_t)dlsym(dl, "cuPointerGetAttribute");
+	found = fn && fn(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) == CUDA_SUCCESS;
+	dlclose(dl);
+	return found;
+}
+
+bool cms_hook_retired_free(uint64_t ptr)
+{
+	if (!unretire_found(ptr))
+		return false;
+	return !driver_has_memory_at(ptr);
+}
+
+/* Records the file of ctx's driver for driver_has_memory_at; retired_lock held. */
+static void note_driver_locked(cms_context *ctx)
+{
+	void *fn = (void *)(uintptr_t)ctx->drv.cuPointerGetAttribute;
+	Dl_info info;
+	size_t n;
+
+	if (fn == retired_driver_fn)
+		return;
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname ||
+	    (n = strlen(info.dli_fname)) >= sizeof(retired_driver)) {
+		retired_driver[0] = 0; /* cannot ask: retired frees are swallowed as before */
+		retired_driver_fn = NULL;
+		return;
+	}
+	memcpy(retired_driver, info.dli_fname, n + 1);
+	retired_driver_fn = fn;
+}
+
 void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 {
 	uint64_t *key, **node;
+	bool added;
 
 	if (atomic_load(&hook_ctx) != ctx)
 		return;
@@ -86,18 +179,20 @@ void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 		return; /* a later free of ptr is then "not ours": what it was before 1.1 */
 	*key = ptr;
 	pthread_mutex_lock(&retired_lock);
+	note_driver_locked(ctx);
 	node = tsearch(key, &retired, cmp_u64);
-	if (node && *node == key)
+	added = node && *node == key; /* the node only under the lock: a free may delete it */
+	if (added)
 		atomic_fetch_add(&nretired, 1);
 	pthread_mutex_unlock(&retired_lock);
-	if (!node || *node != key)
+	if (!added)
 		free(key); /* no memory for the node, or already there */
 }
 
 void cms_hook_unretire(uint64_t ptr)
 {
 	if (atomic_load(&nretired))
-		cms_hook_unretire_found(ptr);
+		unretire_found(ptr);
 }
 
 void cms_hook_forget_context(cms_context *ctx)

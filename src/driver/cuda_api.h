@@ -65,6 +65,7 @@ enum {
 /* CUmemAccess_flags */
 #define CU_MEM_ACCESS_FLAGS_PROT_NONE 0x0
 #define CU_MEM_ACCESS_FLAGS_PROT_READ 0x1
+#define CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11 /* CUpointer_attribute */
 #define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
 /* CUmemAllocationGranularity_flags */
 #define CU_MEM_ALLOC_GRANULARITY_MINIMUM 0x0
@@ -132,6 +133,7 @@ typedef struct CUmemAccessDesc_st {
 	X(cuCtxPopCurrent, CUresult, (CUcontext * ctx))                                         \
 	X(cuCtxSynchronize, CUresult, (void))                                                   \
 	X(cuMemGetInfo, CUresult, (size_t * free_bytes, size_t * total_bytes))                  \
+	X(cuPointerGetAttribute, CUresult, (void *data, int attribute, CUdeviceptr ptr))        \
 	X(cuMemGetAllocationGranularity, CUresult,                                              \
 	  (size_t * granularity, const CUmemAllocationProp *prop, int option))                  \
 	X(cuMemAddressReserve, CUresult,                                                        \

@@ -169,6 +169,8 @@ static int parse_faults(const char *spec)
 	return rc;
 }
 
+static int register_atfork(void);
+
 static void setup_once_fn(void)
 {
 	const char *s;
@@ -232,6 +234,8 @@ static void setup_once_fn(void)
 	s = getenv("CMS_SIM_FAIL");
 	if (s && *s && parse_faults(s))
 		config_error = 1;
+	if (register_atfork())
+		config_error = 1; /* a forked child could hang: cuInit fails instead */
 }
 
 void sim_setup(void)
@@ -628,4 +632,45 @@ SIM_EXPORT int cmssim_get_counters(cmssim_counters *out)
 	memcpy((char *)out + sizeof(uint64_t), (char *)&c + sizeof(uint64_t),
 	       (size_t)want - sizeof(uint64_t));
 	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------------- */
+
+/* Every lock of the simulation is taken around fork(), so a child never starts with one held
+ * by a thread that does not exist there (a driver call in flight on another thread). None of
+ * them nests in another: any order is deadlock-free. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&fault_lock);
+	pthread_mutex_lock(&gate_lock);
+	sim_io_fork_prepare();
+	sim_wrlock();
+}
+
+static void fork_parent(void)
+{
+	sim_unlock();
+	sim_io_fork_parent();
+	pthread_mutex_unlock(&gate_lock);
+	pthread_mutex_unlock(&fault_lock);
+}
+
+/* In the child the forking thread holds them all: initialised again rather than unlocked (a
+ * read-write lock knows its writer by thread id, which the child's thread does not share). */
+static void fork_child(void)
+{
+	pthread_rwlockattr_t a;
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&sim.lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	sim_io_fork_child();
+	pthread_mutex_init(&gate_lock, NULL);
+	pthread_mutex_init(&fault_lock, NULL);
+}
+
+static int register_atfork(void)
+{
+	return pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

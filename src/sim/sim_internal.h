@@ -164,6 +164,11 @@ int sim_config_error(void);
 CUresult sim_enter(const char *fn, int need_init);
 int sim_known_function(const char *fn);
 uint64_t sim_parse_size(const char *s, int *ok);
+/* pthread_atfork handlers of sim_io.c's lock (called by sim_core.c's). */
+void sim_io_fork_prepare(void);
+void sim_io_fork_parent(void);
+void sim_io_fork_child(void);
+
 void sim_rdlock(void);
 void sim_wrlock(void);
 void sim_unlock(void);

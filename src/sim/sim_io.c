@@ -27,6 +27,21 @@ SIM_EXPORT int cmssim_fail_io(int op, uint64_t nth, int err)
 	return 0;
 }
 
+void sim_io_fork_prepare(void)
+{
+	pthread_mutex_lock(&io_lock);
+}
+
+void sim_io_fork_parent(void)
+{
+	pthread_mutex_unlock(&io_lock);
+}
+
+void sim_io_fork_child(void)
+{
+	pthread_mutex_init(&io_lock, NULL);
+}
+
 SIM_EXPORT int cmssim_io_hook(int op)
 {
 	int err = 0;

@@ -659,3 +659,26 @@ err_free:
 	free(h);
 	return rc;
 }
+
+/* Only CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, of mapped device memory (other attributes:
+ * CUDA_ERROR_NOT_SUPPORTED); an address in no mapping: CUDA_ERROR_INVALID_VALUE, as the driver
+ * answers for an address it does not know. */
+SIM_EXPORT CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr)
+{
+	CUresult rc = CUDA_ERROR_INVALID_VALUE;
+	ssize_t i;
+
+	SIM_ENTER("cuPointerGetAttribute");
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (attribute != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	sim_rdlock();
+	i = sim_set_floor(&sim.mappings, ptr);
+	if (i >= 0 && ptr - sim.mappings.v[i]->base < sim.mappings.v[i]->size) {
+		*(CUdeviceptr *)data = sim.mappings.v[i]->base;
+		rc = CUDA_SUCCESS;
+	}
+	sim_unlock();
+	return rc;
+}

@@ -71,8 +71,9 @@ const (
 	// ErrInternal is CMS_ERR_INTERNAL (since 1.0): Internal invariant broken; please report.
 	ErrInternal Status = -17
 	// ErrForked is CMS_ERR_FORKED (since 1.0): Called in a child process created by fork() after the
-	// context was created: the GPU state belongs to the parent. The child can only create new
-	// contexts.
+	// context was created: the GPU state belongs to the parent. The child may create contexts of its
+	// own, but the CUDA driver does not support a child using CUDA once its parent initialised it
+	// (see the fork convention at the top of cumemsaver.h).
 	ErrForked Status = -18
 	// ErrProtocol is CMS_ERR_PROTOCOL (since 1.1): IPC (docs/ipc.md): a message from a peer is
 	// malformed, of an unknown type or of an unsupported protocol version; the connection is dropped.

@@ -182,7 +182,9 @@ pub const CMS_ERR_NO_DEVICE: cms_status = -16;
 /// Internal invariant broken; please report. (since 1.0)
 pub const CMS_ERR_INTERNAL: cms_status = -17;
 /// Called in a child process created by fork() after the context was created: the GPU state belongs
-/// to the parent. The child can only create new contexts. (since 1.0)
+/// to the parent. The child may create contexts of its own, but the CUDA driver does not support a
+/// child using CUDA once its parent initialised it (see the fork convention at the top of
+/// cumemsaver.h). (since 1.0)
 pub const CMS_ERR_FORKED: cms_status = -18;
 /// IPC (docs/ipc.md): a message from a peer is malformed, of an unknown type or of an unsupported
 /// protocol version; the connection is dropped. (since 1.1)
