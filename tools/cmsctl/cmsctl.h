@@ -10,5 +10,8 @@ int cmsctl_demo(int argc, char **argv);
 /* `cmsctl --socket PATH [--json] status | pause TAG | resume TAG` (cmsctl_remote.c):
  * argv[0] is the operation. Returns the exit status. */
 int cmsctl_remote(const char *path, int json, int argc, char **argv);
+/* `cmsctl --socket PATH [--json] stats [--prometheus] | metrics` (cmsctl_stats.c): argv[0] is
+ * "stats" or "metrics". Returns the exit status. */
+int cmsctl_stats(const char *path, int json, int argc, char **argv);
 
 #endif /* CMSCTL_H */

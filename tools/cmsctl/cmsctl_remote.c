@@ -121,6 +121,8 @@ int cmsctl_remote(const char *path, int json, int argc, char **argv)
 	char why[CMS_IPC_MAX_TEXT + 64];
 	cms_status st;
 
+	if (!strcmp(op, "stats") || !strcmp(op, "metrics")) /* since 1.2: cmsctl_stats.c */
+		return cmsctl_stats(path, json, argc, argv);
 	memset(&q, 0, sizeof(q));
 	q.type = CMS_IPC_CTL_REQUEST;
 	if (!strcmp(op, "status") && argc == 1)
