@@ -5,11 +5,14 @@
  * swap, checked against exact byte totals and the calls' own results;
  * failures counted by status under injected faults (simulation); and
  * cms_region_list, also while other threads create and destroy regions
- * (built with ThreadSanitizer by CI's sanitizer job).
+ * (built with ThreadSanitizer by CI's sanitizer job); the CMS_LOG line format.
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -319,6 +322,58 @@ START_TEST(list_concurrent_destroy)
 }
 END_TEST
 
+/* CMS_LOG lines on stderr: "YYYY-MM-DDTHH:MM:SS.uuuuuuZ cumemsaver[PID:TID] level: text". */
+START_TEST(log_line_format)
+{
+	char path[] = "/tmp/cms-log-XXXXXX", buf[4096], level[16], *line;
+	int fd = mkstemp(path), saved = dup(2), y, mo, d, h, mi, sec, us, pid, tid, n = 0;
+	struct tm tm = { 0 };
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p;
+	ssize_t len;
+	time_t when;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(saved, 0);
+	setenv("CMS_LOG", "2", 1); /* read at the first line of this (forked) process */
+	ck_assert_int_eq(dup2(fd, 2), 2);
+	ctx = t_ctx();
+	r = t_region(ctx, "logged", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_alloc(r, MiB, &p));
+	ck_ok(cms_pause(ctx, NULL, NULL, NULL)); /* an info line: "paused 1 regions, ..." */
+	ck_ok(cms_context_destroy(ctx));
+	fflush(stderr);
+	ck_assert_int_eq(dup2(saved, 2), 2);
+	len = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	ck_assert_int_gt(len, 0);
+	buf[len] = '\0';
+	line = strstr(buf, "info: paused ");
+	ck_assert_msg(line, "no pause line in %s", buf);
+	while (line > buf && line[-1] != '\n')
+		line--;
+	ck_assert_int_eq(sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ cumemsaver[%d:%d] %15[a-z]: %n",
+				&y, &mo, &d, &h, &mi, &sec, &us, &pid, &tid, level, &n),
+			 10);
+	ck_assert_msg(n > 0 && line[4] == '-' && line[10] == 'T' && line[26] == 'Z', "%s", line);
+	ck_assert_str_eq(level, "info");
+	ck_assert_int_eq(pid, getpid());
+	ck_assert_int_eq(tid, gettid()); /* the calling thread, which ran the pause */
+	ck_assert_int_lt(us, 1000000);
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	when = timegm(&tm);
+	ck_assert_msg(when > time(NULL) - 86400 && when <= time(NULL), "UTC time of %s", line);
+	ck_assert_int_eq(strncmp(line + n, "paused 1 regions", 16), 0);
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("stats");
@@ -330,6 +385,7 @@ static Suite *make(void)
 	tcase_add_test(tc, stats_arguments);
 	tcase_add_test(tc, list_regions);
 	tcase_add_test(tc, list_concurrent_destroy);
+	tcase_add_test(tc, log_line_format);
 	suite_add_tcase(s, tc);
 	return s;
 }

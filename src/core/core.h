@@ -319,6 +319,8 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
 /* ---- log.c: log lines of worker threads ---- */
 struct cms_logline {
 	int32_t level;
+	uint64_t realtime_ns; /* when it was logged (CLOCK_REALTIME) */
+	int32_t tid;	      /* the thread that logged it */
 	char text[512];
 };
 struct cms_logq {
