@@ -316,6 +316,13 @@ void cms_counters_fail(struct cms_region **v, size_t n, cms_status st);
 void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
 #define CMS_REGION_STATS_SIZE_VER0 sizeof(cms_region_stats) /* 1.2 */
 
+/* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
+/* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */
+void cms_trace_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cms_trace_pop(void);
+/* Whether the library was built with NVTX. */
+bool cms_trace_enabled(void);
+
 /* ---- log.c: log lines of worker threads ---- */
 struct cms_logline {
 	int32_t level;

@@ -52,11 +52,13 @@ static void worker_run(struct worker *k)
 
 	if (!k->alone)
 		cms_log_defer(&k->logq);
+	cms_trace_push("cumemsaver %s device %d", w->call->sched->name, w->dev);
 	st = cms_push(w->ctx, w->dev); /* the device's context, once for the whole schedule */
 	if (!st) {
 		st = w->call->sched->run(w);
 		cms_pop(w->ctx);
 	}
+	cms_trace_pop();
 	if (!k->alone) {
 		cms_xdev_leave(&k->xv, st && !k->xv.aborted);
 		cms_log_defer(NULL);
@@ -384,6 +386,7 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 	size_t nd = 0, i, j, off = 0, first_failed = 0;
 	cms_status st;
 
+	cms_trace_push("cumemsaver %s", call->sched->name); /* the whole call (NVTX) */
 	add_devices(call->out, call->nout, devs, &nd, &seen);
 	add_devices(call->in, call->nin, devs, &nd, &seen);
 	qsort(devs, nd, sizeof(devs[0]), cmp_device);
@@ -441,5 +444,6 @@ out:
 	free(plan);
 	free(g);
 	free(k);
+	cms_trace_pop();
 	return st;
 }
