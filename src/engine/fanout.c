@@ -437,7 +437,7 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 	cms_progress_end(&prog, st == CMS_OK);
 	write_results(k, nd, st, first_failed, cms_now_ns() - t0, pres, rres);
 	if (!st) {
-		count_committed(k, nd, g, plan, call->nout && call->nin);
+		count_committed(k, nd, g, plan, call->sched == &cms_sched_swap);
 		log_done(k, nd, cms_now_ns() - t0);
 	}
 out:
