@@ -139,6 +139,33 @@ START_TEST(counters_sequence)
 }
 END_TEST
 
+/* DISK: content bytes written to and read back from the region's file, as the results say. */
+START_TEST(counters_disk)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "disk", 0, CMS_POLICY_DISK);
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
+	char dir[] = "/tmp/cms-stats-XXXXXX";
+	uint64_t p[NA];
+	cms_region_stats s;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_ok(cms_region_disk_dir_set(r, dir));
+	alloc_all(r, p);
+	ck_ok(cms_region_pause(r, NULL, &pr));
+	ck_ok(cms_region_resume(r, NULL, &rr));
+	s = stats(r);
+	ck_assert_uint_eq(s.bytes_to_store, logical());
+	ck_assert_uint_eq(s.bytes_to_store, pr.bytes_backed_up);
+	ck_assert_uint_eq(s.bytes_from_store, logical());
+	ck_assert_uint_eq(s.bytes_from_store, rr.bytes_restored);
+	ck_assert_uint_eq(s.bytes_released, pr.bytes_released);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* Failures by status under injected driver faults: nothing else counted, rollback intact. */
 START_TEST(counters_failures)
 {
@@ -381,6 +408,7 @@ static Suite *make(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, counters_sequence);
+	tcase_add_test(tc, counters_disk);
 	tcase_add_test(tc, counters_failures); /* simulation only */
 	tcase_add_test(tc, stats_arguments);
 	tcase_add_test(tc, list_regions);
