@@ -100,9 +100,9 @@ extern "C" {
 
 /* ---- Versions ------------------------------------------------------------ */
 
-/* The version of this header: 1.1.0. */
+/* The version of this header: 1.2.0. */
 #define CMS_VERSION_MAJOR 1
-#define CMS_VERSION_MINOR 1
+#define CMS_VERSION_MINOR 2
 #define CMS_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch */
 #define CMS_VERSION_NUMBER \
@@ -120,7 +120,7 @@ CMS_API uint32_t cms_version(void);
 
 /*
  * cms_version_string - the version of the library loaded at run time as
- * "MAJOR.MINOR.PATCH" ("1.1.0" for a library of this header).
+ * "MAJOR.MINOR.PATCH" ("1.2.0" for a library of this header).
  * Ownership: static storage; never NULL, never to be freed.
  * Threads: thread-safe. CUDA: none.
  * Returns: the string; never fails.
@@ -1152,6 +1152,98 @@ typedef void (*cms_progress_fn)(void *user, const char *op, uint64_t done, uint6
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL.
  */
 CMS_API cms_status cms_context_progress_set(cms_context *ctx, cms_progress_fn fn, void *user);
+
+/* ---- Observability (since 1.2) --------------------------------------------- */
+
+/* Entries of cms_region_stats.failures_by_status: entry k counts status -k (k >= 1). */
+#define CMS_STATS_STATUS_SLOTS 32
+
+/*
+ * Cumulative counters of one region since its creation (since 1.2), with its
+ * identity. A "pause" is a committed transition of the region to PAUSED
+ * (cms_pause, cms_region_pause or the pause side of cms_swap), a "resume" one
+ * to ACTIVE; a call that skips the region (already in the target state)
+ * counts nothing.
+ */
+typedef struct cms_region_stats {
+	size_t struct_size;	   /* sizeof(cms_region_stats), set by the caller */
+	char tag[CMS_TAG_MAX + 1]; /* NUL-terminated */
+	int32_t device;
+	uint32_t policy;    /* CMS_POLICY_* */
+	uint32_t state;	    /* CMS_STATE_* when read */
+	uint32_t reserved;  /* 0 */
+	uint64_t region_id; /* creation number, unique in its context, ascending */
+	uint64_t pauses;    /* committed pauses */
+	uint64_t resumes;   /* committed resumes */
+	uint64_t swaps;	    /* of pauses + resumes, those made by cms_swap */
+	/*
+	 * Failed pause, resume and swap calls that were to change this region
+	 * (after their argument checks, selection and the skip of regions already
+	 * in the target state): every region of such a call counts the call's
+	 * status once, also when another region or device caused it.
+	 */
+	uint64_t failures;
+	/* failures by status: entry k counts status -k; entry 0 statuses below -31. */
+	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
+	uint64_t bytes_released;   /* physical bytes released by its pauses (cuMemRelease) */
+	uint64_t bytes_backed;	   /* physical bytes created and mapped by its resumes */
+	uint64_t bytes_to_store;   /* content bytes its pauses copied to its store (HOST, DISK) */
+	uint64_t bytes_from_store; /* content bytes its resumes copied back from its store */
+	/*
+	 * Nanoseconds (CLOCK_MONOTONIC) of its device's work in the calls that
+	 * paused / resumed it (a swap counts its device's whole swap on both
+	 * sides); not divided among the regions of a call.
+	 */
+	uint64_t pause_ns;
+	uint64_t resume_ns;
+} cms_region_stats;
+
+/*
+ * cms_region_stats_get (since 1.2) - the region's identity and cumulative
+ * counters (cms_region_stats), a consistent snapshot taken under its lock.
+ *   stats: struct_size set by the caller (at least the 1.2 size); written up
+ *          to it.
+ * Threads: thread-safe; takes the region's lock (waits for a pause or resume
+ * of it in progress); must not run concurrently with cms_region_destroy of the
+ * region (cms_region_list has no such restriction).
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: region or stats is NULL.
+ *   CMS_ERR_STRUCT_SIZE: stats->struct_size.
+ */
+CMS_API cms_status cms_region_stats_get(cms_region *region, cms_region_stats *stats);
+
+/*
+ * cms_region_list (since 1.2) - enumerates the regions of the context: a
+ * snapshot of each live region's identity and counters (as
+ * cms_region_stats_get) into the caller's array, in creation order. No handle
+ * is returned: an entry is a copy, valid whatever happens to its region
+ * afterwards; use (tag, device) with cms_region_find to act on one. The
+ * regions are referenced while the call reads them, so a concurrent
+ * cms_region_destroy is safe: a region destroyed before its entry is read is
+ * left out, one created during the call may or may not be listed.
+ *   v:       cap entries; each entry's struct_size set by the caller, all the
+ *            same (at least the 1.2 size); written up to it. NULL only when
+ *            cap is 0.
+ *   cap:     entries of v; 0 to ask only for total.
+ *   written: NULL, or receives the entries written (<= cap; fewer than
+ *            min(cap, total) when regions were destroyed during the call).
+ *   total:   NULL, or receives the regions of the context when the call began
+ *            (a larger buffer is needed when total > cap).
+ * Ownership: v stays the caller's; nothing to free.
+ * Threads: thread-safe, also against cms_region_destroy and
+ * cms_context_progress_set; takes the context's lock briefly and then each
+ * region's lock in turn (waits for a pause or resume in progress). Not to be
+ * called from a progress or control callback.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; v is NULL with cap > 0.
+ *   CMS_ERR_STRUCT_SIZE: an entry's struct_size (nothing written).
+ */
+CMS_API cms_status cms_region_list(cms_context *ctx, cms_region_stats *v, size_t cap,
+				   size_t *written, size_t *total);
 
 #ifdef __cplusplus
 }

@@ -58,11 +58,22 @@ static struct cms_ipc_msg layout(void)
 START_TEST(round_trip_every_type)
 {
 	struct cms_ipc_region_status rs = { "kv", 0, 2, 1, 3, 4, 5, 6, 7, 8 };
+	struct cms_ipc_region_stats ss;
 	struct cms_ipc_msg m, d;
 	uint8_t *buf;
 	size_t len;
 	uint16_t t;
 
+	memset(&ss, 0, sizeof(ss)); /* every counter distinct: a swapped field shows */
+	strcpy(ss.tag, "a\"b");
+	ss.device = 3;
+	ss.policy = 2;
+	ss.state = 1;
+	for (size_t k = 0; k < CMS_IPC_STATS_SLOTS; k++)
+		ss.failures_by_status[k] = 1000 + k;
+	ss.region_id = 11, ss.pauses = 12, ss.resumes = 13, ss.swaps = 14, ss.failures = 15;
+	ss.bytes_released = 16, ss.bytes_backed = 17, ss.bytes_to_store = 18;
+	ss.bytes_from_store = 19, ss.pause_ns = 20, ss.resume_ns = 21;
 	for (t = 1; t <= CMS_IPC_TYPE_MAX; t++) {
 		memset(&m, 0, sizeof(m));
 		m.type = t;
@@ -105,6 +116,11 @@ START_TEST(round_trip_every_type)
 			m.nregions = 1;
 			m.regions = &rs;
 			break;
+		case CMS_IPC_CTL_STATS:
+			strcpy(m.text, "ok");
+			m.nstats = 1;
+			m.stats = &ss;
+			break;
 		}
 		buf = enc(&m, &len);
 		ck_assert_int_eq(dec(buf, len, t == CMS_IPC_FDS ? 3 : 0, &d), CMS_OK);
@@ -119,6 +135,9 @@ START_TEST(round_trip_every_type)
 		ck_assert_uint_eq(d.nregions, m.nregions);
 		if (m.nregions)
 			ck_assert_int_eq(memcmp(d.regions, &rs, sizeof(rs)), 0);
+		ck_assert_uint_eq(d.nstats, m.nstats);
+		if (m.nstats)
+			ck_assert_int_eq(memcmp(d.stats, &ss, sizeof(ss)), 0);
 		/* every strict prefix is refused */
 		for (size_t k = 0; k < len; k++) {
 			struct cms_ipc_msg x;

@@ -95,6 +95,56 @@ static cms_status fill_status(cms_context *ctx, struct cms_ipc_msg *m)
 	return CMS_OK;
 }
 
+_Static_assert(CMS_IPC_STATS_SLOTS == CMS_STATS_STATUS_SLOTS, "stats reply slots");
+
+/* The counters of a stats reply (since 1.2): cms_region_list, at most CMS_IPC_MAX_REGIONS. */
+static cms_status fill_stats(cms_context *ctx, struct cms_ipc_msg *m)
+{
+	cms_region_stats *v;
+	size_t i, n = 0, total = 0;
+	cms_status st;
+
+	st = cms_region_list(ctx, NULL, 0, NULL, &total);
+	if (st || !total)
+		return st;
+	if (total > CMS_IPC_MAX_REGIONS)
+		total = CMS_IPC_MAX_REGIONS;
+	v = calloc(total, sizeof(*v));
+	m->stats = calloc(total, sizeof(*m->stats));
+	if (!v || !m->stats) {
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot build the stats");
+		goto out_v;
+	}
+	for (i = 0; i < total; i++)
+		v[i].struct_size = sizeof(v[i]);
+	st = cms_region_list(ctx, v, total, &n, NULL);
+	for (i = 0; i < n && !st; i++) {
+		struct cms_ipc_region_stats *s = &m->stats[i];
+
+		memcpy(s->tag, v[i].tag, sizeof(s->tag));
+		s->device = v[i].device;
+		s->policy = v[i].policy;
+		s->state = v[i].state;
+		s->region_id = v[i].region_id;
+		s->pauses = v[i].pauses;
+		s->resumes = v[i].resumes;
+		s->swaps = v[i].swaps;
+		s->failures = v[i].failures;
+		memcpy(s->failures_by_status, v[i].failures_by_status,
+		       sizeof(s->failures_by_status));
+		s->bytes_released = v[i].bytes_released;
+		s->bytes_backed = v[i].bytes_backed;
+		s->bytes_to_store = v[i].bytes_to_store;
+		s->bytes_from_store = v[i].bytes_from_store;
+		s->pause_ns = v[i].pause_ns;
+		s->resume_ns = v[i].resume_ns;
+		m->nstats++;
+	}
+out_v:
+	free(v);
+	return st;
+}
+
 static const char *op_name(uint32_t op)
 {
 	return op == CMS_IPC_OP_PAUSE ? "pause" : op == CMS_IPC_OP_RESUME ? "resume" : "status";
@@ -125,6 +175,13 @@ static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid)
 	m.type = CMS_IPC_CTL_REPLY;
 	if (q.op == CMS_IPC_OP_STATUS) {
 		st = fill_status(ctl->ctx, &m);
+		goto reply;
+	}
+	if (q.op == CMS_IPC_OP_STATS) {
+		m.type = CMS_IPC_CTL_STATS;
+		st = fill_stats(ctl->ctx, &m);
+		if (st)
+			cms_last_error_message(m.text, sizeof(m.text));
 		goto reply;
 	}
 	memset(&req, 0, sizeof(req));

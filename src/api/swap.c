@@ -100,9 +100,11 @@ static cms_status run_locked(struct sel *s, struct cms_region **v, size_t n, con
 	if (!st)
 		st = cms_engine_swap(s->ctx, s->p.regions, s->p.nr, s->r.regions, s->r.nr, s->po,
 				     s->ro, presult ? &pr : NULL, rresult ? &rr : NULL);
-	if (st)
+	if (st) {
 		cms_ipc_regrant(s->ctx, s->p.regions, s->p.nr); /* the memory stays */
-	else
+		cms_counters_fail(s->p.regions, s->p.nr, st);
+		cms_counters_fail(s->r.regions, s->r.nr, st);
+	} else
 		cms_ipc_regrant(s->ctx, s->r.regions, s->r.nr); /* new memory, new epoch */
 	if (presult)
 		cms_result_out(presult, &pr, sizeof(pr), CMS_PAUSE_RESULT_SIZE_VER0, pr.devices,

@@ -87,6 +87,7 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 		if (!st)
 			cms_ipc_regrant(ctx, w, m); /* importers map the new memory (new epoch) */
 	}
+	cms_counters_fail(w, m, st); /* the regions' locks are held */
 	if (result && t->pause)
 		cms_result_out(result, &t->pres, sizeof(t->pres), CMS_PAUSE_RESULT_SIZE_VER0,
 			       t->pres.devices, st);

@@ -181,6 +181,14 @@ struct cms_run {
 	} slots[];
 };
 
+/* Cumulative counters of a region (cms_region_stats, since 1.2; stats.c). */
+struct cms_counters {
+	uint64_t pauses, resumes, swaps, failures;
+	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
+	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
+	uint64_t pause_ns, resume_ns;
+};
+
 struct cms_region {
 	cms_context *ctx;
 	uint64_t id; /* creation order: the lock order between regions */
@@ -205,9 +213,10 @@ struct cms_region {
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
-	struct cms_ipc_pub *ipc;  /* exporters publishing it (ipc_export.c); under lock */
-	struct cms_disk *disk;	  /* DISK: its directory and file (disk.c); under lock */
-	struct cms_arena *arenas; /* its address space (arena.c); under lock */
+	struct cms_ipc_pub *ipc;      /* exporters publishing it (ipc_export.c); under lock */
+	struct cms_disk *disk;	      /* DISK: its directory and file (disk.c); under lock */
+	struct cms_arena *arenas;     /* its address space (arena.c); under lock */
+	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 
 struct cms_context {
@@ -304,9 +313,32 @@ void cms_hook_retire(cms_context *ctx, uint64_t ptr);
 /* Forgets ptr as retired (its address is an allocation again). */
 void cms_hook_unretire(uint64_t ptr);
 
+/* ---- stats.c: cumulative counters of regions (their locks held) ---- */
+/* What one committed side of an engine call did to one region. */
+struct cms_counted {
+	uint64_t released, backed, to_store, from_store; /* bytes */
+	uint64_t ns;					 /* its device's work */
+};
+/* r was paused (out) or resumed (!out) by a committed call; swap: by cms_swap. */
+void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c);
+/* A pause, resume or swap over regions v[0..n) failed with st (nothing if st is CMS_OK). */
+void cms_counters_fail(struct cms_region **v, size_t n, cms_status st);
+/* Fills the stats of r (struct_size and every field of ours). */
+void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
+#define CMS_REGION_STATS_SIZE_VER0 sizeof(cms_region_stats) /* 1.2 */
+
+/* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
+/* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */
+void cms_trace_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cms_trace_pop(void);
+/* Whether the library was built with NVTX. */
+bool cms_trace_enabled(void);
+
 /* ---- log.c: log lines of worker threads ---- */
 struct cms_logline {
 	int32_t level;
+	uint64_t realtime_ns; /* when it was logged (CLOCK_REALTIME) */
+	int32_t tid;	      /* the thread that logged it */
 	char text[512];
 };
 struct cms_logq {

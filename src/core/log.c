@@ -6,12 +6,18 @@
  * worker threads (one per device of a pause or resume) queue their lines
  * instead: the calling thread emits them (cms_log_flush), so the callback
  * only ever runs on threads that called into the library.
+ *
+ * A stderr line reads "2026-12-01T23:11:05.123456Z cumemsaver[PID:TID] warn: text": the
+ * UTC time (CLOCK_REALTIME, microseconds), the process and the kernel thread id of the
+ * thread that logged it (a worker's queued line keeps its own time and thread).
  */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core.h"
 
@@ -40,18 +46,58 @@ static int env_level(void)
 	return env_max;
 }
 
-void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "2026-12-01T23:11:05.123456Z" (UTC) into buf (at least 28 bytes). */
+static void iso8601(char *buf, size_t len, uint64_t ns)
+{
+	time_t sec = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+	size_t n;
+
+	if (!gmtime_r(&sec, &tm) || !(n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		snprintf(buf, len, "@%llu", (unsigned long long)sec);
+		return;
+	}
+	snprintf(buf + n, len - n, ".%06uZ", (unsigned)(ns % 1000000000ull / 1000));
+}
+
+/* One line to the context's callback, or to stderr with its time, pid and thread. */
+static void emit(const cms_context *ctx, int32_t level, const char *line, uint64_t when, int tid)
 {
 	static const char *names[] = { "error", "warn", "info", "debug" };
+	const char *name = names[level & 3];
+	int pid = (int)getpid();
+	char s[40];
+
+	if (ctx && ctx->log_fn) {
+		ctx->log_fn(ctx->log_user, level, line);
+		return;
+	}
+	iso8601(s, sizeof(s), when);
+	fprintf(stderr, "%s cumemsaver[%d:%d] %s: %s\n", s, pid, tid, name, line); /* allow-print */
+}
+
+/* Whether a line of level goes anywhere. */
+static bool wanted(const cms_context *ctx, int32_t level)
+{
+	int max = ctx && ctx->log_fn ? ctx->log_level : env_level();
+
+	return level >= 0 && level <= max;
+}
+
+void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
+{
 	char line[512];
 	va_list ap;
-	int max;
 
-	if (ctx && ctx->log_fn)
-		max = ctx->log_level;
-	else
-		max = env_level();
-	if (level > max || level < 0)
+	if (!wanted(ctx, level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -72,13 +118,12 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 			q->cap = cap;
 		}
 		q->v[q->n].level = level;
+		q->v[q->n].realtime_ns = realtime_ns();
+		q->v[q->n].tid = (int32_t)gettid();
 		memcpy(q->v[q->n++].text, line, sizeof(line));
 		return;
 	}
-	if (ctx && ctx->log_fn)
-		ctx->log_fn(ctx->log_user, level, line);
-	else
-		fprintf(stderr, "cumemsaver %s: %s\n", names[level & 3], line); /* allow-print */
+	emit(ctx, level, line, realtime_ns(), (int32_t)gettid());
 }
 
 void cms_log_defer(struct cms_logq *q)
@@ -91,7 +136,8 @@ void cms_log_flush(const cms_context *ctx, struct cms_logq *q)
 	size_t i;
 
 	for (i = 0; i < q->n; i++)
-		cms_log(ctx, q->v[i].level, "%s", q->v[i].text);
+		if (wanted(ctx, q->v[i].level))
+			emit(ctx, q->v[i].level, q->v[i].text, q->v[i].realtime_ns, q->v[i].tid);
 	if (q->dropped)
 		cms_log(ctx, CMS_LOG_WARN, "%zu log lines of a device worker were dropped",
 			q->dropped);

@@ -52,11 +52,13 @@ static void worker_run(struct worker *k)
 
 	if (!k->alone)
 		cms_log_defer(&k->logq);
+	cms_trace_push("cumemsaver %s device %d", w->call->sched->name, w->dev);
 	st = cms_push(w->ctx, w->dev); /* the device's context, once for the whole schedule */
 	if (!st) {
 		st = w->call->sched->run(w);
 		cms_pop(w->ctx);
 	}
+	cms_trace_pop();
 	if (!k->alone) {
 		cms_xdev_leave(&k->xv, st && !k->xv.aborted);
 		cms_log_defer(NULL);
@@ -294,6 +296,52 @@ static void log_done(const struct worker *k, size_t nd, uint64_t ns)
 			(unsigned long long)n.bytes, (double)ns / 1e6);
 }
 
+/*
+ * What the call will do to region r if it commits (counters, core/stats.c), from the state
+ * before it runs: the same filters as the work lists (work.c) and the stores' copy sizes.
+ */
+static void plan_region(const struct cms_region *r, bool out, struct cms_counted *c)
+{
+	const struct cms_alloc *a;
+
+	memset(c, 0, sizeof(*c));
+	for (a = r->allocs; a; a = a->next) {
+		if (out && cms_work_holds_memory(a)) {
+			c->released += a->handle ? a->physical : 0;
+			c->to_store += cms_store_copy_bytes(a, true);
+		} else if (!out && cms_work_lacks_memory(a)) {
+			c->backed += a->physical;
+			c->from_store += cms_store_copy_bytes(a, false);
+		}
+	}
+	if (out) /* bytes of freed members go with their run's handle */
+		c->released += r->retained_bytes;
+}
+
+/* After a commit: each region of the call counts what it did (plan: one entry per g slot). */
+static void count_committed(const struct worker *k, size_t nd, struct cms_region **g,
+			    struct cms_counted *plan, bool swap)
+{
+	size_t i, j;
+
+	for (i = 0; i < nd; i++) {
+		const struct cms_work *w = &k[i].w;
+
+		for (j = 0; j < w->nout; j++) {
+			struct cms_counted *c = &plan[(size_t)(w->out - g) + j];
+
+			c->ns = w->elapsed_ns;
+			cms_counters_commit(w->out[j], true, swap, c);
+		}
+		for (j = 0; j < w->nin; j++) {
+			struct cms_counted *c = &plan[(size_t)(w->in - g) + j];
+
+			c->ns = w->elapsed_ns;
+			cms_counters_commit(w->in[j], false, swap, c);
+		}
+	}
+}
+
 static int cmp_device(const void *a, const void *b)
 {
 	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -330,19 +378,22 @@ static size_t pick(struct cms_region **list, size_t n, int32_t dev, struct cms_r
 cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_resume_result *rres)
 {
 	struct cms_progress prog;
+	struct cms_counted *plan;
 	uint64_t t0 = cms_now_ns(), seen = 0;
 	int32_t devs[CMS_MAX_DEVICES];
 	struct cms_region **g;
 	struct worker *k;
-	size_t nd = 0, i, off = 0, first_failed = 0;
+	size_t nd = 0, i, j, off = 0, first_failed = 0;
 	cms_status st;
 
+	cms_trace_push("cumemsaver %s", call->sched->name); /* the whole call (NVTX) */
 	add_devices(call->out, call->nout, devs, &nd, &seen);
 	add_devices(call->in, call->nin, devs, &nd, &seen);
 	qsort(devs, nd, sizeof(devs[0]), cmp_device);
 	k = calloc(nd ? nd : 1, sizeof(*k));
 	g = malloc((call->nout + call->nin + 1) * sizeof(*g));
-	if (!k || !g || !nd) {
+	plan = malloc((call->nout + call->nin + 1) * sizeof(*plan));
+	if (!k || !g || !plan || !nd) {
 		st = !nd ? cms_set_error(CMS_ERR_INTERNAL, "no regions") :
 			   cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 					 "cannot allocate a device list");
@@ -360,9 +411,13 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 		w->in = g + off;
 		w->nin = pick(call->in, call->nin, devs[i], w->in);
 		off += w->nin;
+		for (j = 0; j < w->nout + w->nin; j++) /* g[off - nout - nin ..): out, then in */
+			plan_region(g[off - w->nout - w->nin + j], j < w->nout,
+				    &plan[off - w->nout - w->nin + j]);
 		k[i].alone = nd == 1;
 		k[i].progress = &prog;
 	}
+
 	cms_progress_begin(
 		&prog, call->ctx, call->sched->name,
 		cms_store_progress_total(call->out, call->nout, true, cms_work_holds_memory) +
@@ -381,10 +436,14 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 	}
 	cms_progress_end(&prog, st == CMS_OK);
 	write_results(k, nd, st, first_failed, cms_now_ns() - t0, pres, rres);
-	if (!st)
+	if (!st) {
+		count_committed(k, nd, g, plan, call->sched == &cms_sched_swap);
 		log_done(k, nd, cms_now_ns() - t0);
+	}
 out:
+	free(plan);
 	free(g);
 	free(k);
+	cms_trace_pop();
 	return st;
 }

@@ -10,6 +10,16 @@
 
 #include "ipc_proto.h"
 
+/* The u64 counters of a CTL_STATS entry, in wire order (failures_by_status follows). */
+#define STATS_COUNTERS(s)                                                                  \
+	{                                                                                  \
+		&(s)->region_id, &(s)->pauses, &(s)->resumes, &(s)->swaps, &(s)->failures, \
+			&(s)->bytes_released, &(s)->bytes_backed, &(s)->bytes_to_store,    \
+			&(s)->bytes_from_store, &(s)->pause_ns, &(s)->resume_ns            \
+	}
+/* Smallest CTL_STATS entry: tag length, 3 u32, 11 + 32 u64. */
+#define STATS_MIN (2 + 3 * 4 + (11 + CMS_IPC_STATS_SLOTS) * 8)
+
 #define MAX_TOTAL (1ull << 50) /* 1 PiB of address space: far above any device */
 #define MAX_GRANULARITY (1ull << 40)
 
@@ -263,8 +273,8 @@ static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *w
 	case CMS_IPC_CTL_PROGRESS:
 		return CMS_OK;
 	case CMS_IPC_CTL_REQUEST:
-		if (m->op < CMS_IPC_OP_STATUS || m->op > CMS_IPC_OP_RESUME ||
-		    !valid_tag(m->tag, m->op == CMS_IPC_OP_STATUS))
+		if (m->op < CMS_IPC_OP_STATUS || m->op > CMS_IPC_OP_STATS ||
+		    !valid_tag(m->tag, m->op == CMS_IPC_OP_STATUS || m->op == CMS_IPC_OP_STATS))
 			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "request: op %u, tag",
 					    m->op);
 		return CMS_OK;
@@ -278,6 +288,17 @@ static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *w
 			    m->regions[i].device >= 64 || m->regions[i].state > CMS_STATE_PAUSED)
 				return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
 						    "reply: region %u", i);
+		return CMS_OK;
+	case CMS_IPC_CTL_STATS:
+		if (!valid_status(m->status) || m->nstats > CMS_IPC_MAX_REGIONS ||
+		    (m->nstats && !m->stats))
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "stats: status %d, %u regions", m->status, m->nstats);
+		for (i = 0; i < m->nstats; i++)
+			if (!valid_tag(m->stats[i].tag, 0) || m->stats[i].device < 0 ||
+			    m->stats[i].device >= 64 || m->stats[i].state > CMS_STATE_PAUSED)
+				return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+						    "stats: region %u", i);
 		return CMS_OK;
 	default:
 		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u",
@@ -428,6 +449,37 @@ static cms_status decode_payload(struct rd *r, struct cms_ipc_msg *m, char *why,
 			s->epoch = get_u64(r, "region epoch");
 		}
 		break;
+	case CMS_IPC_CTL_STATS:
+		m->status = get_i32(r, "status");
+		st = get_str(r, m->text, CMS_IPC_MAX_TEXT, "text", why, whylen);
+		count = get_u32(r, "regions");
+		if (st || r->bad)
+			break;
+		if (count > CMS_IPC_MAX_REGIONS || (size_t)count * STATS_MIN > r->n - r->off)
+			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+					    "stats: %u regions do not fit the message", count);
+		if (count) {
+			m->stats = calloc(count, sizeof(*m->stats));
+			if (!m->stats)
+				return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+						    "cannot allocate %u stats entries", count);
+		}
+		m->nstats = count;
+		for (i = 0; i < count && !st; i++) {
+			struct cms_ipc_region_stats *s = &m->stats[i];
+			uint64_t *c[] = STATS_COUNTERS(s);
+			size_t k;
+
+			st = get_str(r, s->tag, CMS_TAG_MAX, "stats tag", why, whylen);
+			s->device = get_i32(r, "stats device");
+			s->policy = get_u32(r, "stats policy");
+			s->state = get_u32(r, "stats state");
+			for (k = 0; k < sizeof(c) / sizeof(c[0]); k++)
+				*c[k] = get_u64(r, "stats counter");
+			for (k = 0; k < CMS_IPC_STATS_SLOTS; k++)
+				s->failures_by_status[k] = get_u64(r, "stats failures");
+		}
+		break;
 	default:
 		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "unknown message type %u",
 				    m->type);
@@ -570,6 +622,25 @@ cms_status cms_ipc_encode(const struct cms_ipc_msg *m, uint8_t **out, size_t *le
 			put_le(&w, s->epoch, 8);
 		}
 		break;
+	case CMS_IPC_CTL_STATS:
+		put_le(&w, (uint32_t)m->status, 4);
+		put_str(&w, m->text);
+		put_le(&w, m->nstats, 4);
+		for (i = 0; i < m->nstats; i++) {
+			struct cms_ipc_region_stats *s = &m->stats[i];
+			uint64_t *c[] = STATS_COUNTERS(s);
+			size_t k;
+
+			put_str(&w, s->tag);
+			put_le(&w, (uint32_t)s->device, 4);
+			put_le(&w, s->policy, 4);
+			put_le(&w, s->state, 4);
+			for (k = 0; k < sizeof(c) / sizeof(c[0]); k++)
+				put_le(&w, *c[k], 8);
+			for (k = 0; k < CMS_IPC_STATS_SLOTS; k++)
+				put_le(&w, s->failures_by_status[k], 8);
+		}
+		break;
 	default:
 		break; /* refused by check_fields */
 	}
@@ -595,5 +666,6 @@ void cms_ipc_msg_free(struct cms_ipc_msg *m)
 {
 	free(m->allocs);
 	free(m->regions);
+	free(m->stats);
 	memset(m, 0, sizeof(*m));
 }

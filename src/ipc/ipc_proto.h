@@ -45,8 +45,9 @@ enum cms_ipc_type {
 	CMS_IPC_CTL_REQUEST = 8,  /* cmsctl -> control socket: op + tag */
 	CMS_IPC_CTL_PROGRESS = 9, /* control socket -> cmsctl: a progress line */
 	CMS_IPC_CTL_REPLY = 10,	  /* control socket -> cmsctl: outcome + region table */
+	CMS_IPC_CTL_STATS = 11,	  /* control socket -> cmsctl: region counters (since 1.2) */
 };
-#define CMS_IPC_TYPE_MAX 10
+#define CMS_IPC_TYPE_MAX 11
 
 /* Access granted to an importer (HELLO asks, LAYOUT grants). */
 #define CMS_IPC_ACCESS_READ 1u
@@ -56,6 +57,9 @@ enum cms_ipc_type {
 #define CMS_IPC_OP_STATUS 1u
 #define CMS_IPC_OP_PAUSE 2u
 #define CMS_IPC_OP_RESUME 3u
+/* Since 1.2, answered with CTL_STATS; a 1.1 server refuses it (CMS_IPC_ERROR, CMS_ERR_PROTOCOL,
+ * "request: op 4, tag"). */
+#define CMS_IPC_OP_STATS 4u
 
 /* One allocation of an exported region. offset: from the importer's base, a multiple of
  * the granularity, offsets increasing and not overlapping; size <= physical; physical a
@@ -79,6 +83,20 @@ struct cms_ipc_region_status {
 	uint64_t physical_bytes;
 	uint64_t backed_bytes;
 	uint64_t epoch;
+};
+
+/* One region in a CTL_STATS reply: cms_region_stats on the wire (all of it, in field order). */
+#define CMS_IPC_STATS_SLOTS 32 /* = CMS_STATS_STATUS_SLOTS */
+struct cms_ipc_region_stats {
+	char tag[CMS_TAG_MAX + 1];
+	int32_t device;
+	uint32_t policy;
+	uint32_t state;
+	uint64_t region_id;
+	uint64_t pauses, resumes, swaps, failures;
+	uint64_t failures_by_status[CMS_IPC_STATS_SLOTS];
+	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
+	uint64_t pause_ns, resume_ns;
 };
 
 /* A decoded message: the fields of its type are set, the rest zero. */
@@ -115,6 +133,9 @@ struct cms_ipc_msg {
 	uint64_t driver_free_after;
 	uint32_t nregions;
 	struct cms_ipc_region_status *regions; /* nregions, malloc'ed by decode */
+	/* CTL_STATS (status, text too) */
+	uint32_t nstats;
+	struct cms_ipc_region_stats *stats; /* nstats, malloc'ed by decode */
 };
 
 /*

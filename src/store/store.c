@@ -223,3 +223,10 @@ uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool ou
 	}
 	return sum;
 }
+
+uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out)
+{
+	if (!cms_store_of(a->region)->save)
+		return 0;
+	return (out ? a->mapped : a->saved) ? a->size : 0;
+}

@@ -124,6 +124,10 @@ void cms_store_region_close(struct cms_region *r);
 uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
 				  bool (*want)(const struct cms_alloc *a));
 
+/* Content bytes of a that a pause (out: a is mapped) or resume (!out: a is saved) copies to or
+ * from its store; 0 for a policy that keeps nothing (counters, cms_region_stats). */
+uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out);
+
 /* ---- host.c: host backup buffers (the HOST policy) ---- */
 
 /*

@@ -75,13 +75,13 @@ _Static_assert(sizeof(CMS_ERR_IO) == sizeof(cms_status), "CMS_ERR_IO has the siz
 _Static_assert(CMS_VERSION_MAJOR == 1, "CMS_VERSION_MAJOR == 1");
 _Static_assert(sizeof(CMS_VERSION_MAJOR) == sizeof(int32_t), "CMS_VERSION_MAJOR has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_MAJOR) == 0, "CMS_VERSION_MAJOR is signed");
-_Static_assert(CMS_VERSION_MINOR == 1, "CMS_VERSION_MINOR == 1");
+_Static_assert(CMS_VERSION_MINOR == 2, "CMS_VERSION_MINOR == 2");
 _Static_assert(sizeof(CMS_VERSION_MINOR) == sizeof(int32_t), "CMS_VERSION_MINOR has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_MINOR) == 0, "CMS_VERSION_MINOR is signed");
 _Static_assert(CMS_VERSION_PATCH == 0, "CMS_VERSION_PATCH == 0");
 _Static_assert(sizeof(CMS_VERSION_PATCH) == sizeof(int32_t), "CMS_VERSION_PATCH has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_PATCH) == 0, "CMS_VERSION_PATCH is signed");
-_Static_assert(CMS_VERSION_NUMBER == 65792, "CMS_VERSION_NUMBER == 65792");
+_Static_assert(CMS_VERSION_NUMBER == 66048, "CMS_VERSION_NUMBER == 66048");
 _Static_assert(sizeof(CMS_VERSION_NUMBER) == sizeof(int32_t), "CMS_VERSION_NUMBER has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_NUMBER) == 0, "CMS_VERSION_NUMBER is signed");
 _Static_assert(CMS_STATUS_MIN == -25, "CMS_STATUS_MIN == -25");
@@ -207,6 +207,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_CONTROL_AFTER) == 1, "CMS_CONTROL_AFTER is
 _Static_assert(CMS_CONTROL_ALLOW_ALL == 1u, "CMS_CONTROL_ALLOW_ALL == 1");
 _Static_assert(sizeof(CMS_CONTROL_ALLOW_ALL) == sizeof(uint64_t), "CMS_CONTROL_ALLOW_ALL has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_CONTROL_ALLOW_ALL) == 1, "CMS_CONTROL_ALLOW_ALL is unsigned");
+_Static_assert(CMS_STATS_STATUS_SLOTS == 32, "CMS_STATS_STATUS_SLOTS == 32");
+_Static_assert(sizeof(CMS_STATS_STATUS_SLOTS) == sizeof(int32_t), "CMS_STATS_STATUS_SLOTS has the size of int32_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_STATS_STATUS_SLOTS) == 0, "CMS_STATS_STATUS_SLOTS is signed");
 
 /* ---- callbacks */
 _Static_assert(CMS_PROBE_TYPE((cms_log_fn)0, void (*)(void *, int32_t, const char *)), "cms_log_fn prototype");
@@ -468,6 +471,43 @@ _Static_assert(offsetof(cms_control_options, nallowed_uids) == 40, "offsetof(cms
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->nallowed_uids, uint32_t *), "cms_control_options.nallowed_uids is uint32_t");
 _Static_assert(offsetof(cms_control_options, reserved) == 44, "offsetof(cms_control_options, reserved) == 44");
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->reserved, uint32_t *), "cms_control_options.reserved is uint32_t");
+_Static_assert(sizeof(cms_region_stats) == 432, "sizeof(cms_region_stats) == 432");
+_Static_assert(offsetof(cms_region_stats, struct_size) == 0, "offsetof(cms_region_stats, struct_size) == 0");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->struct_size, size_t *), "cms_region_stats.struct_size is size_t");
+_Static_assert(offsetof(cms_region_stats, tag) == 8, "offsetof(cms_region_stats, tag) == 8");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->tag, char (*)[64]), "cms_region_stats.tag is char[64]");
+_Static_assert(offsetof(cms_region_stats, device) == 72, "offsetof(cms_region_stats, device) == 72");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->device, int32_t *), "cms_region_stats.device is int32_t");
+_Static_assert(offsetof(cms_region_stats, policy) == 76, "offsetof(cms_region_stats, policy) == 76");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->policy, uint32_t *), "cms_region_stats.policy is uint32_t");
+_Static_assert(offsetof(cms_region_stats, state) == 80, "offsetof(cms_region_stats, state) == 80");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->state, uint32_t *), "cms_region_stats.state is uint32_t");
+_Static_assert(offsetof(cms_region_stats, reserved) == 84, "offsetof(cms_region_stats, reserved) == 84");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->reserved, uint32_t *), "cms_region_stats.reserved is uint32_t");
+_Static_assert(offsetof(cms_region_stats, region_id) == 88, "offsetof(cms_region_stats, region_id) == 88");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->region_id, uint64_t *), "cms_region_stats.region_id is uint64_t");
+_Static_assert(offsetof(cms_region_stats, pauses) == 96, "offsetof(cms_region_stats, pauses) == 96");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->pauses, uint64_t *), "cms_region_stats.pauses is uint64_t");
+_Static_assert(offsetof(cms_region_stats, resumes) == 104, "offsetof(cms_region_stats, resumes) == 104");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->resumes, uint64_t *), "cms_region_stats.resumes is uint64_t");
+_Static_assert(offsetof(cms_region_stats, swaps) == 112, "offsetof(cms_region_stats, swaps) == 112");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->swaps, uint64_t *), "cms_region_stats.swaps is uint64_t");
+_Static_assert(offsetof(cms_region_stats, failures) == 120, "offsetof(cms_region_stats, failures) == 120");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->failures, uint64_t *), "cms_region_stats.failures is uint64_t");
+_Static_assert(offsetof(cms_region_stats, failures_by_status) == 128, "offsetof(cms_region_stats, failures_by_status) == 128");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->failures_by_status, uint64_t (*)[32]), "cms_region_stats.failures_by_status is uint64_t[32]");
+_Static_assert(offsetof(cms_region_stats, bytes_released) == 384, "offsetof(cms_region_stats, bytes_released) == 384");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_released, uint64_t *), "cms_region_stats.bytes_released is uint64_t");
+_Static_assert(offsetof(cms_region_stats, bytes_backed) == 392, "offsetof(cms_region_stats, bytes_backed) == 392");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_backed, uint64_t *), "cms_region_stats.bytes_backed is uint64_t");
+_Static_assert(offsetof(cms_region_stats, bytes_to_store) == 400, "offsetof(cms_region_stats, bytes_to_store) == 400");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_to_store, uint64_t *), "cms_region_stats.bytes_to_store is uint64_t");
+_Static_assert(offsetof(cms_region_stats, bytes_from_store) == 408, "offsetof(cms_region_stats, bytes_from_store) == 408");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_from_store, uint64_t *), "cms_region_stats.bytes_from_store is uint64_t");
+_Static_assert(offsetof(cms_region_stats, pause_ns) == 416, "offsetof(cms_region_stats, pause_ns) == 416");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->pause_ns, uint64_t *), "cms_region_stats.pause_ns is uint64_t");
+_Static_assert(offsetof(cms_region_stats, resume_ns) == 424, "offsetof(cms_region_stats, resume_ns) == 424");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->resume_ns, uint64_t *), "cms_region_stats.resume_ns is uint64_t");
 
 /* ---- functions: exact prototypes */
 _Static_assert(CMS_PROBE_TYPE(&cms_version, uint32_t (*)(void)), "cms_version prototype");
@@ -520,6 +560,8 @@ _Static_assert(CMS_PROBE_TYPE(&cms_control_create, cms_status (*)(cms_context *,
 _Static_assert(CMS_PROBE_TYPE(&cms_control_destroy, cms_status (*)(cms_control *)), "cms_control_destroy prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_swap, cms_status (*)(cms_context *, const char *, const char *, const cms_pause_options *, const cms_resume_options *, cms_pause_result *, cms_resume_result *)), "cms_swap prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_context_progress_set, cms_status (*)(cms_context *, cms_progress_fn, void *)), "cms_context_progress_set prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_region_stats_get, cms_status (*)(cms_region *, cms_region_stats *)), "cms_region_stats_get prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_region_list, cms_status (*)(cms_context *, cms_region_stats *, size_t, size_t *, size_t *)), "cms_region_list prototype");
 
 int main(void)
 {
@@ -574,6 +616,8 @@ int main(void)
 	cms_status (*p_cms_control_destroy)(cms_control *) = cms_control_destroy;
 	cms_status (*p_cms_swap)(cms_context *, const char *, const char *, const cms_pause_options *, const cms_resume_options *, cms_pause_result *, cms_resume_result *) = cms_swap;
 	cms_status (*p_cms_context_progress_set)(cms_context *, cms_progress_fn, void *) = cms_context_progress_set;
+	cms_status (*p_cms_region_stats_get)(cms_region *, cms_region_stats *) = cms_region_stats_get;
+	cms_status (*p_cms_region_list)(cms_context *, cms_region_stats *, size_t, size_t *, size_t *) = cms_region_list;
 	(void)p_cms_version;
 	(void)p_cms_version_string;
 	(void)p_cms_status_name;
@@ -624,7 +668,9 @@ int main(void)
 	(void)p_cms_control_destroy;
 	(void)p_cms_swap;
 	(void)p_cms_context_progress_set;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 14, 71, 50);
+	(void)p_cms_region_stats_get;
+	(void)p_cms_region_list;
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 15, 72, 52);
 	return 0;
 }
 /* clang-format on */

@@ -46,6 +46,7 @@ static void usage(FILE *f)
 		"  help     print this text\n"
 		"\n"
 		"  --socket PATH [--json] [--timeout SECONDS] status | pause TAG | resume TAG\n"
+		"  --socket PATH [--json] [--timeout SECONDS] stats [--prometheus] | metrics\n"
 		"           ask a running process through its control socket\n"
 		"           (cms_control_create, docs/ipc.md): a table of its regions, or\n"
 		"           pause / resume a tag when the application consents. Progress\n"

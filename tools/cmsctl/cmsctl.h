@@ -3,6 +3,8 @@
 #ifndef CMSCTL_H
 #define CMSCTL_H
 
+#include <stdio.h>
+
 #include "tool_common.h"
 
 /* Subcommands: argv[0] is the subcommand's name; return the exit status. */
@@ -25,5 +27,13 @@ struct cmsctl_remote_opts {
 /* `cmsctl --socket PATH [--json] [--timeout SECONDS] status | pause TAG | resume TAG`
  * (cmsctl_remote.c): argv[0] is the operation. Returns the exit status. */
 int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv);
+/* Shared by the remote commands (cmsctl_remote.c): a JSON string literal of s on f; the names
+ * the table and the JSON give a restore policy and a state. */
+void cmsctl_json_str(FILE *f, const char *s);
+const char *cmsctl_policy_name(uint32_t policy);
+const char *cmsctl_state_name(uint32_t state);
+/* `cmsctl --socket PATH [--json] [--timeout SECONDS] stats [--prometheus] | metrics`
+ * (cmsctl_stats.c): argv[0] is "stats" or "metrics". Returns the exit status. */
+int cmsctl_stats(const struct cmsctl_remote_opts *o, int argc, char **argv);
 
 #endif /* CMSCTL_H */

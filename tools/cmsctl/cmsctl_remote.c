@@ -18,21 +18,27 @@
 #include "cumemsaver.h"
 #include "ipc_sock.h"
 
-static void json_str(const char *s)
+void cmsctl_json_str(FILE *f, const char *s)
 {
-	putchar('"');
+	fputc('"', f);
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
+			fprintf(f, "\\%c", *s);
 		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
+			fprintf(f, "\\u%04x", (unsigned char)*s);
 		else
-			putchar(*s);
+			fputc(*s, f);
 	}
-	putchar('"');
+	fputc('"', f);
 }
 
-static const char *state_name(uint32_t s)
+/* The stdout form used by the status and error objects below. */
+static void json_str(const char *s)
+{
+	cmsctl_json_str(stdout, s);
+}
+
+const char *cmsctl_state_name(uint32_t s)
 {
 	return s == CMS_STATE_PAUSED ? "paused" : "active";
 }
@@ -45,7 +51,7 @@ static const char *const policy_names[] = {
 	[CMS_POLICY_DISK] = "disk",
 };
 
-static const char *policy_name(uint32_t p)
+const char *cmsctl_policy_name(uint32_t p)
 {
 	if (p < sizeof(policy_names) / sizeof(policy_names[0]) && policy_names[p])
 		return policy_names[p];
@@ -88,8 +94,8 @@ static void print_status(const struct cms_ipc_msg *m, int json)
 			       "\"allocations\": %llu, \"logical_bytes\": %llu, "
 			       "\"physical_bytes\": "
 			       "%llu, \"backed_bytes\": %llu, \"epoch\": %llu, \"importers\": %u}",
-			       r->device, policy_name(r->policy), state_name(r->state),
-			       (unsigned long long)r->allocations,
+			       r->device, cmsctl_policy_name(r->policy),
+			       cmsctl_state_name(r->state), (unsigned long long)r->allocations,
 			       (unsigned long long)r->logical_bytes,
 			       (unsigned long long)r->physical_bytes,
 			       (unsigned long long)r->backed_bytes, (unsigned long long)r->epoch,
@@ -104,7 +110,7 @@ static void print_status(const struct cms_ipc_msg *m, int json)
 		const struct cms_ipc_region_status *r = &m->regions[i];
 
 		printf("%-20s %6d %-8s %-7s %8llu %12s %12s %6llu %9u\n", r->tag, r->device,
-		       policy_name(r->policy), state_name(r->state),
+		       cmsctl_policy_name(r->policy), cmsctl_state_name(r->state),
 		       (unsigned long long)r->allocations,
 		       tool_format_bytes(b1, sizeof(b1), r->physical_bytes),
 		       tool_format_bytes(b2, sizeof(b2), r->backed_bytes),
@@ -155,6 +161,8 @@ int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 	char why[CMS_IPC_MAX_TEXT + 64];
 	cms_status st;
 
+	if (!strcmp(op, "stats") || !strcmp(op, "metrics")) /* since 1.2: cmsctl_stats.c */
+		return cmsctl_stats(o, argc, argv);
 	memset(&q, 0, sizeof(q));
 	q.type = CMS_IPC_CTL_REQUEST;
 	if (!strcmp(op, "status") && argc == 1)

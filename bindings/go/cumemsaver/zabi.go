@@ -106,12 +106,12 @@ const (
 	VersionMajor int32 = 1
 	// VersionMinor is CMS_VERSION_MINOR (since 1.0): Minor version: the ABI release (1.1 adds to
 	// 1.0).
-	VersionMinor int32 = 1
+	VersionMinor int32 = 2
 	// VersionPatch is CMS_VERSION_PATCH (since 1.0): Patch version.
 	VersionPatch int32 = 0
 	// VersionNumber is CMS_VERSION_NUMBER (since 1.0): (major << 16) | (minor << 8) | patch; compare
 	// with cms_version().
-	VersionNumber int32 = 65792
+	VersionNumber int32 = 66048
 )
 
 // Constants of group status: Bounds of the status numbers in use.
@@ -176,6 +176,9 @@ const (
 	// cms_pause_result.device_results / cms_resume_result.device_results: a call over more devices
 	// reports the first ones.
 	DeviceResultsMax int32 = 16
+	// StatsStatusSlots is CMS_STATS_STATUS_SLOTS (since 1.2): Entries of
+	// cms_region_stats.failures_by_status: entry k counts status -k, entry 0 statuses below -31.
+	StatsStatusSlots int32 = 32
 )
 
 // RegionFlags is a value of group region_flag (a C uint64_t): cms_region_options.flags.
@@ -789,4 +792,14 @@ func c_cms_swap(ctx *C.cms_context, pause_tag *C.char, resume_tag *C.char, popts
 // c_cms_context_progress_set calls cms_context_progress_set (since 1.1).
 func c_cms_context_progress_set(ctx *C.cms_context, fn C.cms_progress_fn, user unsafe.Pointer) C.cms_status {
 	return C.cms_context_progress_set(ctx, fn, user)
+}
+
+// c_cms_region_stats_get calls cms_region_stats_get (since 1.2).
+func c_cms_region_stats_get(region *C.cms_region, stats *C.cms_region_stats) C.cms_status {
+	return C.cms_region_stats_get(region, stats)
+}
+
+// c_cms_region_list calls cms_region_list (since 1.2).
+func c_cms_region_list(ctx *C.cms_context, v *C.cms_region_stats, cap C.size_t, written *C.size_t, total *C.size_t) C.cms_status {
+	return C.cms_region_list(ctx, v, cap, written, total)
 }

@@ -33,6 +33,7 @@ from .api import (  # noqa: F401
     Region,
     RegionInfo,
     RegionPaused,
+    RegionStats,
     ResumeResult,
     RollbackFailed,
     State,
@@ -45,4 +46,4 @@ from .api import (  # noqa: F401
     version_tuple,
 )
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"

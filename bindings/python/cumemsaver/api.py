@@ -5,7 +5,7 @@ import ctypes
 import enum
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Dict, List, Optional, Union
 
 from . import _lib as L
 
@@ -307,6 +307,43 @@ class RegionInfo:
 
 
 @dataclass(frozen=True)
+class RegionStats:
+    """Identity and cumulative counters of a region (since 1.2: cms_region_stats)."""
+
+    tag: str
+    device: int
+    policy: Union[Policy, int]
+    state: Union[State, int]
+    region_id: int
+    pauses: int
+    resumes: int
+    swaps: int
+    failures: int
+    failures_by_status: Dict[str, int]  # status name -> failed calls (non-zero ones only)
+    bytes_released: int
+    bytes_backed: int
+    bytes_to_store: int
+    bytes_from_store: int
+    pause_ns: int
+    resume_ns: int
+
+
+def _stats(c) -> RegionStats:
+    by_status = {}
+    for k, n in enumerate(c.failures_by_status):
+        if n:
+            by_status["other" if k == 0 else status_name(-k)] = n
+    return _fields(
+        c,
+        RegionStats,
+        tag=_decode(c.tag),
+        policy=_enum_or_int(Policy, c.policy),
+        state=_enum_or_int(State, c.state),
+        failures_by_status=by_status,
+    )
+
+
+@dataclass(frozen=True)
 class PointerInfo:
     region: "Region"
     base: int
@@ -523,6 +560,21 @@ class Context:
         return _fields(res, ResumeResult)
 
     # -- pointers
+    def regions(self) -> List[RegionStats]:
+        """Every live region's identity and counters, in creation order (cms_region_list,
+        since 1.2): copies, safe while other threads destroy regions."""
+        while True:
+            total = ctypes.c_size_t(0)
+            _call("cms_region_list", self._h(), None, 0, None, ctypes.byref(total))
+            cap = total.value + 4  # room for regions created meanwhile
+            arr = (L.cms_region_stats * cap)()
+            for e in arr:
+                e.struct_size = ctypes.sizeof(L.cms_region_stats)
+            written = ctypes.c_size_t(0)
+            _call("cms_region_list", self._h(), arr, cap, ctypes.byref(written), ctypes.byref(total))
+            if total.value <= cap:
+                return [_stats(arr[i]) for i in range(written.value)]
+
     def free(self, ptr: int) -> None:
         """Frees the allocation whose base is ptr (cms_free)."""
         _call("cms_free", self._h(), _u64(ptr, "ptr"))
@@ -620,6 +672,12 @@ class Region:
             state=_enum_or_int(State, info.state),
             restore_pending=bool(info.restore_pending),
         )
+
+    def stats(self) -> RegionStats:
+        """Cumulative counters of the region (cms_region_stats_get, since 1.2)."""
+        c = L.init_struct(L.cms_region_stats)
+        _call("cms_region_stats_get", self._h(), ctypes.byref(c))
+        return _stats(c)
 
     def destroy(self) -> None:
         """Frees every allocation of the region and the region itself."""

@@ -51,8 +51,8 @@ class TestLibrary(unittest.TestCase):
 
     def test_version(self):
         self.assertEqual(cms.version(), L.CMS_VERSION_NUMBER)
-        self.assertEqual(cms.version_string(), "1.1.0")
-        self.assertEqual(cms.version_tuple(), (1, 1, 0))
+        self.assertEqual(cms.version_string(), "1.2.0")
+        self.assertEqual(cms.version_tuple(), (1, 2, 0))
         self.assertEqual(cms.__version__, cms.version_string())
 
     def test_every_exported_function_declared(self):

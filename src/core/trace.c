@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace.c - NVTX ranges around pause, resume and swap (Nsight Systems shows
+ * them on the timeline of each thread). Built with NVTX when the CMake option
+ * CMS_NVTX found nvtx3/nvToolsExt.h (header-only, NVTX 3: it loads a tool
+ * only when one is attached through NVTX_INJECTION64_PATH, and is a few
+ * instructions otherwise); without it these functions do nothing.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core.h"
+
+#ifdef CMS_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+
+void cms_trace_push(const char *fmt, ...)
+{
+	char name[96];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	nvtxRangePushA(name);
+}
+
+void cms_trace_pop(void)
+{
+	nvtxRangePop();
+}
+
+bool cms_trace_enabled(void)
+{
+	return true;
+}
+#else
+void cms_trace_push(const char *fmt, ...)
+{
+	(void)fmt;
+}
+
+void cms_trace_pop(void)
+{
+}
+
+bool cms_trace_enabled(void)
+{
+	return false;
+}
+#endif
