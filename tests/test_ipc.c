@@ -12,6 +12,7 @@
  * exporters, and the control socket through cmsctl.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -603,20 +604,20 @@ END_TEST
 static cms_status raw_exchange(const char *path, const void *bytes, size_t n)
 {
 	struct cms_ipc_msg m;
-	int fd, fds[CMS_IPC_MAX_FDS];
 	char why[256];
 	cms_status st;
+	int fd;
 
 	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
 	ck_assert_int_eq(send(fd, bytes, n, MSG_NOSIGNAL), (ssize_t)n);
-	st = cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why));
+	st = cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why));
 	if (!st) {
 		ck_assert_int_eq(m.type, CMS_IPC_ERROR);
 		st = m.status;
 		cms_ipc_msg_free(&m);
 		/* then the exporter closes */
 		ck_assert_int_eq(
-			cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
 			CMS_ERR_DISCONNECTED);
 	}
 	close(fd);
@@ -661,6 +662,126 @@ START_TEST(malformed_messages_refused)
 	imp = importer(f.path, "w", 0);
 	ck_peer_ok(imp, "check 0 2");
 	ck_assert_int_eq(peer_end(imp, 0), 0);
+	fix_end(&f);
+}
+END_TEST
+
+/* Sends an FDS message with n copies of /dev/null's descriptor (n fresh ones at the receiver). */
+static void send_fds(int fd, uint32_t n)
+{
+	int fds[CMS_IPC_MAX_FDS], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct cms_ipc_msg m;
+	char why[256];
+	uint32_t i;
+
+	ck_assert_int_ge(null, 0);
+	for (i = 0; i < n; i++)
+		fds[i] = null;
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_FDS;
+	m.nfds = n;
+	ck_assert_msg(!cms_ipc_send(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	close(null);
+}
+
+/* Reads until the peer closes (what it answered is skipped). */
+static void wait_closed(int fd)
+{
+	struct cms_ipc_msg m;
+	cms_status st;
+
+	while (!(st = cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, NULL, 0)))
+		cms_ipc_msg_free(&m);
+	ck_assert_int_eq(st, CMS_ERR_DISCONNECTED);
+}
+
+/* A client sends descriptors where none are expected: the server closes every one. */
+static void fds_refused_by(const char *path)
+{
+	char why[256];
+	int fd, before;
+
+	before = t_open_fds();
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	send_fds(fd, CMS_IPC_MAX_FDS);
+	wait_closed(fd);
+	close(fd);
+	ck_assert_int_eq(t_open_fds(), before);
+}
+
+struct fake_open {
+	cms_context *ctx;
+	const char *path;
+	cms_import *imp;
+	cms_status st;
+};
+
+static void *fake_open_main(void *arg)
+{
+	struct fake_open *o = arg;
+
+	o->st = cms_import_open(o->ctx, o->path, "x", NULL, &o->imp);
+	return NULL;
+}
+
+START_TEST(received_descriptors_closed)
+{
+	struct fix f;
+	struct fake_open o = { 0 };
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	pthread_t th;
+	char why[256];
+	int lfd, c, before;
+	pid_t pid;
+	uid_t uid;
+
+	/* the exporter and the control socket expect no descriptors from a client */
+	fix_start(&f, "fd", 1, 2 * MiB, 1, 0, CMS_ACCESS_READWRITE);
+	fds_refused_by(f.path);
+	ck_ok(cms_control_create(f.ctx, new_path("fdctl"), NULL, &ctl));
+	fds_refused_by(sock_path);
+	ck_ok(cms_control_destroy(ctl));
+
+	/* the importer, from an exporter (this thread) sending descriptors out of turn */
+	o.ctx = f.ctx;
+	o.path = new_path("fdexp");
+	ck_assert_int_eq(cms_ipc_listen(o.path, &lfd, why, sizeof(why)), CMS_OK);
+	ck_assert_int_eq(pthread_create(&th, NULL, fake_open_main, &o), 0);
+	ck_assert_int_eq(poll(&(struct pollfd){ lfd, POLLIN, 0 }, 1, 20000), 1);
+	ck_assert_int_eq(cms_ipc_accept(lfd, NULL, 0, "", o.path, &c, &pid, &uid, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(cms_ipc_recv(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(m.type, CMS_IPC_HELLO);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_LAYOUT;
+	strcpy(m.tag, "x");
+	m.state = CMS_STATE_PAUSED;
+	m.access = CMS_IPC_ACCESS_READWRITE;
+	m.granularity = 2 * MiB;
+	ck_assert_int_eq(cms_ipc_send(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_ok(o.st);
+	before = t_open_fds();
+	send_fds(c, CMS_IPC_MAX_FDS);
+	/* a revocation after them: its answer says the descriptors were handled */
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_REVOKE;
+	m.seq = 7;
+	ck_assert_int_eq(cms_ipc_send(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(cms_ipc_recv(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(m.type, CMS_IPC_REVOKED);
+	ck_assert_uint_eq(m.seq, 7);
+	ck_assert_int_eq(t_open_fds(), before);
+	ck_ok(cms_import_close(o.imp));
+	close(c);
+	close(lfd);
+	unlink(o.path);
 	fix_end(&f);
 }
 END_TEST
@@ -1010,6 +1131,7 @@ static Suite *make(void)
 	tcase_add_test(t, timeout_and_refusal_name_the_importer);
 	tcase_add_test(t, wrong_uid_refused);
 	tcase_add_test(t, malformed_messages_refused);
+	tcase_add_test(t, received_descriptors_closed);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

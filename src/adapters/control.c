@@ -105,11 +105,10 @@ static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid)
 {
 	cms_control_request req;
 	struct cms_ipc_msg q, m;
-	int fds[CMS_IPC_MAX_FDS];
 	char why[256];
 	cms_status st;
 
-	st = cms_ipc_recv(fd, &q, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why));
+	st = cms_ipc_recv(fd, &q, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why));
 	if (st) {
 		if (st == CMS_ERR_PROTOCOL)
 			cms_ipc_send_error(fd, st, why);

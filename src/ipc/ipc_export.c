@@ -417,7 +417,6 @@ static void *server(void *arg)
 			accept_all(exp);
 		for (i = 2; i < n; i++) {
 			struct cms_ipc_msg m;
-			int fds[CMS_IPC_MAX_FDS];
 			char why[256];
 			cms_status st;
 			int bye;
@@ -425,7 +424,7 @@ static void *server(void *arg)
 			if (!pf[i].revents)
 				continue;
 			/* Only this thread frees connections: find it again by descriptor. */
-			st = cms_ipc_recv(pf[i].fd, &m, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
+			st = cms_ipc_recv(pf[i].fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
 					  sizeof(why));
 			pthread_mutex_lock(&exp->lock);
 			for (c = exp->conns; c && c->fd != pf[i].fd; c = c->next)

@@ -320,10 +320,11 @@ static cms_status read_full(int fd, uint8_t *dst, size_t n, int *fds, size_t *nf
 	return CMS_OK;
 }
 
-cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline, char *why,
+cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
 			size_t whylen)
 {
 	uint8_t hdr[CMS_IPC_HEADER_SIZE], *buf = NULL;
+	int fds[CMS_IPC_MAX_FDS];
 	uint32_t payload, announced;
 	size_t nfds = 0, i;
 	uint16_t type;
@@ -351,6 +352,11 @@ cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadlin
 	if (st)
 		goto err_close;
 	free(buf);
+	if (!out) /* the caller takes no descriptors: they never leave this function */
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+	else
+		memcpy(out, fds, nfds * sizeof(*fds));
 	return CMS_OK;
 
 err_close:

@@ -65,8 +65,11 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 
 /*
  * cms_ipc_recv - receives one whole message before deadline_ms and decodes
- * it into *m. Descriptors received with it go into fds (room for
- * CMS_IPC_MAX_FDS), their number in m->nfds; on any failure every received
+ * it into *m. The descriptors received with it are the helper's until it
+ * hands them out: with fds (room for CMS_IPC_MAX_FDS) they go there on
+ * success, their number in m->nfds, and belong to the caller; with fds NULL
+ * (a receiver that takes none) they are closed before the call returns, and
+ * m->nfds still tells how many came. On any failure every received
  * descriptor is closed. Returns CMS_OK, CMS_ERR_DISCONNECTED (orderly close
  * before a message), CMS_ERR_TIMEOUT (nothing or only part of a message
  * arrived), CMS_ERR_PROTOCOL (malformed; close the connection),

@@ -116,7 +116,7 @@ int cmsctl_remote(const char *path, int json, int argc, char **argv)
 	struct cms_ipc_msg q, m;
 	const char *op = argc > 0 ? argv[0] : "";
 	const char *tag = argc > 1 ? argv[1] : "";
-	int fds[CMS_IPC_MAX_FDS], fd, rc = 1;
+	int fd, rc = 1;
 	int64_t deadline;
 	char why[CMS_IPC_MAX_TEXT + 64];
 	cms_status st;
@@ -148,7 +148,7 @@ int cmsctl_remote(const char *path, int json, int argc, char **argv)
 	deadline = cms_ipc_now_ms() + 600000;
 	st = cms_ipc_send(fd, &q, NULL, deadline, why, sizeof(why));
 	while (!st) {
-		st = cms_ipc_recv(fd, &m, fds, deadline, why, sizeof(why));
+		st = cms_ipc_recv(fd, &m, NULL, deadline, why, sizeof(why));
 		if (st)
 			break;
 		if (m.type == CMS_IPC_CTL_PROGRESS) {
