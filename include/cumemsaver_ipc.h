@@ -22,6 +22,13 @@
  * created with mode 0600, and every peer's uid is checked with SO_PEERCRED
  * against an allow-list (default: this process's uid only).
  *
+ * An existing file at a listening socket's path is replaced only when it is a
+ * stale socket file: no socket of any process is bound to it (a stream and a
+ * datagram connect to it are both refused with ECONNREFUSED). A socket file
+ * bound by a live socket, listening or not listening yet, of any type, one
+ * that cannot be probed (e.g. EACCES), or any other kind of file is left in
+ * place and the call returns CMS_ERR_EXISTS.
+ *
  * Destroy every exporter, import and control socket of a context before the
  * context (cms_context_destroy refuses otherwise).
  */
@@ -92,8 +99,9 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
  *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
  *     long; unknown flags; allowed_uids is NULL with nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: path is in use by a live socket, or is another kind of
- *     file.
+ *   CMS_ERR_EXISTS: path is a socket file bound by a live socket (listening
+ *     or not yet), one that cannot be probed, or another kind of file (see
+ *     the top of this file).
  *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
@@ -432,8 +440,7 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts);
  *     long; unknown flags or reserved not 0; allowed_uids is NULL with
  *     nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: path is in use by a live socket, or is another kind of
- *     file.
+ *   CMS_ERR_EXISTS: as cms_exporter_create.
  *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,

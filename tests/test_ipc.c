@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -696,6 +698,16 @@ static void wait_closed(int fd)
 	ck_assert_int_eq(st, CMS_ERR_DISCONNECTED);
 }
 
+/* The process's open descriptors once the servers closed what they are closing (<= 20 s). */
+static int open_fds_settled(int want)
+{
+	int n, k;
+
+	for (k = 0; k < 2000 && (n = t_open_fds()) != want; k++)
+		usleep(10000);
+	return n;
+}
+
 /* A client sends descriptors where none are expected: the server closes every one. */
 static void fds_refused_by(const char *path)
 {
@@ -707,7 +719,7 @@ static void fds_refused_by(const char *path)
 	send_fds(fd, CMS_IPC_MAX_FDS);
 	wait_closed(fd);
 	close(fd);
-	ck_assert_int_eq(t_open_fds(), before);
+	ck_assert_int_eq(open_fds_settled(before), before);
 }
 
 struct fake_open {
@@ -777,12 +789,41 @@ START_TEST(received_descriptors_closed)
 			 CMS_OK);
 	ck_assert_int_eq(m.type, CMS_IPC_REVOKED);
 	ck_assert_uint_eq(m.seq, 7);
-	ck_assert_int_eq(t_open_fds(), before);
+	ck_assert_int_eq(open_fds_settled(before), before);
 	ck_ok(cms_import_close(o.imp));
 	close(c);
 	close(lfd);
 	unlink(o.path);
 	fix_end(&f);
+}
+END_TEST
+
+/* A socket file another process bound but does not listen on yet is not replaced. */
+START_TEST(bound_socket_not_replaced)
+{
+	cms_context *ctx = t_ctx();
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat before, after;
+	cms_exporter *exp;
+	cms_control *ctl;
+	int s;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", new_path("bound"));
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(lstat(a.sun_path, &before), 0);
+	ck_assert_int_eq(cms_exporter_create(ctx, a.sun_path, NULL, &exp), CMS_ERR_EXISTS);
+	ck_assert_ptr_null(exp);
+	ck_assert_int_eq(cms_control_create(ctx, a.sun_path, NULL, &ctl), CMS_ERR_EXISTS);
+	ck_assert_ptr_null(ctl);
+	ck_assert_int_eq(lstat(a.sun_path, &after), 0);
+	ck_assert_uint_eq(after.st_ino, before.st_ino);
+	/* once its owner is gone, the file is stale and replaced */
+	close(s);
+	ck_ok(cms_exporter_create(ctx, a.sun_path, NULL, &exp));
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
 
@@ -1132,6 +1173,7 @@ static Suite *make(void)
 	tcase_add_test(t, wrong_uid_refused);
 	tcase_add_test(t, malformed_messages_refused);
 	tcase_add_test(t, received_descriptors_closed);
+	tcase_add_test(t, bound_socket_not_replaced);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

@@ -56,11 +56,48 @@ static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, siz
 	}
 }
 
+/*
+ * Whether the socket file at a may be replaced: only when no socket is bound
+ * to it any more. A stream connect that is refused does not tell (a socket
+ * bound but not listening yet refuses too); a datagram connect does: the
+ * kernel answers ECONNREFUSED only when no socket at all is bound to the
+ * file's inode, and EPROTOTYPE (or success) when one of any type is.
+ * Returns CMS_OK (stale, or gone), CMS_ERR_EXISTS, CMS_ERR_IO.
+ */
+static cms_status check_stale(const struct sockaddr_un *a, const char *path, char *why,
+			      size_t whylen)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		int probe = socket(AF_UNIX, types[i] | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e;
+
+		if (probe < 0)
+			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		e = connect(probe, (const struct sockaddr *)a, sizeof(*a)) ? errno : 0;
+		close(probe);
+		if (e == ENOENT)
+			return CMS_OK; /* gone meanwhile */
+		if (e == ECONNREFUSED)
+			continue;
+		if (!e || e == EAGAIN || e == EINPROGRESS || e == EPROTOTYPE)
+			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+					    "%s is in use by another process%s", path,
+					    i ? " (bound, not listening yet)" : "");
+		return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+				    "%s exists and cannot be probed (connect: %s): not replaced",
+				    path, strerror(e));
+	}
+	return CMS_OK;
+}
+
 cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
 {
 	struct sockaddr_un a;
-	struct stat sb;
-	int fd, probe;
+	struct stat sb, now;
+	cms_status st;
+	int fd;
 
 	*lfd = -1;
 	if (fill_addr(&a, path))
@@ -71,15 +108,13 @@ cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
 		if (!S_ISSOCK(sb.st_mode))
 			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
 					    "%s exists and is not a socket", path);
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe < 0)
-			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
-		if (!connect(probe, (struct sockaddr *)&a, sizeof(a))) {
-			close(probe);
+		st = check_stale(&a, path, why, whylen);
+		if (st)
+			return st;
+		/* only the stale file probed, not one another process put there meanwhile */
+		if (!lstat(path, &now) && (now.st_dev != sb.st_dev || now.st_ino != sb.st_ino))
 			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
-					    "%s is in use by another process", path);
-		}
-		close(probe);
+					    "%s was replaced while probed", path);
 		if (unlink(path) && errno != ENOENT)
 			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
 					    strerror(errno));

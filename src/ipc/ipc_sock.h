@@ -24,7 +24,9 @@ int64_t cms_ipc_now_ms(void);
 
 /*
  * cms_ipc_listen - a listening socket at path, mode 0600. A stale socket file
- * (nobody accepting) is replaced; a live one or any other file is
+ * (no socket of any process bound to it: a stream and a datagram connect are
+ * both refused) is replaced; a socket file bound by a live socket, listening
+ * or not yet, one that cannot be probed, or any other file is
  * CMS_ERR_EXISTS. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (path too long),
  * CMS_ERR_EXISTS, CMS_ERR_IO.
  */
