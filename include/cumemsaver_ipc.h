@@ -18,7 +18,12 @@
  * sees the new epoch. Protocol, security model and failure semantics:
  * docs/ipc.md.
  *
- * Socket paths are NUL-terminated, 1..107 bytes. A listening socket's file is
+ * Socket paths are NUL-terminated, 1..107 bytes, absolute or relative to the
+ * current directory at the time of the call: an exporter or control socket
+ * keeps the directory the path named then (an open descriptor of it), so a
+ * later chdir() changes nothing, and its destroy removes its socket file only
+ * while that file is still the one it created (same device and inode;
+ * another file put at the path meanwhile stays). A listening socket's file is
  * created with mode 0600, and every peer's uid is checked with SO_PEERCRED
  * against an allow-list (default: this process's uid only).
  *

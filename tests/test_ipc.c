@@ -741,6 +741,7 @@ START_TEST(received_descriptors_closed)
 {
 	struct fix f;
 	struct fake_open o = { 0 };
+	struct cms_ipc_sockfile file;
 	struct cms_ipc_msg m;
 	cms_control *ctl;
 	pthread_t th;
@@ -759,7 +760,7 @@ START_TEST(received_descriptors_closed)
 	/* the importer, from an exporter (this thread) sending descriptors out of turn */
 	o.ctx = f.ctx;
 	o.path = new_path("fdexp");
-	ck_assert_int_eq(cms_ipc_listen(o.path, &lfd, why, sizeof(why)), CMS_OK);
+	ck_assert_int_eq(cms_ipc_listen(o.path, &lfd, &file, why, sizeof(why)), CMS_OK);
 	ck_assert_int_eq(pthread_create(&th, NULL, fake_open_main, &o), 0);
 	ck_assert_int_eq(poll(&(struct pollfd){ lfd, POLLIN, 0 }, 1, 20000), 1);
 	ck_assert_int_eq(cms_ipc_accept(lfd, NULL, 0, "", o.path, &c, &pid, &uid, why, sizeof(why)),
@@ -793,7 +794,7 @@ START_TEST(received_descriptors_closed)
 	ck_ok(cms_import_close(o.imp));
 	close(c);
 	close(lfd);
-	unlink(o.path);
+	cms_ipc_unlink(&file);
 	fix_end(&f);
 }
 END_TEST
@@ -823,6 +824,79 @@ START_TEST(bound_socket_not_replaced)
 	close(s);
 	ck_ok(cms_exporter_create(ctx, a.sun_path, NULL, &exp));
 	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static void make_file(const char *dir, const char *name)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+/* lstat of dir/name: its st_mode, or 0 when there is none. */
+static mode_t file_mode(const char *dir, const char *name)
+{
+	char path[300];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &sb) ? 0 : sb.st_mode;
+}
+
+/*
+ * A relative socket path means the directory current at the call: after a chdir(),
+ * destroying removes the socket file created, not the same name in the new directory;
+ * and a socket file someone else put at the path meanwhile stays.
+ */
+START_TEST(relative_socket_paths_resolved_at_the_call)
+{
+	cms_context *ctx = t_ctx();
+	char a[] = "/tmp/cms-rel-a-XXXXXX", b[] = "/tmp/cms-rel-b-XXXXXX", cwd[4096], x[64];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	cms_exporter *exp;
+	cms_control *ctl;
+	int s;
+
+	ck_assert_ptr_nonnull(mkdtemp(a));
+	ck_assert_ptr_nonnull(mkdtemp(b));
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(a), 0);
+	ck_ok(cms_exporter_create(ctx, "x.sock", NULL, &exp));
+	ck_ok(cms_control_create(ctx, "c.sock", NULL, &ctl));
+	ck_assert_int_eq(chdir(b), 0);
+	make_file(b, "x.sock");
+	make_file(b, "c.sock");
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_control_destroy(ctl));
+	ck_assert_msg(S_ISREG(file_mode(b, "x.sock")) && S_ISREG(file_mode(b, "c.sock")),
+		      "an unrelated file was unlinked");
+	ck_assert_uint_eq(file_mode(a, "x.sock"), 0);
+	ck_assert_uint_eq(file_mode(a, "c.sock"), 0);
+	ck_assert_int_eq(chdir(cwd), 0);
+
+	/* the socket file was replaced by another socket: destroy leaves that one */
+	snprintf(x, sizeof(x), "%s/x.sock", a);
+	ck_ok(cms_exporter_create(ctx, x, NULL, &exp));
+	ck_assert_int_eq(unlink(x), 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_assert_msg(S_ISSOCK(file_mode(a, "x.sock")), "another process's socket was unlinked");
+	close(s);
+	ck_assert_int_eq(unlink(x), 0);
+	snprintf(x, sizeof(x), "%s/x.sock", b);
+	ck_assert_int_eq(unlink(x), 0);
+	snprintf(x, sizeof(x), "%s/c.sock", b);
+	ck_assert_int_eq(unlink(x), 0);
+	ck_assert_int_eq(rmdir(a), 0);
+	ck_assert_int_eq(rmdir(b), 0);
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
@@ -1174,6 +1248,7 @@ static Suite *make(void)
 	tcase_add_test(t, malformed_messages_refused);
 	tcase_add_test(t, received_descriptors_closed);
 	tcase_add_test(t, bound_socket_not_replaced);
+	tcase_add_test(t, relative_socket_paths_resolved_at_the_call);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

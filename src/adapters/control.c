@@ -17,6 +17,7 @@ struct cms_control {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
+	struct cms_ipc_sockfile file; /* lfd's socket file */
 	struct cms_ipc_loop loop;
 	pthread_mutex_t lock; /* loop.stop */
 	uint64_t flags;
@@ -261,7 +262,7 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	st = cms_ipc_loop_init(&ctl->loop);
 	if (st)
 		goto err_free;
-	st = cms_ipc_listen(path, &ctl->lfd, why, sizeof(why));
+	st = cms_ipc_listen(path, &ctl->lfd, &ctl->file, why, sizeof(why));
 	if (st) {
 		cms_set_error(st, "control socket: %s", why);
 		goto err_free;
@@ -275,7 +276,7 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 
 err_listen:
 	close(ctl->lfd);
-	unlink(ctl->path);
+	cms_ipc_unlink(&ctl->file);
 err_free:
 	cms_ipc_loop_fini(&ctl->loop);
 	pthread_mutex_destroy(&ctl->lock);
@@ -297,7 +298,7 @@ CMS_API cms_status cms_control_destroy(cms_control *ctl)
 		return st;
 	cms_ipc_loop_stop(&ctl->loop, &ctl->lock);
 	close(ctl->lfd);
-	unlink(ctl->path);
+	cms_ipc_unlink(&ctl->file);
 	cms_ipc_loop_fini(&ctl->loop);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->uids);

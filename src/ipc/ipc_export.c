@@ -52,7 +52,8 @@ struct cms_exporter {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
-	struct cms_ipc_loop loop; /* loop.stop under lock */
+	struct cms_ipc_sockfile file; /* lfd's socket file */
+	struct cms_ipc_loop loop;     /* loop.stop under lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
 	uint32_t *uids;
@@ -674,7 +675,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	pthread_cond_init(&exp->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&exp->lock, NULL);
-	st = cms_ipc_listen(path, &exp->lfd, why, sizeof(why));
+	st = cms_ipc_listen(path, &exp->lfd, &exp->file, why, sizeof(why));
 	if (st) {
 		cms_set_error(st, "exporter: %s", why);
 		goto err_sync;
@@ -689,7 +690,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 
 err_listen:
 	close(exp->lfd);
-	unlink(exp->path);
+	cms_ipc_unlink(&exp->file);
 err_sync:
 	pthread_mutex_destroy(&exp->lock);
 	pthread_cond_destroy(&exp->cond);
@@ -805,7 +806,7 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 	while (exp->conns)
 		drop(exp, exp->conns);
 	close(exp->lfd);
-	unlink(exp->path);
+	cms_ipc_unlink(&exp->file);
 	cms_ipc_loop_fini(&exp->loop);
 	while ((p = exp->pubs)) {
 		exp->pubs = p->next;

@@ -92,7 +92,45 @@ static cms_status check_stale(const struct sockaddr_un *a, const char *path, cha
 	return CMS_OK;
 }
 
-cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
+void cms_ipc_unlink(struct cms_ipc_sockfile *sf)
+{
+	struct stat sb;
+
+	if (sf->dirfd < 0)
+		return;
+	if (!fstatat(sf->dirfd, sf->base, &sb, AT_SYMLINK_NOFOLLOW) && sb.st_dev == sf->dev &&
+	    sb.st_ino == sf->ino)
+		unlinkat(sf->dirfd, sf->base, 0);
+	close(sf->dirfd);
+	sf->dirfd = -1;
+}
+
+/* Opens path's directory (O_PATH) into sf and copies its last component. */
+static cms_status open_dir(const char *path, struct cms_ipc_sockfile *sf, char *why, size_t whylen)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[CMS_IPC_PATH_MAX + 1];
+
+	if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	snprintf(sf->base, sizeof(sf->base), "%s", slash ? slash + 1 : path);
+	if (!sf->base[0])
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+				    "socket path %s names a directory", path);
+	sf->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (sf->dirfd < 0)
+		return cms_ipc_fail(errno == ENOENT || errno == ENOTDIR ? CMS_ERR_NOT_FOUND :
+									  CMS_ERR_IO,
+				    why, whylen, "directory of %s: %s", path, strerror(errno));
+	return CMS_OK;
+}
+
+cms_status cms_ipc_listen(const char *path, int *lfd, struct cms_ipc_sockfile *sf, char *why,
+			  size_t whylen)
 {
 	struct sockaddr_un a;
 	struct stat sb, now;
@@ -100,46 +138,70 @@ cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
 	int fd;
 
 	*lfd = -1;
+	sf->dirfd = -1;
 	if (fill_addr(&a, path))
 		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
 				    "socket path is empty or longer than %d bytes",
 				    CMS_IPC_PATH_MAX);
+	st = open_dir(path, sf, why, whylen);
+	if (st)
+		return st;
 	if (!lstat(path, &sb)) {
 		if (!S_ISSOCK(sb.st_mode))
 			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
 					    "%s exists and is not a socket", path);
 		st = check_stale(&a, path, why, whylen);
 		if (st)
-			return st;
+			goto err_dir;
 		/* only the stale file probed, not one another process put there meanwhile */
-		if (!lstat(path, &now) && (now.st_dev != sb.st_dev || now.st_ino != sb.st_ino))
-			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
-					    "%s was replaced while probed", path);
-		if (unlink(path) && errno != ENOENT)
-			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
-					    strerror(errno));
+		if (!lstat(path, &now) && (now.st_dev != sb.st_dev || now.st_ino != sb.st_ino)) {
+			st = cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+					  "%s was replaced while probed", path);
+			goto err_dir;
+		}
+		if (unlink(path) && errno != ENOENT) {
+			st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
+					  strerror(errno));
+			goto err_dir;
+		}
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+	if (fd < 0) {
+		st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		goto err_dir;
+	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
 		int e = errno;
 
-		close(fd);
-		return cms_ipc_fail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
-				    "bind %s: %s", path, strerror(e));
+		st = cms_ipc_fail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
+				  "bind %s: %s", path, strerror(e));
+		goto err_socket;
 	}
+	/* the inode bound: the only file cms_ipc_unlink removes */
+	if (fstatat(sf->dirfd, sf->base, &sb, AT_SYMLINK_NOFOLLOW)) {
+		st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "stat %s: %s", path, strerror(errno));
+		goto err_socket;
+	}
+	sf->dev = sb.st_dev;
+	sf->ino = sb.st_ino;
 	/* The uid check (SO_PEERCRED) is the guard; the mode keeps others from connecting. */
-	if (chmod(path, 0600) || listen(fd, 64)) {
-		int e = errno;
-
-		close(fd);
-		unlink(path);
-		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path,
-				    strerror(e));
+	if (fchmodat(sf->dirfd, sf->base, 0600, 0) || listen(fd, 64)) {
+		st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path,
+				  strerror(errno));
+		goto err_unlink;
 	}
 	*lfd = fd;
 	return CMS_OK;
+
+err_unlink:
+	cms_ipc_unlink(sf);
+err_socket:
+	close(fd);
+err_dir:
+	if (sf->dirfd >= 0)
+		close(sf->dirfd);
+	sf->dirfd = -1;
+	return st;
 }
 
 cms_status cms_ipc_connect(const char *path, int *out, char *why, size_t whylen)

@@ -23,14 +23,35 @@
 int64_t cms_ipc_now_ms(void);
 
 /*
- * cms_ipc_listen - a listening socket at path, mode 0600. A stale socket file
+ * The socket file a listener created, named from the directory the path
+ * meant at the call (an open descriptor of it), so that a later chdir()
+ * cannot make its removal unlink another file.
+ */
+struct cms_ipc_sockfile {
+	int dirfd; /* O_PATH of the path's directory; -1 when none */
+	char base[CMS_IPC_PATH_MAX + 1];
+	dev_t dev; /* the socket file's inode, as bound */
+	ino_t ino;
+};
+
+/*
+ * cms_ipc_unlink - removes the socket file sf names if it is still the inode
+ * the listener bound (a file put there by someone else stays), and closes
+ * sf->dirfd. Idempotent.
+ */
+void cms_ipc_unlink(struct cms_ipc_sockfile *sf);
+
+/*
+ * cms_ipc_listen - a listening socket at path, mode 0600, and in *sf what
+ * cms_ipc_unlink needs to remove its file later. A stale socket file
  * (no socket of any process bound to it: a stream and a datagram connect are
  * both refused) is replaced; a socket file bound by a live socket, listening
  * or not yet, one that cannot be probed, or any other file is
  * CMS_ERR_EXISTS. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (path too long),
  * CMS_ERR_EXISTS, CMS_ERR_IO.
  */
-cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen);
+cms_status cms_ipc_listen(const char *path, int *lfd, struct cms_ipc_sockfile *sf, char *why,
+			  size_t whylen);
 
 /* cms_ipc_connect - connects to path. CMS_ERR_NOT_FOUND (no socket), CMS_ERR_IO. */
 cms_status cms_ipc_connect(const char *path, int *fd, char *why, size_t whylen);
