@@ -89,7 +89,10 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
  * a stale socket file left by a dead process is replaced) and starts the
  * exporter's server thread, which accepts importers, checks their uid,
  * answers their requests and never calls back into the application. Nothing
- * is published yet (cms_exporter_publish).
+ * is published yet (cms_exporter_publish). A connection that does not ask
+ * for a region within 5 s is closed (CMS_ERR_TIMEOUT), and so is one whose
+ * later message is not whole within 5 s of its first byte; other importers
+ * are not delayed by it.
  *   path: socket path (1..107 bytes).
  *   opts: NULL for the defaults (CMS_EXPORTER_OPTIONS_INIT).
  *   out:  receives the exporter; NULL on failure.
@@ -425,7 +428,9 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts);
 
 /*
  * cms_control_create - listens on the Unix socket path (mode 0600, as
- * cms_exporter_create) and serves one request at a time on its own thread
+ * cms_exporter_create) and serves one request per connection, one at a
+ * time, on its own thread; a connection whose request is not whole within
+ * 5 s is closed with CMS_ERR_TIMEOUT (waiting for it delays no other client)
  * (all signals blocked): STATUS (a table of every region: cms_region_info and
  * importers), PAUSE tag and RESUME tag (after the callback consents:
  * cms_pause / cms_resume of the context, with progress messages to the

@@ -901,6 +901,89 @@ START_TEST(relative_socket_paths_resolved_at_the_call)
 }
 END_TEST
 
+/* A connection that sends nothing (n == 0) or the first n bytes of a header, then stalls. */
+static int stalled_client(const char *path, size_t n)
+{
+	static const uint8_t hdr[8] = { 'C', 'M', 'S', 'I', 1, 0, 8, 0 };
+	char why[256];
+	int fd;
+
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	if (n)
+		ck_assert_int_eq(send(fd, hdr, n, MSG_NOSIGNAL), (ssize_t)n);
+	return fd;
+}
+
+/* Whether the server closed (or answered) fd yet. */
+static int server_closed(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/*
+ * Silent and stalled clients cost the control socket and the exporter nothing: a real
+ * request is answered while they are all still connected (before, the single thread
+ * spent up to 5 s on each in turn: 15 s for 3), a pause gets its importer's answer, and
+ * destroying with idle clients does not wait for them.
+ */
+START_TEST(stalled_clients_delay_nobody)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	struct cms_ipc_msg m;
+	struct peer *imp;
+	cms_control *ctl;
+	struct fix f;
+	char why[256], ep[108];
+	int64_t t0;
+	int c[3], fd, i;
+
+	fix_start(&f, "st", 1, 2 * MiB, 3, 3000, CMS_ACCESS_READWRITE);
+	snprintf(ep, sizeof(ep), "%s", f.path);
+	f.path = ep;
+	co.flags = CMS_CONTROL_ALLOW_ALL;
+	ck_ok(cms_control_create(f.ctx, new_path("stctl"), &co, &ctl));
+	for (i = 0; i < 3; i++)
+		c[i] = stalled_client(sock_path, i ? 0 : 8);
+	usleep(200000); /* the server has seen them */
+	t0 = cms_ipc_now_ms();
+	ck_assert_int_eq(cms_ipc_connect(sock_path, &fd, why, sizeof(why)), CMS_OK);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	ck_assert_int_eq(cms_ipc_send(fd, &m, NULL, t0 + 20000, why, sizeof(why)), CMS_OK);
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, t0 + 20000, why, sizeof(why)), "%s", why);
+	ck_assert_int_eq(m.type, CMS_IPC_CTL_REPLY);
+	ck_assert_int_eq(m.status, CMS_OK);
+	cms_ipc_msg_free(&m);
+	ck_assert_msg(cms_ipc_now_ms() - t0 < 3000, "answered after %lld ms",
+		      (long long)(cms_ipc_now_ms() - t0));
+	for (i = 0; i < 3; i++)
+		ck_assert_msg(!server_closed(c[i]), "client %d was served first", i);
+	close(fd);
+	t0 = cms_ipc_now_ms();
+	ck_ok(cms_control_destroy(ctl));
+	ck_assert_msg(cms_ipc_now_ms() - t0 < 2500, "destroy took %lld ms",
+		      (long long)(cms_ipc_now_ms() - t0));
+	for (i = 0; i < 3; i++)
+		close(c[i]);
+
+	/* the exporter: a pause needs its importer's answer, read past two stalled clients */
+	imp = importer(f.path, "st", 0);
+	ck_peer_ok(imp, "check 0 3");
+	for (i = 0; i < 2; i++)
+		c[i] = stalled_client(f.path, 8);
+	usleep(200000);
+	ck_ok(cms_region_pause(f.r, NULL, NULL));
+	ck_ok(cms_region_resume(f.r, NULL, NULL));
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	for (i = 0; i < 2; i++)
+		close(c[i]);
+	fix_end(&f);
+}
+END_TEST
+
 START_TEST(layout_change_detected)
 {
 	struct fix f;
@@ -1249,6 +1332,7 @@ static Suite *make(void)
 	tcase_add_test(t, received_descriptors_closed);
 	tcase_add_test(t, bound_socket_not_replaced);
 	tcase_add_test(t, relative_socket_paths_resolved_at_the_call);
+	tcase_add_test(t, stalled_clients_delay_nobody);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

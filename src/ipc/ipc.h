@@ -9,6 +9,9 @@
 
 /* Deadline of one message's I/O once it has started (a stuck peer costs at most this). */
 #define CMS_IPC_IO_MS 5000
+/* A connection that has not sent its request (exporter: HELLO; control socket: the request)
+ * within this is closed. Servers read without waiting, so it costs nobody else time. */
+#define CMS_IPC_IDLE_MS 5000
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
 /* Deadline of a whole grant (layout + every descriptor) after its first message. */
 #define CMS_IPC_GRANT_MS 60000
@@ -80,6 +83,12 @@ void cms_ipc_loop_stop(struct cms_ipc_loop *l, pthread_mutex_t *lock);
 
 /* Closes the wake pipe if open (wake -1 after). */
 void cms_ipc_loop_fini(struct cms_ipc_loop *l);
+
+/* Empties the wake pipe (after poll saw it readable). */
+void cms_ipc_loop_drain(struct cms_ipc_loop *l);
+
+/* Lowers *timeout_ms (of poll, >= 0) to the time left until at (ms, cms_ipc_now_ms clock). */
+void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
 
 /* ---- ipc_export.c: hooks of pause/resume into IPC (region locks held) ---- */
 /*

@@ -120,3 +120,19 @@ void cms_ipc_loop_fini(struct cms_ipc_loop *l)
 	}
 	l->wake[0] = l->wake[1] = -1;
 }
+
+void cms_ipc_loop_drain(struct cms_ipc_loop *l)
+{
+	char drain[64];
+
+	while (read(l->wake[0], drain, sizeof(drain)) > 0)
+		;
+}
+
+void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at)
+{
+	int64_t left = at > now ? at - now : 0;
+
+	if (left < *timeout_ms)
+		*timeout_ms = (int)left;
+}

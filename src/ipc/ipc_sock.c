@@ -345,123 +345,171 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 	return st;
 }
 
-/* Reads exactly n bytes, collecting descriptors. */
-static cms_status read_full(int fd, uint8_t *dst, size_t n, int *fds, size_t *nfds,
-			    int64_t deadline, int at_start, char *why, size_t whylen)
+void cms_ipc_rx_init(struct cms_ipc_rx *rx)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->need = CMS_IPC_HEADER_SIZE;
+}
+
+void cms_ipc_rx_free(struct cms_ipc_rx *rx)
+{
+	size_t i;
+
+	for (i = 0; i < rx->nfds; i++)
+		close(rx->fds[i]);
+	free(rx->buf);
+	cms_ipc_rx_init(rx);
+}
+
+/* Keeps the descriptors of one recvmsg (closes those past the limit). */
+static void take_fds(struct cms_ipc_rx *rx, struct msghdr *mh)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			rx->bad = 1;
+			continue;
+		}
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt; k++) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (rx->nfds < CMS_IPC_MAX_FDS)
+				rx->fds[rx->nfds++] = v;
+			else {
+				close(v);
+				rx->bad = 1;
+			}
+		}
+	}
+	if (mh->msg_flags & MSG_CTRUNC)
+		rx->bad = 1;
+}
+
+/* The header is in: checks it and makes room for the whole message. */
+static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
+{
+	uint32_t payload, announced;
+	uint16_t type;
+	cms_status st;
+
+	st = cms_ipc_decode_header(rx->hdr, &type, &payload, &announced, why, whylen);
+	if (st)
+		return st;
+	rx->buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
+	if (!rx->buf)
+		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+				    "cannot allocate %u bytes", payload);
+	memcpy(rx->buf, rx->hdr, CMS_IPC_HEADER_SIZE);
+	rx->need = CMS_IPC_HEADER_SIZE + (size_t)payload;
+	return CMS_OK;
+}
+
+/* The whole message is in: decodes it and hands its descriptors out (to out, or closed). */
+static cms_status rx_done(struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *out, char *why,
+			  size_t whylen)
+{
+	cms_status st;
+
+	if (rx->bad)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "unexpected or too many descriptors with a message");
+	st = cms_ipc_decode(rx->buf, rx->need, rx->nfds, m, why, whylen);
+	if (st)
+		return st;
+	if (out) {
+		memcpy(out, rx->fds, rx->nfds * sizeof(*out));
+		rx->nfds = 0;
+	}
+	cms_ipc_rx_free(rx); /* closes what was not handed out */
+	return CMS_OK;
+}
+
+cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *out,
+			   int *done, char *why, size_t whylen)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
 		struct cmsghdr align;
 	} ctl;
-	size_t off = 0;
 	cms_status st;
-	int bad = 0;
 
-	while (off < n) {
+	*done = 0;
+	memset(m, 0, sizeof(*m));
+	for (;;) {
+		uint8_t *dst = rx->buf ? rx->buf : rx->hdr;
+		struct iovec iov = { dst + rx->have, rx->need - rx->have };
 		struct msghdr mh;
-		struct iovec iov = { dst + off, n - off };
-		struct cmsghdr *c;
 		ssize_t got;
 
+		if (rx->have == rx->need) {
+			if (!rx->buf && rx->need == CMS_IPC_HEADER_SIZE) {
+				st = rx_header(rx, why, whylen);
+				if (st)
+					goto err_free;
+				continue;
+			}
+			st = rx_done(rx, m, out, why, whylen);
+			if (st)
+				goto err_free;
+			*done = 1;
+			return CMS_OK;
+		}
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
 		mh.msg_control = ctl.buf;
 		mh.msg_controllen = sizeof(ctl.buf);
-		got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			st = wait_fd(fd, POLLIN, deadline, why, whylen);
-			if (st)
-				return st;
-			continue;
-		}
+		got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return CMS_OK; /* the rest later */
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0)
-			return errno == ECONNRESET ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
-								  "the peer reset the connection") :
-						     cms_ipc_fail(CMS_ERR_IO, why, whylen,
-								  "recvmsg: %s", strerror(errno));
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			size_t k, cnt;
-
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-				bad = 1;
-				continue;
-			}
-			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (k = 0; k < cnt; k++) {
-				int v;
-
-				memcpy(&v, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-				if (*nfds < CMS_IPC_MAX_FDS)
-					fds[(*nfds)++] = v;
-				else {
-					close(v);
-					bad = 1;
-				}
-			}
+		if (got < 0) {
+			st = errno == ECONNRESET ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+								"the peer reset the connection") :
+						   cms_ipc_fail(CMS_ERR_IO, why, whylen,
+								"recvmsg: %s", strerror(errno));
+			goto err_free;
 		}
-		if (mh.msg_flags & MSG_CTRUNC)
-			bad = 1;
-		if (got == 0)
-			return at_start && !off ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
-							       "the peer closed the connection") :
-						  cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
-							       "the peer closed inside a message");
-		off += (size_t)got;
+		take_fds(rx, &mh);
+		if (got == 0) {
+			st = !rx->have ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+						      "the peer closed the connection") :
+					 cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+						      "the peer closed inside a message");
+			goto err_free;
+		}
+		rx->have += (size_t)got;
 	}
-	if (bad)
-		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "unexpected or too many descriptors with a message");
-	return CMS_OK;
+
+err_free:
+	cms_ipc_rx_free(rx);
+	return st;
 }
 
 cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
 			size_t whylen)
 {
-	uint8_t hdr[CMS_IPC_HEADER_SIZE], *buf = NULL;
-	int fds[CMS_IPC_MAX_FDS];
-	uint32_t payload, announced;
-	size_t nfds = 0, i;
-	uint16_t type;
+	struct cms_ipc_rx rx;
 	cms_status st;
+	int done;
 
-	memset(m, 0, sizeof(*m));
-	st = read_full(fd, hdr, sizeof(hdr), fds, &nfds, deadline, 1, why, whylen);
-	if (st)
-		goto err_close;
-	st = cms_ipc_decode_header(hdr, &type, &payload, &announced, why, whylen);
-	if (st)
-		goto err_close;
-	buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
-	if (!buf) {
-		st = cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
-				  "cannot allocate %u bytes", payload);
-		goto err_close;
+	cms_ipc_rx_init(&rx);
+	for (;;) {
+		st = cms_ipc_rx_read(fd, &rx, m, out, &done, why, whylen);
+		if (st || done)
+			return st;
+		st = wait_fd(fd, POLLIN, deadline, why, whylen);
+		if (st) {
+			cms_ipc_rx_free(&rx);
+			return st;
+		}
 	}
-	memcpy(buf, hdr, sizeof(hdr));
-	st = read_full(fd, buf + CMS_IPC_HEADER_SIZE, payload, fds, &nfds, deadline, 0, why,
-		       whylen);
-	if (st)
-		goto err_close;
-	st = cms_ipc_decode(buf, CMS_IPC_HEADER_SIZE + (size_t)payload, nfds, m, why, whylen);
-	if (st)
-		goto err_close;
-	free(buf);
-	if (!out) /* the caller takes no descriptors: they never leave this function */
-		for (i = 0; i < nfds; i++)
-			close(fds[i]);
-	else
-		memcpy(out, fds, nfds * sizeof(*fds));
-	return CMS_OK;
-
-err_close:
-	cms_ipc_msg_free(m);
-	for (i = 0; i < nfds; i++)
-		close(fds[i]);
-	free(buf);
-	return st;
 }
 
 void cms_ipc_send_error(int fd, cms_status st, const char *text)

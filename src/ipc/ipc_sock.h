@@ -101,6 +101,39 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline_ms, char *why,
 			size_t whylen);
 
+/*
+ * A message being received by a server without waiting: the bytes and the
+ * descriptors of it gathered so far. The descriptors are the rx's until
+ * handed out (as cms_ipc_recv's).
+ */
+struct cms_ipc_rx {
+	uint8_t hdr[CMS_IPC_HEADER_SIZE];
+	uint8_t *buf; /* header + payload, once the header is in */
+	size_t have;  /* bytes of the message received (0: none started) */
+	size_t need;  /* CMS_IPC_HEADER_SIZE, then the whole message */
+	int fds[CMS_IPC_MAX_FDS];
+	size_t nfds;
+	int bad; /* unexpected or too many descriptors came */
+};
+
+/* An empty rx. */
+void cms_ipc_rx_init(struct cms_ipc_rx *rx);
+
+/* Closes the descriptors rx holds and frees its buffer (empty after). */
+void cms_ipc_rx_free(struct cms_ipc_rx *rx);
+
+/*
+ * cms_ipc_rx_read - reads what fd has now into rx, never waiting and never
+ * past the end of the message. When the message is whole: decodes it into
+ * *m, hands its descriptors out as cms_ipc_recv does (fds, or closed when
+ * NULL), empties rx for the next one and sets *done to 1; else *done is 0
+ * and rx keeps what came (rx->have > 0: a message is under way). Returns
+ * CMS_OK, or as cms_ipc_recv (never CMS_ERR_TIMEOUT); after a failure rx
+ * is empty and holds nothing.
+ */
+cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *fds,
+			   int *done, char *why, size_t whylen);
+
 /* Sends an ERROR message (best effort, short deadline). */
 void cms_ipc_send_error(int fd, cms_status st, const char *text);
 
