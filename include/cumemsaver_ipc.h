@@ -92,7 +92,10 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
  * is published yet (cms_exporter_publish). A connection that does not ask
  * for a region within 5 s is closed (CMS_ERR_TIMEOUT), and so is one whose
  * later message is not whole within 5 s of its first byte; other importers
- * are not delayed by it.
+ * are not delayed by it. At most 128 connections are kept: more wait in the
+ * listen backlog until one closes (cms_import_open may then time out). When
+ * accept fails for want of descriptors, the thread retries after 100 ms to
+ * 1 s instead of spinning.
  *   path: socket path (1..107 bytes).
  *   opts: NULL for the defaults (CMS_EXPORTER_OPTIONS_INIT).
  *   out:  receives the exporter; NULL on failure.
@@ -430,7 +433,8 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts);
  * cms_control_create - listens on the Unix socket path (mode 0600, as
  * cms_exporter_create) and serves one request per connection, one at a
  * time, on its own thread; a connection whose request is not whole within
- * 5 s is closed with CMS_ERR_TIMEOUT (waiting for it delays no other client)
+ * 5 s is closed with CMS_ERR_TIMEOUT (waiting for it delays no other client;
+ * at most 8 connections are kept, more wait in the listen backlog)
  * (all signals blocked): STATUS (a table of every region: cms_region_info and
  * importers), PAUSE tag and RESUME tag (after the callback consents:
  * cms_pause / cms_resume of the context, with progress messages to the

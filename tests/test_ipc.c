@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -984,6 +986,77 @@ START_TEST(stalled_clients_delay_nobody)
 }
 END_TEST
 
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The exporter and the control socket keep at most their connection limit (128, 8: the
+ * rest wait in the backlog), and when accept fails for want of descriptors (EMFILE) they
+ * back off instead of spinning on the readable listening socket.
+ */
+START_TEST(connection_limit_and_accept_backoff)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct rlimit old, lim;
+	cms_control *ctl;
+	struct fix f;
+	char ep[108];
+	int c[160], fill[64], base, nfill = 0, i;
+	double cpu;
+
+	fix_start(&f, "lim", 1, 2 * MiB, 3, 0, CMS_ACCESS_READWRITE);
+	snprintf(ep, sizeof(ep), "%s", f.path);
+	f.path = ep;
+	ck_ok(cms_control_create(f.ctx, new_path("limctl"), NULL, &ctl));
+	base = t_open_fds();
+	for (i = 0; i < 20; i++)
+		c[i] = stalled_client(sock_path, 0);
+	for (i = 20; i < 160; i++)
+		c[i] = stalled_client(ep, 0);
+	usleep(500000);
+	/* the server side holds at most 8 + 128 of the 160 */
+	ck_assert_int_le(t_open_fds() - base - 160, 8 + 128);
+	for (i = 0; i < 160; i++)
+		close(c[i]);
+	ck_assert_int_eq(open_fds_settled(base), base); /* closed by the servers */
+
+	/* no descriptor left: accept fails with EMFILE while a client waits */
+	for (i = 0; i < 2; i++) {
+		c[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		ck_assert_int_ge(c[i], 0);
+	}
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)t_open_fds() + 32;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while (nfill < 64 && (fill[nfill] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		nfill++;
+	ck_assert_int_eq(errno, EMFILE);
+	ck_assert_int_lt(nfill, 64);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", ep);
+	ck_assert_int_eq(connect(c[0], (struct sockaddr *)&a, sizeof(a)), 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock_path);
+	ck_assert_int_eq(connect(c[1], (struct sockaddr *)&a, sizeof(a)), 0);
+	cpu = cpu_seconds();
+	usleep(1000000);
+	cpu = cpu_seconds() - cpu;
+	while (nfill > 0)
+		close(fill[--nfill]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_msg(cpu < 0.1, "the servers used %.2f s of CPU in 1 s, waiting for descriptors",
+		      cpu);
+	close(c[0]);
+	close(c[1]);
+	ck_ok(cms_control_destroy(ctl));
+	fix_end(&f);
+}
+END_TEST
+
 START_TEST(layout_change_detected)
 {
 	struct fix f;
@@ -1333,6 +1406,7 @@ static Suite *make(void)
 	tcase_add_test(t, bound_socket_not_replaced);
 	tcase_add_test(t, relative_socket_paths_resolved_at_the_call);
 	tcase_add_test(t, stalled_clients_delay_nobody);
+	tcase_add_test(t, connection_limit_and_accept_backoff);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

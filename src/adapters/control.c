@@ -29,6 +29,8 @@ struct cms_control {
 	uint32_t *uids;
 	uint32_t nuids;
 	struct ctl_conn *conns; /* the thread's only */
+	size_t nconns;
+	struct cms_ipc_accepting accepting; /* the thread's only */
 };
 
 /* A connection whose request is not whole yet. */
@@ -207,9 +209,10 @@ static void conn_close(struct ctl_conn *c)
 	free(c);
 }
 
+/* Accepts what waits, up to the connection limit. */
 static void accept_all(struct cms_control *ctl)
 {
-	for (;;) {
+	while (ctl->nconns < CMS_IPC_CONTROL_CONNS) {
 		struct ctl_conn *c;
 		char why[256];
 		cms_status st;
@@ -219,7 +222,8 @@ static void accept_all(struct cms_control *ctl)
 
 		st = cms_ipc_accept(ctl->lfd, ctl->uids, ctl->nuids, "on", ctl->path, &fd, &pid,
 				    &uid, why, sizeof(why));
-		if (st == CMS_ERR_NOT_FOUND)
+		cms_ipc_accepted(&ctl->accepting, st);
+		if (st == CMS_ERR_NOT_FOUND || st == CMS_ERR_OUT_OF_HOST_MEMORY)
 			return;
 		if (st)
 			continue;
@@ -235,6 +239,7 @@ static void accept_all(struct cms_control *ctl)
 		cms_ipc_rx_init(&c->rx);
 		c->next = ctl->conns;
 		ctl->conns = c;
+		ctl->nconns++;
 	}
 }
 
@@ -269,7 +274,12 @@ static void serve_once(struct cms_control *ctl, struct pollfd *pf, struct ctl_co
 	int timeout = 1000;
 	size_t n = 2, i;
 
-	pf[0] = (struct pollfd){ ctl->lfd, POLLIN, 0 };
+	/* at the limit or backing off: the listening socket waits (poll skips fd -1) */
+	pf[0] = (struct pollfd){ cms_ipc_accepting_now(&ctl->accepting, ctl->nconns,
+						       CMS_IPC_CONTROL_CONNS, now, &timeout) ?
+					 ctl->lfd :
+					 -1,
+				 POLLIN, 0 };
 	pf[1] = (struct pollfd){ ctl->loop.wake[0], POLLIN, 0 };
 	for (c = ctl->conns; c && n < cap; c = c->next) {
 		cs[n] = c;
@@ -296,6 +306,7 @@ static void serve_once(struct cms_control *ctl, struct pollfd *pf, struct ctl_co
 				(int)c->pid, CMS_IPC_IDLE_MS);
 		}
 		*pp = c->next;
+		ctl->nconns--;
 		conn_close(c);
 	}
 	if (pf[0].revents)

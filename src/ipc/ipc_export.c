@@ -65,6 +65,8 @@ struct cms_exporter {
 	uint32_t timeout_ms;
 	struct cms_ipc_pub *pubs;
 	struct conn *conns;
+	size_t nconns;			    /* in conns */
+	struct cms_ipc_accepting accepting; /* the server thread's only */
 	uint64_t seq;
 };
 
@@ -320,19 +322,27 @@ static int handle(struct cms_exporter *exp, struct conn *c, const struct cms_ipc
 	return 1;
 }
 
+/* Accepts what waits, up to the connection limit. */
 static void accept_all(struct cms_exporter *exp)
 {
 	for (;;) {
 		char why[256];
 		struct conn *c;
 		cms_status st;
+		bool full;
 		pid_t pid;
 		uid_t uid;
 		int fd;
 
+		pthread_mutex_lock(&exp->lock);
+		full = exp->nconns >= CMS_IPC_EXPORTER_CONNS;
+		pthread_mutex_unlock(&exp->lock);
+		if (full)
+			return;
 		st = cms_ipc_accept(exp->lfd, exp->uids, exp->nuids, "to import from", exp->path,
 				    &fd, &pid, &uid, why, sizeof(why));
-		if (st == CMS_ERR_NOT_FOUND)
+		cms_ipc_accepted(&exp->accepting, st);
+		if (st == CMS_ERR_NOT_FOUND || st == CMS_ERR_OUT_OF_HOST_MEMORY)
 			return;
 		if (st == CMS_ERR_PERMISSION)
 			cms_log(exp->ctx, CMS_LOG_WARN, "exporter: refused pid %d: %s", (int)pid,
@@ -353,6 +363,7 @@ static void accept_all(struct cms_exporter *exp)
 		pthread_mutex_lock(&exp->lock);
 		c->next = exp->conns;
 		exp->conns = c;
+		exp->nconns++;
 		pthread_mutex_unlock(&exp->lock);
 	}
 }
@@ -365,6 +376,7 @@ static void drop(struct cms_exporter *exp, struct conn *c)
 	for (pp = &exp->conns; *pp != c; pp = &(*pp)->next)
 		;
 	*pp = c->next;
+	exp->nconns--;
 	cms_ipc_rx_free(&c->rx);
 	close(c->fd);
 	free(c);
@@ -485,7 +497,13 @@ static void *server(void *arg)
 		}
 		now = cms_ipc_now_ms();
 		timeout = pending ? 5 : 1000;
-		pf[0] = (struct pollfd){ exp->lfd, POLLIN, 0 };
+		/* at the limit or backing off: the listening socket waits (poll skips fd -1) */
+		pf[0] = (struct pollfd){ cms_ipc_accepting_now(&exp->accepting, exp->nconns,
+							       CMS_IPC_EXPORTER_CONNS, now,
+							       &timeout) ?
+						 exp->lfd :
+						 -1,
+					 POLLIN, 0 };
 		pf[1] = (struct pollfd){ exp->loop.wake[0], POLLIN, 0 };
 		n = 2;
 		/* Only this thread frees connections: cs stays valid without the lock. */

@@ -267,8 +267,15 @@ cms_status cms_ipc_accept(int lfd, const uint32_t *list, size_t n, const char *w
 
 	*fd = -1;
 	c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (c < 0)
-		return cms_ipc_fail(CMS_ERR_NOT_FOUND, why, whylen, "accept: %s", strerror(errno));
+	if (c < 0) {
+		int e = errno;
+
+		return cms_ipc_fail(e == EAGAIN || e == EWOULDBLOCK ? CMS_ERR_NOT_FOUND :
+				    e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM ?
+								      CMS_ERR_OUT_OF_HOST_MEMORY :
+								      CMS_ERR_IO,
+				    why, whylen, "accept: %s", strerror(e));
+	}
 	st = cms_ipc_peer(c, pid, uid, why, whylen);
 	if (st)
 		goto err_close;

@@ -67,10 +67,12 @@ int cms_ipc_uid_allowed(uid_t uid, const uint32_t *list, size_t n);
  * (non-blocking, close-on-exec) and reads its peer's pid and uid. A peer
  * whose uid cms_ipc_uid_allowed refuses gets an ERROR (CMS_ERR_PERMISSION)
  * saying "uid U is not allowed <where> <path>" and is closed. On success
- * *fd is the caller's. Returns CMS_OK; CMS_ERR_NOT_FOUND (accept4 failed:
- * nothing waits, or no descriptor left; stop accepting for now);
+ * *fd is the caller's. Returns CMS_OK; CMS_ERR_NOT_FOUND (nothing waits:
+ * stop accepting for now); CMS_ERR_OUT_OF_HOST_MEMORY (no descriptor or
+ * memory left: EMFILE, ENFILE, ENOBUFS, ENOMEM; the connection stays
+ * queued and the listening socket readable: back off before the next try);
  * CMS_ERR_PERMISSION (refused; why holds what the peer was told); CMS_ERR_IO
- * (SO_PEERCRED failed; closed).
+ * (accept4 failed otherwise, or SO_PEERCRED failed; closed: try the next).
  */
 cms_status cms_ipc_accept(int lfd, const uint32_t *list, size_t n, const char *where,
 			  const char *path, int *fd, pid_t *pid, uid_t *uid, char *why,
