@@ -9,7 +9,9 @@
  * the same addresses, importing while paused, importer crash, exporter
  * crash, timeout and refusal naming the importer, wrong uid refused both
  * ways, malformed messages refused, layout change detected, several
- * exporters, and the control socket through cmsctl.
+ * exporters, and the control socket through cmsctl; and hostile clients:
+ * descriptors out of turn, a bound socket not replaced, relative paths after
+ * chdir(), stalled clients, connection limits and accept back-off.
  */
 #include <errno.h>
 #include <fcntl.h>
