@@ -667,8 +667,10 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  * file. A DISK region without a directory refuses to pause
  * (CMS_ERR_INVALID_ARGUMENT).
  *   dir: NUL-terminated path (1..4000 bytes), absolute or relative to the
- *        current directory at the time of the call, copied; NULL closes the
- *        region's file without choosing another.
+ *        current directory at the time of the call; resolved to an absolute
+ *        path then (realpath) and kept, so a later chdir() of the process
+ *        does not move the region's later files; NULL closes the region's
+ *        file without choosing another.
  * Threads: thread-safe; takes the region's lock (waits for a pause or resume
  * of it in progress).
  * CUDA: none (the file system only).

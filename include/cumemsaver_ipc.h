@@ -18,9 +18,21 @@
  * sees the new epoch. Protocol, security model and failure semantics:
  * docs/ipc.md.
  *
- * Socket paths are NUL-terminated, 1..107 bytes. A listening socket's file is
+ * Socket paths are NUL-terminated, 1..107 bytes, absolute or relative to the
+ * current directory at the time of the call: an exporter or control socket
+ * keeps the directory the path named then (an open descriptor of it), so a
+ * later chdir() changes nothing, and its destroy removes its socket file only
+ * while that file is still the one it created (same device and inode;
+ * another file put at the path meanwhile stays). A listening socket's file is
  * created with mode 0600, and every peer's uid is checked with SO_PEERCRED
  * against an allow-list (default: this process's uid only).
+ *
+ * An existing file at a listening socket's path is replaced only when it is a
+ * stale socket file: no socket of any process is bound to it (a stream and a
+ * datagram connect to it are both refused with ECONNREFUSED). A socket file
+ * bound by a live socket, listening or not listening yet, of any type, one
+ * that cannot be probed (e.g. EACCES), or any other kind of file is left in
+ * place and the call returns CMS_ERR_EXISTS.
  *
  * Destroy every exporter, import and control socket of a context before the
  * context (cms_context_destroy refuses otherwise).
@@ -77,7 +89,13 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
  * a stale socket file left by a dead process is replaced) and starts the
  * exporter's server thread, which accepts importers, checks their uid,
  * answers their requests and never calls back into the application. Nothing
- * is published yet (cms_exporter_publish).
+ * is published yet (cms_exporter_publish). A connection that does not ask
+ * for a region within 5 s is closed (CMS_ERR_TIMEOUT), and so is one whose
+ * later message is not whole within 5 s of its first byte; other importers
+ * are not delayed by it. At most 128 connections are kept: more wait in the
+ * listen backlog until one closes (cms_import_open may then time out). When
+ * accept fails for want of descriptors, the thread retries after 100 ms to
+ * 1 s instead of spinning.
  *   path: socket path (1..107 bytes).
  *   opts: NULL for the defaults (CMS_EXPORTER_OPTIONS_INIT).
  *   out:  receives the exporter; NULL on failure.
@@ -92,8 +110,9 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
  *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
  *     long; unknown flags; allowed_uids is NULL with nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: path is in use by a live socket, or is another kind of
- *     file.
+ *   CMS_ERR_EXISTS: path is a socket file bound by a live socket (listening
+ *     or not yet), one that cannot be probed, or another kind of file (see
+ *     the top of this file).
  *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
@@ -412,7 +431,10 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts);
 
 /*
  * cms_control_create - listens on the Unix socket path (mode 0600, as
- * cms_exporter_create) and serves one request at a time on its own thread
+ * cms_exporter_create) and serves one request per connection, one at a
+ * time, on its own thread; a connection whose request is not whole within
+ * 5 s is closed with CMS_ERR_TIMEOUT (waiting for it delays no other client;
+ * at most 8 connections are kept, more wait in the listen backlog)
  * (all signals blocked): STATUS (a table of every region: cms_region_info and
  * importers), PAUSE tag and RESUME tag (after the callback consents:
  * cms_pause / cms_resume of the context, with progress messages to the
@@ -432,8 +454,7 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts);
  *     long; unknown flags or reserved not 0; allowed_uids is NULL with
  *     nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: path is in use by a live socket, or is another kind of
- *     file.
+ *   CMS_ERR_EXISTS: as cms_exporter_create.
  *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,

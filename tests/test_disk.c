@@ -298,6 +298,47 @@ START_TEST(resume_empties_the_file)
 }
 END_TEST
 
+/*
+ * A relative directory means the one current at cms_region_disk_dir_set: after a chdir()
+ * the region's next file (a resume with CMS_REGION_RELEASE_HOST makes a new one) is still
+ * made there, not in a directory of the same name under the new working directory.
+ */
+START_TEST(relative_directory_resolved_at_the_call)
+{
+	cms_context *ctx = t_ctx();
+	char other[] = "/tmp/cms-disk-other-XXXXXX", sub[300], cwd[4096];
+	cms_region *r;
+	uint64_t p;
+
+	make_dir();
+	ck_assert_ptr_nonnull(mkdtemp(other));
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof(sub), "%s/sub", other);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(dir), 0);
+	t_region_flags = CMS_REGION_RELEASE_HOST;
+	r = t_region(ctx, "rel", 0, CMS_POLICY_DISK);
+	t_region_flags = 0;
+	ck_ok(cms_region_disk_dir_set(r, "sub"));
+	ck_assert_int_eq(chdir(other), 0);
+	ck_ok(cms_alloc(r, 4 * MiB, &p));
+	ck_assert_int_eq(t_fill(0, p, 4 * MiB, 9), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL)); /* a new file */
+	ck_assert_int_eq(t_check(0, p, 4 * MiB, 9), -1);
+	ck_assert_int_eq(disk_files(), 1); /* in dir/sub, not in other/sub */
+	ck_assert_int_eq(chdir(cwd), 0);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_eq(rmdir(sub), 0);
+	ck_assert_int_eq(rmdir(other), 0);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_assert_int_eq(rmdir(sub), 0);
+	remove_dir();
+}
+END_TEST
+
 /* Slots of freed allocations are not reused: the file starts over once they would make up
  * most of it, so churn between cycles keeps it bounded. */
 START_TEST(file_bounded_under_churn)
@@ -715,6 +756,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cycles_keep_content_and_addresses);
 	tcase_add_test(tc, files_go_with_free_destroy_and_context);
 	tcase_add_test(tc, resume_empties_the_file);
+	tcase_add_test(tc, relative_directory_resolved_at_the_call);
 	tcase_add_test(tc, file_bounded_under_churn);
 	tcase_add_test(tc, directory_errors);
 	tcase_add_test(tc, many_allocations);

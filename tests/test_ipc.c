@@ -9,10 +9,13 @@
  * the same addresses, importing while paused, importer crash, exporter
  * crash, timeout and refusal naming the importer, wrong uid refused both
  * ways, malformed messages refused, layout change detected, several
- * exporters, and the control socket through cmsctl.
+ * exporters, and the control socket through cmsctl; and hostile clients:
+ * descriptors out of turn, a bound socket not replaced, relative paths after
+ * chdir(), stalled clients, connection limits and accept back-off.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,7 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -604,20 +611,20 @@ END_TEST
 static cms_status raw_exchange(const char *path, const void *bytes, size_t n)
 {
 	struct cms_ipc_msg m;
-	int fd, fds[CMS_IPC_MAX_FDS];
 	char why[256];
 	cms_status st;
+	int fd;
 
 	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
 	ck_assert_int_eq(send(fd, bytes, n, MSG_NOSIGNAL), (ssize_t)n);
-	st = cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why));
+	st = cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why));
 	if (!st) {
 		ck_assert_int_eq(m.type, CMS_IPC_ERROR);
 		st = m.status;
 		cms_ipc_msg_free(&m);
 		/* then the exporter closes */
 		ck_assert_int_eq(
-			cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
 			CMS_ERR_DISCONNECTED);
 	}
 	close(fd);
@@ -662,6 +669,393 @@ START_TEST(malformed_messages_refused)
 	imp = importer(f.path, "w", 0);
 	ck_peer_ok(imp, "check 0 2");
 	ck_assert_int_eq(peer_end(imp, 0), 0);
+	fix_end(&f);
+}
+END_TEST
+
+/* Sends an FDS message with n copies of /dev/null's descriptor (n fresh ones at the receiver). */
+static void send_fds(int fd, uint32_t n)
+{
+	int fds[CMS_IPC_MAX_FDS], null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct cms_ipc_msg m;
+	char why[256];
+	uint32_t i;
+
+	ck_assert_int_ge(null, 0);
+	for (i = 0; i < n; i++)
+		fds[i] = null;
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_FDS;
+	m.nfds = n;
+	ck_assert_msg(!cms_ipc_send(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	close(null);
+}
+
+/* Reads until the peer closes (what it answered is skipped). */
+static void wait_closed(int fd)
+{
+	struct cms_ipc_msg m;
+	cms_status st;
+
+	while (!(st = cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, NULL, 0)))
+		cms_ipc_msg_free(&m);
+	ck_assert_int_eq(st, CMS_ERR_DISCONNECTED);
+}
+
+/* The process's open descriptors once the servers closed what they are closing (<= 20 s). */
+static int open_fds_settled(int want)
+{
+	int n, k;
+
+	for (k = 0; k < 2000 && (n = t_open_fds()) != want; k++)
+		usleep(10000);
+	return n;
+}
+
+/* A client sends descriptors where none are expected: the server closes every one. */
+static void fds_refused_by(const char *path)
+{
+	char why[256];
+	int fd, before;
+
+	before = t_open_fds();
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	send_fds(fd, CMS_IPC_MAX_FDS);
+	wait_closed(fd);
+	close(fd);
+	ck_assert_int_eq(open_fds_settled(before), before);
+}
+
+struct fake_open {
+	cms_context *ctx;
+	const char *path;
+	cms_import *imp;
+	cms_status st;
+};
+
+static void *fake_open_main(void *arg)
+{
+	struct fake_open *o = arg;
+
+	o->st = cms_import_open(o->ctx, o->path, "x", NULL, &o->imp);
+	return NULL;
+}
+
+START_TEST(received_descriptors_closed)
+{
+	struct fix f;
+	struct fake_open o = { 0 };
+	struct cms_ipc_sockfile file;
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	pthread_t th;
+	char why[256];
+	int lfd, c, before;
+	pid_t pid;
+	uid_t uid;
+
+	/* the exporter and the control socket expect no descriptors from a client */
+	fix_start(&f, "fd", 1, 2 * MiB, 1, 0, CMS_ACCESS_READWRITE);
+	fds_refused_by(f.path);
+	ck_ok(cms_control_create(f.ctx, new_path("fdctl"), NULL, &ctl));
+	fds_refused_by(sock_path);
+	ck_ok(cms_control_destroy(ctl));
+
+	/* the importer, from an exporter (this thread) sending descriptors out of turn */
+	o.ctx = f.ctx;
+	o.path = new_path("fdexp");
+	ck_assert_int_eq(cms_ipc_listen(o.path, &lfd, &file, why, sizeof(why)), CMS_OK);
+	ck_assert_int_eq(pthread_create(&th, NULL, fake_open_main, &o), 0);
+	ck_assert_int_eq(poll(&(struct pollfd){ lfd, POLLIN, 0 }, 1, 20000), 1);
+	ck_assert_int_eq(cms_ipc_accept(lfd, NULL, 0, "", o.path, &c, &pid, &uid, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(cms_ipc_recv(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(m.type, CMS_IPC_HELLO);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_LAYOUT;
+	strcpy(m.tag, "x");
+	m.state = CMS_STATE_PAUSED;
+	m.access = CMS_IPC_ACCESS_READWRITE;
+	m.granularity = 2 * MiB;
+	ck_assert_int_eq(cms_ipc_send(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_ok(o.st);
+	before = t_open_fds();
+	send_fds(c, CMS_IPC_MAX_FDS);
+	/* a revocation after them: its answer says the descriptors were handled */
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_REVOKE;
+	m.seq = 7;
+	ck_assert_int_eq(cms_ipc_send(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(cms_ipc_recv(c, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(m.type, CMS_IPC_REVOKED);
+	ck_assert_uint_eq(m.seq, 7);
+	ck_assert_int_eq(open_fds_settled(before), before);
+	ck_ok(cms_import_close(o.imp));
+	close(c);
+	close(lfd);
+	cms_ipc_unlink(&file);
+	fix_end(&f);
+}
+END_TEST
+
+/* A socket file another process bound but does not listen on yet is not replaced. */
+START_TEST(bound_socket_not_replaced)
+{
+	cms_context *ctx = t_ctx();
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat before, after;
+	cms_exporter *exp;
+	cms_control *ctl;
+	int s;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", new_path("bound"));
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(lstat(a.sun_path, &before), 0);
+	ck_assert_int_eq(cms_exporter_create(ctx, a.sun_path, NULL, &exp), CMS_ERR_EXISTS);
+	ck_assert_ptr_null(exp);
+	ck_assert_int_eq(cms_control_create(ctx, a.sun_path, NULL, &ctl), CMS_ERR_EXISTS);
+	ck_assert_ptr_null(ctl);
+	ck_assert_int_eq(lstat(a.sun_path, &after), 0);
+	ck_assert_uint_eq(after.st_ino, before.st_ino);
+	/* once its owner is gone, the file is stale and replaced */
+	close(s);
+	ck_ok(cms_exporter_create(ctx, a.sun_path, NULL, &exp));
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static void make_file(const char *dir, const char *name)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+/* lstat of dir/name: its st_mode, or 0 when there is none. */
+static mode_t file_mode(const char *dir, const char *name)
+{
+	char path[300];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &sb) ? 0 : sb.st_mode;
+}
+
+/*
+ * A relative socket path means the directory current at the call: after a chdir(),
+ * destroying removes the socket file created, not the same name in the new directory;
+ * and a socket file someone else put at the path meanwhile stays.
+ */
+START_TEST(relative_socket_paths_resolved_at_the_call)
+{
+	cms_context *ctx = t_ctx();
+	char a[] = "/tmp/cms-rel-a-XXXXXX", b[] = "/tmp/cms-rel-b-XXXXXX", cwd[4096], x[64];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	cms_exporter *exp;
+	cms_control *ctl;
+	int s;
+
+	ck_assert_ptr_nonnull(mkdtemp(a));
+	ck_assert_ptr_nonnull(mkdtemp(b));
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(a), 0);
+	ck_ok(cms_exporter_create(ctx, "x.sock", NULL, &exp));
+	ck_ok(cms_control_create(ctx, "c.sock", NULL, &ctl));
+	ck_assert_int_eq(chdir(b), 0);
+	make_file(b, "x.sock");
+	make_file(b, "c.sock");
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_control_destroy(ctl));
+	ck_assert_msg(S_ISREG(file_mode(b, "x.sock")) && S_ISREG(file_mode(b, "c.sock")),
+		      "an unrelated file was unlinked");
+	ck_assert_uint_eq(file_mode(a, "x.sock"), 0);
+	ck_assert_uint_eq(file_mode(a, "c.sock"), 0);
+	ck_assert_int_eq(chdir(cwd), 0);
+
+	/* the socket file was replaced by another socket: destroy leaves that one */
+	snprintf(x, sizeof(x), "%s/x.sock", a);
+	ck_ok(cms_exporter_create(ctx, x, NULL, &exp));
+	ck_assert_int_eq(unlink(x), 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_assert_msg(S_ISSOCK(file_mode(a, "x.sock")), "another process's socket was unlinked");
+	close(s);
+	ck_assert_int_eq(unlink(x), 0);
+	snprintf(x, sizeof(x), "%s/x.sock", b);
+	ck_assert_int_eq(unlink(x), 0);
+	snprintf(x, sizeof(x), "%s/c.sock", b);
+	ck_assert_int_eq(unlink(x), 0);
+	ck_assert_int_eq(rmdir(a), 0);
+	ck_assert_int_eq(rmdir(b), 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* A connection that sends nothing (n == 0) or the first n bytes of a header, then stalls. */
+static int stalled_client(const char *path, size_t n)
+{
+	static const uint8_t hdr[8] = { 'C', 'M', 'S', 'I', 1, 0, 8, 0 };
+	char why[256];
+	int fd;
+
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	if (n)
+		ck_assert_int_eq(send(fd, hdr, n, MSG_NOSIGNAL), (ssize_t)n);
+	return fd;
+}
+
+/* Whether the server closed (or answered) fd yet. */
+static int server_closed(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/*
+ * Silent and stalled clients cost the control socket and the exporter nothing: a real
+ * request is answered while they are all still connected (before, the single thread
+ * spent up to 5 s on each in turn: 15 s for 3), a pause gets its importer's answer, and
+ * destroying with idle clients does not wait for them.
+ */
+START_TEST(stalled_clients_delay_nobody)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	struct cms_ipc_msg m;
+	struct peer *imp;
+	cms_control *ctl;
+	struct fix f;
+	char why[256], ep[108];
+	int64_t t0;
+	int c[3], fd, i;
+
+	fix_start(&f, "st", 1, 2 * MiB, 3, 3000, CMS_ACCESS_READWRITE);
+	snprintf(ep, sizeof(ep), "%s", f.path);
+	f.path = ep;
+	co.flags = CMS_CONTROL_ALLOW_ALL;
+	ck_ok(cms_control_create(f.ctx, new_path("stctl"), &co, &ctl));
+	for (i = 0; i < 3; i++)
+		c[i] = stalled_client(sock_path, i ? 0 : 8);
+	usleep(200000); /* the server has seen them */
+	t0 = cms_ipc_now_ms();
+	ck_assert_int_eq(cms_ipc_connect(sock_path, &fd, why, sizeof(why)), CMS_OK);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	ck_assert_int_eq(cms_ipc_send(fd, &m, NULL, t0 + 20000, why, sizeof(why)), CMS_OK);
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, t0 + 20000, why, sizeof(why)), "%s", why);
+	ck_assert_int_eq(m.type, CMS_IPC_CTL_REPLY);
+	ck_assert_int_eq(m.status, CMS_OK);
+	cms_ipc_msg_free(&m);
+	ck_assert_msg(cms_ipc_now_ms() - t0 < 3000, "answered after %lld ms",
+		      (long long)(cms_ipc_now_ms() - t0));
+	for (i = 0; i < 3; i++)
+		ck_assert_msg(!server_closed(c[i]), "client %d was served first", i);
+	close(fd);
+	t0 = cms_ipc_now_ms();
+	ck_ok(cms_control_destroy(ctl));
+	ck_assert_msg(cms_ipc_now_ms() - t0 < 2500, "destroy took %lld ms",
+		      (long long)(cms_ipc_now_ms() - t0));
+	for (i = 0; i < 3; i++)
+		close(c[i]);
+
+	/* the exporter: a pause needs its importer's answer, read past two stalled clients */
+	imp = importer(f.path, "st", 0);
+	ck_peer_ok(imp, "check 0 3");
+	for (i = 0; i < 2; i++)
+		c[i] = stalled_client(f.path, 8);
+	usleep(200000);
+	ck_ok(cms_region_pause(f.r, NULL, NULL));
+	ck_ok(cms_region_resume(f.r, NULL, NULL));
+	ck_assert_int_eq(peer_end(imp, 0), 0);
+	for (i = 0; i < 2; i++)
+		close(c[i]);
+	fix_end(&f);
+}
+END_TEST
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The exporter and the control socket keep at most their connection limit (128, 8: the
+ * rest wait in the backlog), and when accept fails for want of descriptors (EMFILE) they
+ * back off instead of spinning on the readable listening socket.
+ */
+START_TEST(connection_limit_and_accept_backoff)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct rlimit old, lim;
+	cms_control *ctl;
+	struct fix f;
+	char ep[108];
+	int c[160], fill[64], base, nfill = 0, i;
+	double cpu;
+
+	fix_start(&f, "lim", 1, 2 * MiB, 3, 0, CMS_ACCESS_READWRITE);
+	snprintf(ep, sizeof(ep), "%s", f.path);
+	f.path = ep;
+	ck_ok(cms_control_create(f.ctx, new_path("limctl"), NULL, &ctl));
+	base = t_open_fds();
+	for (i = 0; i < 20; i++)
+		c[i] = stalled_client(sock_path, 0);
+	for (i = 20; i < 160; i++)
+		c[i] = stalled_client(ep, 0);
+	usleep(500000);
+	/* the server side holds at most 8 + 128 of the 160 */
+	ck_assert_int_le(t_open_fds() - base - 160, 8 + 128);
+	for (i = 0; i < 160; i++)
+		close(c[i]);
+	ck_assert_int_eq(open_fds_settled(base), base); /* closed by the servers */
+
+	/* no descriptor left: accept fails with EMFILE while a client waits */
+	for (i = 0; i < 2; i++) {
+		c[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		ck_assert_int_ge(c[i], 0);
+	}
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)t_open_fds() + 32;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while (nfill < 64 && (fill[nfill] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		nfill++;
+	ck_assert_int_eq(errno, EMFILE);
+	ck_assert_int_lt(nfill, 64);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", ep);
+	ck_assert_int_eq(connect(c[0], (struct sockaddr *)&a, sizeof(a)), 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock_path);
+	ck_assert_int_eq(connect(c[1], (struct sockaddr *)&a, sizeof(a)), 0);
+	cpu = cpu_seconds();
+	usleep(1000000);
+	cpu = cpu_seconds() - cpu;
+	while (nfill > 0)
+		close(fill[--nfill]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_msg(cpu < 0.1, "the servers used %.2f s of CPU in 1 s, waiting for descriptors",
+		      cpu);
+	close(c[0]);
+	close(c[1]);
+	ck_ok(cms_control_destroy(ctl));
 	fix_end(&f);
 }
 END_TEST
@@ -1128,6 +1522,11 @@ static Suite *make(void)
 	tcase_add_test(t, timeout_and_refusal_name_the_importer);
 	tcase_add_test(t, wrong_uid_refused);
 	tcase_add_test(t, malformed_messages_refused);
+	tcase_add_test(t, received_descriptors_closed);
+	tcase_add_test(t, bound_socket_not_replaced);
+	tcase_add_test(t, relative_socket_paths_resolved_at_the_call);
+	tcase_add_test(t, stalled_clients_delay_nobody);
+	tcase_add_test(t, connection_limit_and_accept_backoff);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

@@ -3,8 +3,11 @@
  * control.c - the control socket: another process (cmsctl --socket PATH)
  * asks for the status of the context's regions, or to pause / resume a tag;
  * the application's callback decides. One request at a time, on the control
- * socket's own thread.
+ * socket's own thread, which reads every connection without waiting (a
+ * client that sends nothing, or half a request, delays nobody) and closes a
+ * connection whose request is not whole within CMS_IPC_IDLE_MS.
  */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@ struct cms_control {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
+	struct cms_ipc_sockfile file; /* lfd's socket file */
 	struct cms_ipc_loop loop;
 	pthread_mutex_t lock; /* loop.stop */
 	uint64_t flags;
@@ -24,6 +28,20 @@ struct cms_control {
 	void *user;
 	uint32_t *uids;
 	uint32_t nuids;
+	struct ctl_conn *conns; /* the thread's only */
+	size_t nconns;
+	struct cms_ipc_accepting accepting; /* the thread's only */
+};
+
+/* A connection whose request is not whole yet. */
+struct ctl_conn {
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	int64_t since; /* accepted (cms_ipc_now_ms) */
+	bool over;     /* served or failed: to close */
+	struct cms_ipc_rx rx;
+	struct ctl_conn *next;
 };
 
 static void progress(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -150,22 +168,15 @@ static const char *op_name(uint32_t op)
 	return op == CMS_IPC_OP_PAUSE ? "pause" : op == CMS_IPC_OP_RESUME ? "resume" : "status";
 }
 
-/* Serves one request on fd from pid/uid. */
-static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid)
+/* Serves the request q received on fd from pid/uid. */
+static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid,
+			  struct cms_ipc_msg *q_in)
 {
 	cms_control_request req;
-	struct cms_ipc_msg q, m;
-	int fds[CMS_IPC_MAX_FDS];
+	struct cms_ipc_msg q = *q_in, m;
 	char why[256];
 	cms_status st;
 
-	st = cms_ipc_recv(fd, &q, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why));
-	if (st) {
-		if (st == CMS_ERR_PROTOCOL)
-			cms_ipc_send_error(fd, st, why);
-		cms_log(ctl->ctx, CMS_LOG_WARN, "control %s: pid %d: %s", ctl->path, (int)pid, why);
-		return;
-	}
 	if (q.type != CMS_IPC_CTL_REQUEST) {
 		cms_ipc_send_error(fd, CMS_ERR_PROTOCOL, "expected a control request");
 		cms_ipc_msg_free(&q);
@@ -247,25 +258,157 @@ reply:
 	cms_ipc_msg_free(&q);
 }
 
+/* Closes and frees c (unlinked by the caller). */
+static void conn_close(struct ctl_conn *c)
+{
+	cms_ipc_rx_free(&c->rx);
+	close(c->fd);
+	free(c);
+}
+
+/* Accepts what waits, up to the connection limit. */
+static void accept_all(struct cms_control *ctl)
+{
+	while (ctl->nconns < CMS_IPC_CONTROL_CONNS) {
+		struct ctl_conn *c;
+		char why[256];
+		cms_status st;
+		pid_t pid;
+		uid_t uid;
+		int fd;
+
+		st = cms_ipc_accept(ctl->lfd, ctl->uids, ctl->nuids, "on", ctl->path, &fd, &pid,
+				    &uid, why, sizeof(why));
+		cms_ipc_accepted(&ctl->accepting, st);
+		if (st == CMS_ERR_NOT_FOUND || st == CMS_ERR_OUT_OF_HOST_MEMORY)
+			return;
+		if (st)
+			continue;
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->pid = pid;
+		c->uid = uid;
+		c->since = cms_ipc_now_ms();
+		cms_ipc_rx_init(&c->rx);
+		c->next = ctl->conns;
+		ctl->conns = c;
+		ctl->nconns++;
+	}
+}
+
+/* Reads what c sent; a whole request is served. Returns non-zero when c is done with. */
+static int conn_read(struct cms_control *ctl, struct ctl_conn *c)
+{
+	struct cms_ipc_msg q;
+	char why[256];
+	cms_status st;
+	int done;
+
+	st = cms_ipc_rx_read(c->fd, &c->rx, &q, NULL, &done, why, sizeof(why));
+	if (st) {
+		if (st == CMS_ERR_PROTOCOL)
+			cms_ipc_send_error(c->fd, st, why);
+		if (st != CMS_ERR_DISCONNECTED)
+			cms_log(ctl->ctx, CMS_LOG_WARN, "control %s: pid %d: %s", ctl->path,
+				(int)c->pid, why);
+		return 1;
+	}
+	if (!done)
+		return 0;
+	serve_request(ctl, c->fd, c->pid, c->uid, &q);
+	return 1;
+}
+
+/* One wait of the thread: the listening socket, the wake pipe and every connection. */
+static void serve_once(struct cms_control *ctl, struct pollfd *pf, struct ctl_conn **cs, size_t cap)
+{
+	struct ctl_conn *c, **pp;
+	int64_t now = cms_ipc_now_ms();
+	int timeout = 1000;
+	size_t n = 2, i;
+
+	/* at the limit or backing off: the listening socket waits (poll skips fd -1) */
+	pf[0] = (struct pollfd){ cms_ipc_accepting_now(&ctl->accepting, ctl->nconns,
+						       CMS_IPC_CONTROL_CONNS, now, &timeout) ?
+					 ctl->lfd :
+					 -1,
+				 POLLIN, 0 };
+	pf[1] = (struct pollfd){ ctl->loop.wake[0], POLLIN, 0 };
+	for (c = ctl->conns; c && n < cap; c = c->next) {
+		cs[n] = c;
+		pf[n++] = (struct pollfd){ c->fd, POLLIN, 0 };
+		cms_ipc_timeout_until(&timeout, now, c->since + CMS_IPC_IDLE_MS);
+	}
+	if (poll(pf, n, timeout) < 0)
+		return;
+	if (pf[1].revents)
+		cms_ipc_loop_drain(&ctl->loop);
+	for (i = 2; i < n; i++)
+		if (pf[i].revents && conn_read(ctl, cs[i]))
+			cs[i]->over = true;
+	now = cms_ipc_now_ms();
+	for (pp = &ctl->conns; (c = *pp);) {
+		if (!c->over && now < c->since + CMS_IPC_IDLE_MS) {
+			pp = &c->next;
+			continue;
+		}
+		if (!c->over) {
+			cms_ipc_send_error(c->fd, CMS_ERR_TIMEOUT, "no whole request in time");
+			cms_log(ctl->ctx, CMS_LOG_WARN,
+				"control %s: pid %d sent no whole request within %d ms", ctl->path,
+				(int)c->pid, CMS_IPC_IDLE_MS);
+		}
+		*pp = c->next;
+		ctl->nconns--;
+		conn_close(c);
+	}
+	if (pf[0].revents)
+		accept_all(ctl);
+}
+
 static void *control_thread(void *arg)
 {
 	struct cms_control *ctl = arg;
+	struct pollfd *pf = NULL;
+	struct ctl_conn **cs = NULL, *c;
+	size_t cap = 0;
 
 	for (;;) {
-		char why[256];
-		pid_t pid;
-		uid_t uid;
-		int fd, rc;
+		size_t n = 2;
+		bool stop;
 
-		rc = cms_ipc_loop_wait(&ctl->loop, &ctl->lock, ctl->lfd);
-		if (rc < 0)
+		pthread_mutex_lock(&ctl->lock);
+		stop = ctl->loop.stop;
+		pthread_mutex_unlock(&ctl->lock);
+		if (stop)
 			break;
-		if (!rc || cms_ipc_accept(ctl->lfd, ctl->uids, ctl->nuids, "on", ctl->path, &fd,
-					  &pid, &uid, why, sizeof(why)))
+		for (c = ctl->conns; c; c = c->next)
+			n++;
+		if (n > cap) {
+			struct pollfd *npf = realloc(pf, n * 2 * sizeof(*pf));
+			struct ctl_conn **ncs = npf ? realloc(cs, n * 2 * sizeof(*cs)) : NULL;
+
+			pf = npf ? npf : pf;
+			cs = ncs ? ncs : cs;
+			if (npf && ncs)
+				cap = n * 2;
+		}
+		if (cap < 2) { /* no memory for even the two fixed entries: try again shortly */
+			poll(NULL, 0, 100);
 			continue;
-		serve_request(ctl, fd, pid, uid);
-		close(fd);
+		}
+		serve_once(ctl, pf, cs, cap);
 	}
+	while ((c = ctl->conns)) {
+		ctl->conns = c->next;
+		conn_close(c);
+	}
+	free(pf);
+	free(cs);
 	return NULL;
 }
 
@@ -319,7 +462,7 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	st = cms_ipc_loop_init(&ctl->loop);
 	if (st)
 		goto err_free;
-	st = cms_ipc_listen(path, &ctl->lfd, why, sizeof(why));
+	st = cms_ipc_listen(path, &ctl->lfd, &ctl->file, why, sizeof(why));
 	if (st) {
 		cms_set_error(st, "control socket: %s", why);
 		goto err_free;
@@ -333,7 +476,7 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 
 err_listen:
 	close(ctl->lfd);
-	unlink(ctl->path);
+	cms_ipc_unlink(&ctl->file);
 err_free:
 	cms_ipc_loop_fini(&ctl->loop);
 	pthread_mutex_destroy(&ctl->lock);
@@ -355,7 +498,7 @@ CMS_API cms_status cms_control_destroy(cms_control *ctl)
 		return st;
 	cms_ipc_loop_stop(&ctl->loop, &ctl->lock);
 	close(ctl->lfd);
-	unlink(ctl->path);
+	cms_ipc_unlink(&ctl->file);
 	cms_ipc_loop_fini(&ctl->loop);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->uids);

@@ -9,6 +9,15 @@
 
 /* Deadline of one message's I/O once it has started (a stuck peer costs at most this). */
 #define CMS_IPC_IO_MS 5000
+/* A connection that has not sent its request (exporter: HELLO; control socket: the request)
+ * within this is closed. Servers read without waiting, so it costs nobody else time. */
+#define CMS_IPC_IDLE_MS 5000
+/* Connections a server keeps at most; more wait in the listen backlog. */
+#define CMS_IPC_EXPORTER_CONNS 128
+#define CMS_IPC_CONTROL_CONNS 8
+/* After accept failed for want of descriptors or memory: first and longest pause. */
+#define CMS_IPC_BACKOFF_MIN_MS 100
+#define CMS_IPC_BACKOFF_MAX_MS 1000
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
 /* Deadline of a whole grant (layout + every descriptor) after its first message. */
 #define CMS_IPC_GRANT_MS 60000
@@ -80,6 +89,29 @@ void cms_ipc_loop_stop(struct cms_ipc_loop *l, pthread_mutex_t *lock);
 
 /* Closes the wake pipe if open (wake -1 after). */
 void cms_ipc_loop_fini(struct cms_ipc_loop *l);
+
+/* Empties the wake pipe (after poll saw it readable). */
+void cms_ipc_loop_drain(struct cms_ipc_loop *l);
+
+/* When a server polls its listening socket (server thread's only). */
+struct cms_ipc_accepting {
+	int64_t until; /* backing off until then (cms_ipc_now_ms clock) */
+	int ms;	       /* the last pause; 0: none */
+};
+
+/*
+ * Whether to poll the listening socket now: fewer than max connections and
+ * not backing off (then *timeout_ms is lowered to the pause's end).
+ */
+bool cms_ipc_accepting_now(struct cms_ipc_accepting *a, size_t conns, size_t max, int64_t now,
+			   int *timeout_ms);
+
+/* Records an accept's outcome: CMS_ERR_OUT_OF_HOST_MEMORY starts or doubles a pause, CMS_OK
+ * ends them. */
+void cms_ipc_accepted(struct cms_ipc_accepting *a, cms_status st);
+
+/* Lowers *timeout_ms (of poll, >= 0) to the time left until at (ms, cms_ipc_now_ms clock). */
+void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
 
 /* ---- ipc_export.c: hooks of pause/resume into IPC (region locks held) ---- */
 /*

@@ -45,6 +45,10 @@ struct conn {
 	bool answered;
 	int32_t answer;
 	bool dead; /* a write failed: the server thread closes it */
+	/* the server thread's only: the message under way, when it started, when accepted */
+	struct cms_ipc_rx rx;
+	int64_t msg_since; /* 0: no message under way */
+	int64_t since;
 	struct conn *next;
 };
 
@@ -52,7 +56,8 @@ struct cms_exporter {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
-	struct cms_ipc_loop loop; /* loop.stop under lock */
+	struct cms_ipc_sockfile file; /* lfd's socket file */
+	struct cms_ipc_loop loop;     /* loop.stop under lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC */
 	uint32_t *uids;
@@ -60,6 +65,8 @@ struct cms_exporter {
 	uint32_t timeout_ms;
 	struct cms_ipc_pub *pubs;
 	struct conn *conns;
+	size_t nconns;			    /* in conns */
+	struct cms_ipc_accepting accepting; /* the server thread's only */
 	uint64_t seq;
 };
 
@@ -315,19 +322,27 @@ static int handle(struct cms_exporter *exp, struct conn *c, const struct cms_ipc
 	return 1;
 }
 
+/* Accepts what waits, up to the connection limit. */
 static void accept_all(struct cms_exporter *exp)
 {
 	for (;;) {
 		char why[256];
 		struct conn *c;
 		cms_status st;
+		bool full;
 		pid_t pid;
 		uid_t uid;
 		int fd;
 
+		pthread_mutex_lock(&exp->lock);
+		full = exp->nconns >= CMS_IPC_EXPORTER_CONNS;
+		pthread_mutex_unlock(&exp->lock);
+		if (full)
+			return;
 		st = cms_ipc_accept(exp->lfd, exp->uids, exp->nuids, "to import from", exp->path,
 				    &fd, &pid, &uid, why, sizeof(why));
-		if (st == CMS_ERR_NOT_FOUND)
+		cms_ipc_accepted(&exp->accepting, st);
+		if (st == CMS_ERR_NOT_FOUND || st == CMS_ERR_OUT_OF_HOST_MEMORY)
 			return;
 		if (st == CMS_ERR_PERMISSION)
 			cms_log(exp->ctx, CMS_LOG_WARN, "exporter: refused pid %d: %s", (int)pid,
@@ -343,9 +358,12 @@ static void accept_all(struct cms_exporter *exp)
 		c->pid = pid;
 		c->uid = uid;
 		c->state = C_HELLO;
+		c->since = cms_ipc_now_ms();
+		cms_ipc_rx_init(&c->rx);
 		pthread_mutex_lock(&exp->lock);
 		c->next = exp->conns;
 		exp->conns = c;
+		exp->nconns++;
 		pthread_mutex_unlock(&exp->lock);
 	}
 }
@@ -358,22 +376,106 @@ static void drop(struct cms_exporter *exp, struct conn *c)
 	for (pp = &exp->conns; *pp != c; pp = &(*pp)->next)
 		;
 	*pp = c->next;
+	exp->nconns--;
+	cms_ipc_rx_free(&c->rx);
 	close(c->fd);
 	free(c);
 	pthread_cond_broadcast(&exp->cond); /* a revocation may wait for it */
+}
+
+/* When c is closed for want of a message (0: never): a HELLO not sent, or one under way. */
+static int64_t conn_expiry(const struct conn *c)
+{
+	if (c->state == C_HELLO)
+		return c->since + CMS_IPC_IDLE_MS;
+	return c->rx.have ? c->msg_since + CMS_IPC_IO_MS : 0;
+}
+
+/* Reads what c sent, without waiting, and handles a whole message (server thread). */
+static void conn_read(struct cms_exporter *exp, struct conn *c)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+	cms_status st;
+	int bye, done;
+
+	st = cms_ipc_rx_read(c->fd, &c->rx, &m, NULL, &done, why, sizeof(why));
+	if (!st && !done) {
+		if (c->rx.have && !c->msg_since)
+			c->msg_since = cms_ipc_now_ms();
+		return;
+	}
+	c->msg_since = 0;
+	pthread_mutex_lock(&exp->lock);
+	if (st) {
+		if (st == CMS_ERR_PROTOCOL)
+			conn_error(exp, c, st, why);
+		if (st != CMS_ERR_DISCONNECTED)
+			cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: pid %d dropped: %s",
+				exp->path, (int)c->pid, why);
+		bye = 1;
+	} else {
+		bye = handle(exp, c, &m);
+	}
+	if (bye)
+		drop(exp, c);
+	pthread_mutex_unlock(&exp->lock);
+	cms_ipc_msg_free(&m);
+}
+
+/* Closes the connections past their expiry (conn_expiry); exp->lock held. */
+static void expire(struct cms_exporter *exp, int64_t now)
+{
+	struct conn *c, *next;
+
+	for (c = exp->conns; c; c = next) {
+		int64_t at = conn_expiry(c);
+
+		next = c->next;
+		if (!at || now < at)
+			continue;
+		cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: pid %d dropped: %s within %d ms",
+			exp->path, (int)c->pid,
+			c->state == C_HELLO ? "no request" : "a message not whole",
+			c->state == C_HELLO ? CMS_IPC_IDLE_MS : CMS_IPC_IO_MS);
+		conn_error(exp, c, CMS_ERR_TIMEOUT, "no whole message in time");
+		drop(exp, c);
+	}
+}
+
+/* Room for n entries in the poll set and the connection table beside it. */
+static bool grow(struct pollfd **pf, struct conn ***cs, size_t *cap, size_t n)
+{
+	struct pollfd *npf;
+	struct conn **ncs;
+
+	if (n <= *cap)
+		return true;
+	npf = realloc(*pf, n * 2 * sizeof(**pf));
+	if (npf)
+		*pf = npf;
+	ncs = npf ? realloc(*cs, n * 2 * sizeof(**cs)) : NULL;
+	if (ncs)
+		*cs = ncs;
+	if (!npf || !ncs)
+		return *cap >= 2; /* the fixed entries at least: serve who fits */
+	*cap = n * 2;
+	return true;
 }
 
 static void *server(void *arg)
 {
 	struct cms_exporter *exp = arg;
 	struct pollfd *pf = NULL;
+	struct conn **cs = NULL;
 	size_t cap = 0;
 
 	for (;;) {
 		struct conn *c, *next;
 		size_t n = 2, i;
+		int64_t now;
+		int timeout;
 		bool pending;
-		char drain[64];
 
 		pending = run_grants(exp);
 		pthread_mutex_lock(&exp->lock);
@@ -388,68 +490,46 @@ static void *server(void *arg)
 		}
 		for (c = exp->conns; c; c = c->next)
 			n++;
-		if (n > cap) {
-			struct pollfd *np = realloc(pf, n * 2 * sizeof(*pf));
-
-			if (np) {
-				pf = np;
-				cap = n * 2;
-			}
-		}
-		if (!pf) { /* no memory for even the two fixed entries: try again shortly */
+		if (!grow(&pf, &cs, &cap, n)) {
 			pthread_mutex_unlock(&exp->lock);
-			poll(NULL, 0, 100);
+			poll(NULL, 0, 100); /* no memory for even the two fixed entries */
 			continue;
 		}
-		pf[0] = (struct pollfd){ exp->lfd, POLLIN, 0 };
+		now = cms_ipc_now_ms();
+		timeout = pending ? 5 : 1000;
+		/* at the limit or backing off: the listening socket waits (poll skips fd -1) */
+		pf[0] = (struct pollfd){ cms_ipc_accepting_now(&exp->accepting, exp->nconns,
+							       CMS_IPC_EXPORTER_CONNS, now,
+							       &timeout) ?
+						 exp->lfd :
+						 -1,
+					 POLLIN, 0 };
 		pf[1] = (struct pollfd){ exp->loop.wake[0], POLLIN, 0 };
 		n = 2;
-		for (c = exp->conns; c && n < cap; c = c->next)
+		/* Only this thread frees connections: cs stays valid without the lock. */
+		for (c = exp->conns; c && n < cap; c = c->next) {
+			if (conn_expiry(c))
+				cms_ipc_timeout_until(&timeout, now, conn_expiry(c));
+			cs[n] = c;
 			pf[n++] = (struct pollfd){ c->fd, POLLIN, 0 };
+		}
 		pthread_mutex_unlock(&exp->lock);
 
-		if (poll(pf, n, pending ? 5 : 1000) < 0)
+		if (poll(pf, n, timeout) < 0)
 			continue;
 		if (pf[1].revents)
-			while (read(exp->loop.wake[0], drain, sizeof(drain)) > 0)
-				;
+			cms_ipc_loop_drain(&exp->loop);
+		for (i = 2; i < n; i++)
+			if (pf[i].revents)
+				conn_read(exp, cs[i]);
+		pthread_mutex_lock(&exp->lock);
+		expire(exp, cms_ipc_now_ms());
+		pthread_mutex_unlock(&exp->lock);
 		if (pf[0].revents)
 			accept_all(exp);
-		for (i = 2; i < n; i++) {
-			struct cms_ipc_msg m;
-			int fds[CMS_IPC_MAX_FDS];
-			char why[256];
-			cms_status st;
-			int bye;
-
-			if (!pf[i].revents)
-				continue;
-			/* Only this thread frees connections: find it again by descriptor. */
-			st = cms_ipc_recv(pf[i].fd, &m, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
-					  sizeof(why));
-			pthread_mutex_lock(&exp->lock);
-			for (c = exp->conns; c && c->fd != pf[i].fd; c = c->next)
-				;
-			if (c) {
-				if (st) {
-					if (st == CMS_ERR_PROTOCOL)
-						conn_error(exp, c, st, why);
-					if (st != CMS_ERR_DISCONNECTED)
-						cms_log(exp->ctx, CMS_LOG_WARN,
-							"exporter %s: pid %d dropped: %s",
-							exp->path, (int)c->pid, why);
-					bye = 1;
-				} else {
-					bye = handle(exp, c, &m);
-				}
-				if (bye)
-					drop(exp, c);
-			}
-			pthread_mutex_unlock(&exp->lock);
-			cms_ipc_msg_free(&m);
-		}
 	}
 	free(pf);
+	free(cs);
 	return NULL;
 }
 
@@ -675,7 +755,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	pthread_cond_init(&exp->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&exp->lock, NULL);
-	st = cms_ipc_listen(path, &exp->lfd, why, sizeof(why));
+	st = cms_ipc_listen(path, &exp->lfd, &exp->file, why, sizeof(why));
 	if (st) {
 		cms_set_error(st, "exporter: %s", why);
 		goto err_sync;
@@ -690,7 +770,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 
 err_listen:
 	close(exp->lfd);
-	unlink(exp->path);
+	cms_ipc_unlink(&exp->file);
 err_sync:
 	pthread_mutex_destroy(&exp->lock);
 	pthread_cond_destroy(&exp->cond);
@@ -806,7 +886,7 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 	while (exp->conns)
 		drop(exp, exp->conns);
 	close(exp->lfd);
-	unlink(exp->path);
+	cms_ipc_unlink(&exp->file);
 	cms_ipc_loop_fini(&exp->loop);
 	while ((p = exp->pubs)) {
 		exp->pubs = p->next;

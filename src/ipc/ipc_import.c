@@ -219,13 +219,9 @@ static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t de
 
 		while (got < n) {
 			struct cms_ipc_msg f;
-			int fds[CMS_IPC_MAX_FDS];
-			uint32_t k;
 
-			if (cms_ipc_recv(imp->fd, &f, fds, deadline, NULL, 0))
+			if (cms_ipc_recv(imp->fd, &f, NULL, deadline, NULL, 0))
 				break;
-			for (k = 0; k < f.nfds; k++)
-				close(fds[k]);
 			got += f.type == CMS_IPC_FDS ? f.nfds : n;
 			cms_ipc_msg_free(&f);
 		}
@@ -331,7 +327,6 @@ static void *serve(void *arg)
 
 	for (;;) {
 		struct cms_ipc_msg m;
-		int fds[CMS_IPC_MAX_FDS];
 		uint32_t event = 0;
 		char why[256];
 		cms_status st;
@@ -342,7 +337,7 @@ static void *serve(void *arg)
 			break;
 		if (!rc)
 			continue;
-		st = cms_ipc_recv(imp->fd, &m, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
+		st = cms_ipc_recv(imp->fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
 				  sizeof(why));
 		if (st) {
 			cms_log(imp->ctx, st == CMS_ERR_DISCONNECTED ? CMS_LOG_INFO : CMS_LOG_WARN,
@@ -425,14 +420,11 @@ static cms_status hello(cms_import *imp, const char *tag, const cms_import_optio
 	if (st) {
 		/* The exporter may have refused us at once: its ERROR says why. */
 		struct cms_ipc_msg e;
-		int fds[CMS_IPC_MAX_FDS];
 
-		if (!cms_ipc_recv(imp->fd, &e, fds, cms_ipc_now_ms() + 1000, NULL, 0)) {
+		if (!cms_ipc_recv(imp->fd, &e, NULL, cms_ipc_now_ms() + 1000, NULL, 0)) {
 			if (e.type == CMS_IPC_ERROR)
 				st = cms_set_error(e.status, "import from %s: %s", imp->path,
 						   e.text);
-			for (uint32_t k = 0; k < e.nfds; k++)
-				close(fds[k]);
 			cms_ipc_msg_free(&e);
 			if (st != CMS_ERR_DISCONNECTED)
 				return st;
@@ -488,8 +480,7 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 {
 	cms_import_options o = CMS_IMPORT_OPTIONS_INIT;
 	struct cms_ipc_msg m;
-	int fds[CMS_IPC_MAX_FDS];
-	uint32_t event, k;
+	uint32_t event;
 	int64_t deadline;
 	cms_import *imp;
 	char why[256];
@@ -541,7 +532,7 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	st = hello(imp, tag, &o);
 	if (st)
 		goto err_free;
-	st = cms_ipc_recv(imp->fd, &m, fds, deadline, why, sizeof(why));
+	st = cms_ipc_recv(imp->fd, &m, NULL, deadline, why, sizeof(why));
 	if (st) {
 		ifail(imp, st, "waiting for the grant", why);
 		goto err_free;
@@ -550,8 +541,6 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 		st = m.type == CMS_IPC_ERROR ?
 			     cms_set_error(m.status, "import from %s: %s", path, m.text) :
 			     ifail(imp, CMS_ERR_PROTOCOL, "unexpected first message", NULL);
-		for (k = 0; k < m.nfds; k++)
-			close(fds[k]);
 		cms_ipc_msg_free(&m);
 		goto err_free;
 	}

@@ -120,3 +120,45 @@ void cms_ipc_loop_fini(struct cms_ipc_loop *l)
 	}
 	l->wake[0] = l->wake[1] = -1;
 }
+
+void cms_ipc_loop_drain(struct cms_ipc_loop *l)
+{
+	char drain[64];
+
+	while (read(l->wake[0], drain, sizeof(drain)) > 0)
+		;
+}
+
+void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at)
+{
+	int64_t left = at > now ? at - now : 0;
+
+	if (left < *timeout_ms)
+		*timeout_ms = (int)left;
+}
+
+bool cms_ipc_accepting_now(struct cms_ipc_accepting *a, size_t conns, size_t max, int64_t now,
+			   int *timeout_ms)
+{
+	if (conns >= max)
+		return false; /* a connection closing wakes the loop's next round */
+	if (now < a->until) {
+		cms_ipc_timeout_until(timeout_ms, now, a->until);
+		return false;
+	}
+	return true;
+}
+
+void cms_ipc_accepted(struct cms_ipc_accepting *a, cms_status st)
+{
+	if (st == CMS_OK) {
+		a->ms = 0;
+		return;
+	}
+	if (st != CMS_ERR_OUT_OF_HOST_MEMORY)
+		return;
+	a->ms = a->ms ? a->ms * 2 : CMS_IPC_BACKOFF_MIN_MS;
+	if (a->ms > CMS_IPC_BACKOFF_MAX_MS)
+		a->ms = CMS_IPC_BACKOFF_MAX_MS;
+	a->until = cms_ipc_now_ms() + a->ms;
+}

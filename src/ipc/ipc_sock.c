@@ -56,55 +56,152 @@ static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, siz
 	}
 }
 
-cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen)
+/*
+ * Whether the socket file at a may be replaced: only when no socket is bound
+ * to it any more. A stream connect that is refused does not tell (a socket
+ * bound but not listening yet refuses too); a datagram connect does: the
+ * kernel answers ECONNREFUSED only when no socket at all is bound to the
+ * file's inode, and EPROTOTYPE (or success) when one of any type is.
+ * Returns CMS_OK (stale, or gone), CMS_ERR_EXISTS, CMS_ERR_IO.
+ */
+static cms_status check_stale(const struct sockaddr_un *a, const char *path, char *why,
+			      size_t whylen)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		int probe = socket(AF_UNIX, types[i] | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e;
+
+		if (probe < 0)
+			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		e = connect(probe, (const struct sockaddr *)a, sizeof(*a)) ? errno : 0;
+		close(probe);
+		if (e == ENOENT)
+			return CMS_OK; /* gone meanwhile */
+		if (e == ECONNREFUSED)
+			continue;
+		if (!e || e == EAGAIN || e == EINPROGRESS || e == EPROTOTYPE)
+			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+					    "%s is in use by another process%s", path,
+					    i ? " (bound, not listening yet)" : "");
+		return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+				    "%s exists and cannot be probed (connect: %s): not replaced",
+				    path, strerror(e));
+	}
+	return CMS_OK;
+}
+
+void cms_ipc_unlink(struct cms_ipc_sockfile *sf)
+{
+	struct stat sb;
+
+	if (sf->dirfd < 0)
+		return;
+	if (!fstatat(sf->dirfd, sf->base, &sb, AT_SYMLINK_NOFOLLOW) && sb.st_dev == sf->dev &&
+	    sb.st_ino == sf->ino)
+		unlinkat(sf->dirfd, sf->base, 0);
+	close(sf->dirfd);
+	sf->dirfd = -1;
+}
+
+/* Opens path's directory (O_PATH) into sf and copies its last component. */
+static cms_status open_dir(const char *path, struct cms_ipc_sockfile *sf, char *why, size_t whylen)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[CMS_IPC_PATH_MAX + 1];
+
+	if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	snprintf(sf->base, sizeof(sf->base), "%s", slash ? slash + 1 : path);
+	if (!sf->base[0])
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+				    "socket path %s names a directory", path);
+	sf->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (sf->dirfd < 0)
+		return cms_ipc_fail(errno == ENOENT || errno == ENOTDIR ? CMS_ERR_NOT_FOUND :
+									  CMS_ERR_IO,
+				    why, whylen, "directory of %s: %s", path, strerror(errno));
+	return CMS_OK;
+}
+
+cms_status cms_ipc_listen(const char *path, int *lfd, struct cms_ipc_sockfile *sf, char *why,
+			  size_t whylen)
 {
 	struct sockaddr_un a;
-	struct stat sb;
-	int fd, probe;
+	struct stat sb, now;
+	cms_status st;
+	int fd;
 
 	*lfd = -1;
+	sf->dirfd = -1;
 	if (fill_addr(&a, path))
 		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
 				    "socket path is empty or longer than %d bytes",
 				    CMS_IPC_PATH_MAX);
+	st = open_dir(path, sf, why, whylen);
+	if (st)
+		return st;
 	if (!lstat(path, &sb)) {
 		if (!S_ISSOCK(sb.st_mode))
 			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
 					    "%s exists and is not a socket", path);
-		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe < 0)
-			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
-		if (!connect(probe, (struct sockaddr *)&a, sizeof(a))) {
-			close(probe);
-			return cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
-					    "%s is in use by another process", path);
+		st = check_stale(&a, path, why, whylen);
+		if (st)
+			goto err_dir;
+		/* only the stale file probed, not one another process put there meanwhile */
+		if (!lstat(path, &now) && (now.st_dev != sb.st_dev || now.st_ino != sb.st_ino)) {
+			st = cms_ipc_fail(CMS_ERR_EXISTS, why, whylen,
+					  "%s was replaced while probed", path);
+			goto err_dir;
 		}
-		close(probe);
-		if (unlink(path) && errno != ENOENT)
-			return cms_ipc_fail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
-					    strerror(errno));
+		if (unlink(path) && errno != ENOENT) {
+			st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "unlink %s: %s", path,
+					  strerror(errno));
+			goto err_dir;
+		}
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+	if (fd < 0) {
+		st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "socket: %s", strerror(errno));
+		goto err_dir;
+	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
 		int e = errno;
 
-		close(fd);
-		return cms_ipc_fail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
-				    "bind %s: %s", path, strerror(e));
+		st = cms_ipc_fail(e == EADDRINUSE ? CMS_ERR_EXISTS : CMS_ERR_IO, why, whylen,
+				  "bind %s: %s", path, strerror(e));
+		goto err_socket;
 	}
+	/* the inode bound: the only file cms_ipc_unlink removes */
+	if (fstatat(sf->dirfd, sf->base, &sb, AT_SYMLINK_NOFOLLOW)) {
+		st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "stat %s: %s", path, strerror(errno));
+		goto err_socket;
+	}
+	sf->dev = sb.st_dev;
+	sf->ino = sb.st_ino;
 	/* The uid check (SO_PEERCRED) is the guard; the mode keeps others from connecting. */
-	if (chmod(path, 0600) || listen(fd, 64)) {
-		int e = errno;
-
-		close(fd);
-		unlink(path);
-		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path,
-				    strerror(e));
+	if (fchmodat(sf->dirfd, sf->base, 0600, 0) || listen(fd, 64)) {
+		st = cms_ipc_fail(CMS_ERR_IO, why, whylen, "chmod/listen %s: %s", path,
+				  strerror(errno));
+		goto err_unlink;
 	}
 	*lfd = fd;
 	return CMS_OK;
+
+err_unlink:
+	cms_ipc_unlink(sf);
+err_socket:
+	close(fd);
+err_dir:
+	if (sf->dirfd >= 0)
+		close(sf->dirfd);
+	sf->dirfd = -1;
+	return st;
 }
 
 cms_status cms_ipc_connect(const char *path, int *out, char *why, size_t whylen)
@@ -170,8 +267,15 @@ cms_status cms_ipc_accept(int lfd, const uint32_t *list, size_t n, const char *w
 
 	*fd = -1;
 	c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (c < 0)
-		return cms_ipc_fail(CMS_ERR_NOT_FOUND, why, whylen, "accept: %s", strerror(errno));
+	if (c < 0) {
+		int e = errno;
+
+		return cms_ipc_fail(e == EAGAIN || e == EWOULDBLOCK ? CMS_ERR_NOT_FOUND :
+				    e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM ?
+								      CMS_ERR_OUT_OF_HOST_MEMORY :
+								      CMS_ERR_IO,
+				    why, whylen, "accept: %s", strerror(e));
+	}
 	st = cms_ipc_peer(c, pid, uid, why, whylen);
 	if (st)
 		goto err_close;
@@ -248,117 +352,171 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 	return st;
 }
 
-/* Reads exactly n bytes, collecting descriptors. */
-static cms_status read_full(int fd, uint8_t *dst, size_t n, int *fds, size_t *nfds,
-			    int64_t deadline, int at_start, char *why, size_t whylen)
+void cms_ipc_rx_init(struct cms_ipc_rx *rx)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->need = CMS_IPC_HEADER_SIZE;
+}
+
+void cms_ipc_rx_free(struct cms_ipc_rx *rx)
+{
+	size_t i;
+
+	for (i = 0; i < rx->nfds; i++)
+		close(rx->fds[i]);
+	free(rx->buf);
+	cms_ipc_rx_init(rx);
+}
+
+/* Keeps the descriptors of one recvmsg (closes those past the limit). */
+static void take_fds(struct cms_ipc_rx *rx, struct msghdr *mh)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			rx->bad = 1;
+			continue;
+		}
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt; k++) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (rx->nfds < CMS_IPC_MAX_FDS)
+				rx->fds[rx->nfds++] = v;
+			else {
+				close(v);
+				rx->bad = 1;
+			}
+		}
+	}
+	if (mh->msg_flags & MSG_CTRUNC)
+		rx->bad = 1;
+}
+
+/* The header is in: checks it and makes room for the whole message. */
+static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
+{
+	uint32_t payload, announced;
+	uint16_t type;
+	cms_status st;
+
+	st = cms_ipc_decode_header(rx->hdr, &type, &payload, &announced, why, whylen);
+	if (st)
+		return st;
+	rx->buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
+	if (!rx->buf)
+		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+				    "cannot allocate %u bytes", payload);
+	memcpy(rx->buf, rx->hdr, CMS_IPC_HEADER_SIZE);
+	rx->need = CMS_IPC_HEADER_SIZE + (size_t)payload;
+	return CMS_OK;
+}
+
+/* The whole message is in: decodes it and hands its descriptors out (to out, or closed). */
+static cms_status rx_done(struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *out, char *why,
+			  size_t whylen)
+{
+	cms_status st;
+
+	if (rx->bad)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "unexpected or too many descriptors with a message");
+	st = cms_ipc_decode(rx->buf, rx->need, rx->nfds, m, why, whylen);
+	if (st)
+		return st;
+	if (out) {
+		memcpy(out, rx->fds, rx->nfds * sizeof(*out));
+		rx->nfds = 0;
+	}
+	cms_ipc_rx_free(rx); /* closes what was not handed out */
+	return CMS_OK;
+}
+
+cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *out,
+			   int *done, char *why, size_t whylen)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
 		struct cmsghdr align;
 	} ctl;
-	size_t off = 0;
 	cms_status st;
-	int bad = 0;
 
-	while (off < n) {
+	*done = 0;
+	memset(m, 0, sizeof(*m));
+	for (;;) {
+		uint8_t *dst = rx->buf ? rx->buf : rx->hdr;
+		struct iovec iov = { dst + rx->have, rx->need - rx->have };
 		struct msghdr mh;
-		struct iovec iov = { dst + off, n - off };
-		struct cmsghdr *c;
 		ssize_t got;
 
+		if (rx->have == rx->need) {
+			if (!rx->buf && rx->need == CMS_IPC_HEADER_SIZE) {
+				st = rx_header(rx, why, whylen);
+				if (st)
+					goto err_free;
+				continue;
+			}
+			st = rx_done(rx, m, out, why, whylen);
+			if (st)
+				goto err_free;
+			*done = 1;
+			return CMS_OK;
+		}
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
 		mh.msg_control = ctl.buf;
 		mh.msg_controllen = sizeof(ctl.buf);
-		got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			st = wait_fd(fd, POLLIN, deadline, why, whylen);
-			if (st)
-				return st;
-			continue;
-		}
+		got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return CMS_OK; /* the rest later */
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0)
-			return errno == ECONNRESET ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
-								  "the peer reset the connection") :
-						     cms_ipc_fail(CMS_ERR_IO, why, whylen,
-								  "recvmsg: %s", strerror(errno));
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			size_t k, cnt;
-
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-				bad = 1;
-				continue;
-			}
-			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (k = 0; k < cnt; k++) {
-				int v;
-
-				memcpy(&v, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-				if (*nfds < CMS_IPC_MAX_FDS)
-					fds[(*nfds)++] = v;
-				else {
-					close(v);
-					bad = 1;
-				}
-			}
+		if (got < 0) {
+			st = errno == ECONNRESET ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+								"the peer reset the connection") :
+						   cms_ipc_fail(CMS_ERR_IO, why, whylen,
+								"recvmsg: %s", strerror(errno));
+			goto err_free;
 		}
-		if (mh.msg_flags & MSG_CTRUNC)
-			bad = 1;
-		if (got == 0)
-			return at_start && !off ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
-							       "the peer closed the connection") :
-						  cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
-							       "the peer closed inside a message");
-		off += (size_t)got;
+		take_fds(rx, &mh);
+		if (got == 0) {
+			st = !rx->have ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+						      "the peer closed the connection") :
+					 cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+						      "the peer closed inside a message");
+			goto err_free;
+		}
+		rx->have += (size_t)got;
 	}
-	if (bad)
-		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "unexpected or too many descriptors with a message");
-	return CMS_OK;
+
+err_free:
+	cms_ipc_rx_free(rx);
+	return st;
 }
 
-cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline, char *why,
+cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
 			size_t whylen)
 {
-	uint8_t hdr[CMS_IPC_HEADER_SIZE], *buf = NULL;
-	uint32_t payload, announced;
-	size_t nfds = 0, i;
-	uint16_t type;
+	struct cms_ipc_rx rx;
 	cms_status st;
+	int done;
 
-	memset(m, 0, sizeof(*m));
-	st = read_full(fd, hdr, sizeof(hdr), fds, &nfds, deadline, 1, why, whylen);
-	if (st)
-		goto err_close;
-	st = cms_ipc_decode_header(hdr, &type, &payload, &announced, why, whylen);
-	if (st)
-		goto err_close;
-	buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
-	if (!buf) {
-		st = cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
-				  "cannot allocate %u bytes", payload);
-		goto err_close;
+	cms_ipc_rx_init(&rx);
+	for (;;) {
+		st = cms_ipc_rx_read(fd, &rx, m, out, &done, why, whylen);
+		if (st || done)
+			return st;
+		st = wait_fd(fd, POLLIN, deadline, why, whylen);
+		if (st) {
+			cms_ipc_rx_free(&rx);
+			return st;
+		}
 	}
-	memcpy(buf, hdr, sizeof(hdr));
-	st = read_full(fd, buf + CMS_IPC_HEADER_SIZE, payload, fds, &nfds, deadline, 0, why,
-		       whylen);
-	if (st)
-		goto err_close;
-	st = cms_ipc_decode(buf, CMS_IPC_HEADER_SIZE + (size_t)payload, nfds, m, why, whylen);
-	if (st)
-		goto err_close;
-	free(buf);
-	return CMS_OK;
-
-err_close:
-	cms_ipc_msg_free(m);
-	for (i = 0; i < nfds; i++)
-		close(fds[i]);
-	free(buf);
-	return st;
 }
 
 void cms_ipc_send_error(int fd, cms_status st, const char *text)

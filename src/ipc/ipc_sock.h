@@ -23,12 +23,35 @@
 int64_t cms_ipc_now_ms(void);
 
 /*
- * cms_ipc_listen - a listening socket at path, mode 0600. A stale socket file
- * (nobody accepting) is replaced; a live one or any other file is
+ * The socket file a listener created, named from the directory the path
+ * meant at the call (an open descriptor of it), so that a later chdir()
+ * cannot make its removal unlink another file.
+ */
+struct cms_ipc_sockfile {
+	int dirfd; /* O_PATH of the path's directory; -1 when none */
+	char base[CMS_IPC_PATH_MAX + 1];
+	dev_t dev; /* the socket file's inode, as bound */
+	ino_t ino;
+};
+
+/*
+ * cms_ipc_unlink - removes the socket file sf names if it is still the inode
+ * the listener bound (a file put there by someone else stays), and closes
+ * sf->dirfd. Idempotent.
+ */
+void cms_ipc_unlink(struct cms_ipc_sockfile *sf);
+
+/*
+ * cms_ipc_listen - a listening socket at path, mode 0600, and in *sf what
+ * cms_ipc_unlink needs to remove its file later. A stale socket file
+ * (no socket of any process bound to it: a stream and a datagram connect are
+ * both refused) is replaced; a socket file bound by a live socket, listening
+ * or not yet, one that cannot be probed, or any other file is
  * CMS_ERR_EXISTS. Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT (path too long),
  * CMS_ERR_EXISTS, CMS_ERR_IO.
  */
-cms_status cms_ipc_listen(const char *path, int *lfd, char *why, size_t whylen);
+cms_status cms_ipc_listen(const char *path, int *lfd, struct cms_ipc_sockfile *sf, char *why,
+			  size_t whylen);
 
 /* cms_ipc_connect - connects to path. CMS_ERR_NOT_FOUND (no socket), CMS_ERR_IO. */
 cms_status cms_ipc_connect(const char *path, int *fd, char *why, size_t whylen);
@@ -44,10 +67,12 @@ int cms_ipc_uid_allowed(uid_t uid, const uint32_t *list, size_t n);
  * (non-blocking, close-on-exec) and reads its peer's pid and uid. A peer
  * whose uid cms_ipc_uid_allowed refuses gets an ERROR (CMS_ERR_PERMISSION)
  * saying "uid U is not allowed <where> <path>" and is closed. On success
- * *fd is the caller's. Returns CMS_OK; CMS_ERR_NOT_FOUND (accept4 failed:
- * nothing waits, or no descriptor left; stop accepting for now);
+ * *fd is the caller's. Returns CMS_OK; CMS_ERR_NOT_FOUND (nothing waits:
+ * stop accepting for now); CMS_ERR_OUT_OF_HOST_MEMORY (no descriptor or
+ * memory left: EMFILE, ENFILE, ENOBUFS, ENOMEM; the connection stays
+ * queued and the listening socket readable: back off before the next try);
  * CMS_ERR_PERMISSION (refused; why holds what the peer was told); CMS_ERR_IO
- * (SO_PEERCRED failed; closed).
+ * (accept4 failed otherwise, or SO_PEERCRED failed; closed: try the next).
  */
 cms_status cms_ipc_accept(int lfd, const uint32_t *list, size_t n, const char *where,
 			  const char *path, int *fd, pid_t *pid, uid_t *uid, char *why,
@@ -65,8 +90,11 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 
 /*
  * cms_ipc_recv - receives one whole message before deadline_ms and decodes
- * it into *m. Descriptors received with it go into fds (room for
- * CMS_IPC_MAX_FDS), their number in m->nfds; on any failure every received
+ * it into *m. The descriptors received with it are the helper's until it
+ * hands them out: with fds (room for CMS_IPC_MAX_FDS) they go there on
+ * success, their number in m->nfds, and belong to the caller; with fds NULL
+ * (a receiver that takes none) they are closed before the call returns, and
+ * m->nfds still tells how many came. On any failure every received
  * descriptor is closed. Returns CMS_OK, CMS_ERR_DISCONNECTED (orderly close
  * before a message), CMS_ERR_TIMEOUT (nothing or only part of a message
  * arrived), CMS_ERR_PROTOCOL (malformed; close the connection),
@@ -74,6 +102,39 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
  */
 cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline_ms, char *why,
 			size_t whylen);
+
+/*
+ * A message being received by a server without waiting: the bytes and the
+ * descriptors of it gathered so far. The descriptors are the rx's until
+ * handed out (as cms_ipc_recv's).
+ */
+struct cms_ipc_rx {
+	uint8_t hdr[CMS_IPC_HEADER_SIZE];
+	uint8_t *buf; /* header + payload, once the header is in */
+	size_t have;  /* bytes of the message received (0: none started) */
+	size_t need;  /* CMS_IPC_HEADER_SIZE, then the whole message */
+	int fds[CMS_IPC_MAX_FDS];
+	size_t nfds;
+	int bad; /* unexpected or too many descriptors came */
+};
+
+/* An empty rx. */
+void cms_ipc_rx_init(struct cms_ipc_rx *rx);
+
+/* Closes the descriptors rx holds and frees its buffer (empty after). */
+void cms_ipc_rx_free(struct cms_ipc_rx *rx);
+
+/*
+ * cms_ipc_rx_read - reads what fd has now into rx, never waiting and never
+ * past the end of the message. When the message is whole: decodes it into
+ * *m, hands its descriptors out as cms_ipc_recv does (fds, or closed when
+ * NULL), empties rx for the next one and sets *done to 1; else *done is 0
+ * and rx keeps what came (rx->have > 0: a message is under way). Returns
+ * CMS_OK, or as cms_ipc_recv (never CMS_ERR_TIMEOUT); after a failure rx
+ * is empty and holds nothing.
+ */
+cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *fds,
+			   int *done, char *why, size_t whylen);
 
 /* Sends an ERROR message (best effort, short deadline). */
 void cms_ipc_send_error(int fd, cms_status st, const char *text);

@@ -64,7 +64,7 @@ struct cms_disk {
 	unsigned reaper_fork; /* cms_fork_generation when it started */
 	pthread_t reaper;     /* closes a swapped-out file (disk_swap) */
 	uint64_t end;	      /* next free slot offset */
-	char dir[];
+	char dir[];	      /* absolute: a later chdir() of the process does not move it */
 };
 
 static uint64_t align_up(uint64_t n)
@@ -176,10 +176,11 @@ static int file_create(const char *dir, uint64_t id, bool *direct, bool *unlinki
 /* Opens a new unlinked file in dir (O_CREAT | O_EXCL, 0600). */
 static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_disk **out)
 {
-	size_t dl = strlen(dir);
 	struct cms_disk *d;
 	struct stat sb;
 	bool unlinking;
+	char *abs;
+	size_t dl;
 	int err;
 
 	if (stat(dir, &sb))
@@ -188,12 +189,21 @@ static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_di
 	if (!S_ISDIR(sb.st_mode))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: not a directory",
 				     dir);
+	/* resolved now: the region's later files go to this directory whatever the cwd */
+	abs = realpath(dir, NULL);
+	if (!abs)
+		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
+				     strerror(errno));
+	dl = strlen(abs);
 	d = calloc(1, sizeof(*d) + dl + 1);
-	if (!d)
+	if (!d) {
+		free(abs);
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 				     "cannot allocate a disk file name");
-	memcpy(d->dir, dir, dl + 1);
-	d->fd = file_create(dir, r->id, &d->direct, &unlinking);
+	}
+	memcpy(d->dir, abs, dl + 1);
+	free(abs);
+	d->fd = file_create(d->dir, r->id, &d->direct, &unlinking);
 	if (d->fd < 0) {
 		err = errno;
 		free(d);

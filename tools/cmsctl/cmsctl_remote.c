@@ -156,7 +156,7 @@ int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 	struct cms_ipc_msg q, m;
 	const char *op = argc > 0 ? argv[0] : "";
 	const char *tag = argc > 1 ? argv[1] : "";
-	int fds[CMS_IPC_MAX_FDS], fd, rc = 1, json = o->json;
+	int fd, rc = 1, json = o->json;
 	int64_t deadline;
 	char why[CMS_IPC_MAX_TEXT + 64];
 	cms_status st;
@@ -196,7 +196,7 @@ int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 	deadline = cms_ipc_now_ms() + (int64_t)o->timeout_s * 1000;
 	st = cms_ipc_send(fd, &q, NULL, deadline, why, sizeof(why));
 	while (!st) {
-		st = cms_ipc_recv(fd, &m, fds, deadline, why, sizeof(why));
+		st = cms_ipc_recv(fd, &m, NULL, deadline, why, sizeof(why));
 		if (st)
 			break;
 		if (m.type == CMS_IPC_CTL_PROGRESS) {

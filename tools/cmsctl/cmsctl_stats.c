@@ -193,7 +193,7 @@ static cms_status exchange(const char *path, unsigned timeout_s, struct cms_ipc_
 			   size_t whylen)
 {
 	struct cms_ipc_msg q;
-	int fds[CMS_IPC_MAX_FDS], fd;
+	int fd;
 	int64_t deadline;
 	cms_status st;
 
@@ -206,7 +206,7 @@ static cms_status exchange(const char *path, unsigned timeout_s, struct cms_ipc_
 	deadline = cms_ipc_now_ms() + (int64_t)timeout_s * 1000;
 	st = cms_ipc_send(fd, &q, NULL, deadline, why, whylen);
 	if (!st)
-		st = cms_ipc_recv(fd, m, fds, deadline, why, whylen);
+		st = cms_ipc_recv(fd, m, NULL, deadline, why, whylen); /* any descriptor: closed */
 	close(fd);
 	if (st)
 		return st;
