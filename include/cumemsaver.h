@@ -898,8 +898,16 @@ typedef struct cms_resume_result {
  * back per policy: HOST and DISK content restored, ZERO zeroed, DISCARD
  * undefined) and the status says what failed. If a rollback step fails too,
  * the status is CMS_ERR_ROLLBACK_FAILED and every allocation is left in an
- * exact state (mapped, or released with its backup kept) that the next pause,
- * resume or free completes.
+ * exact state (mapped, or released with its backup kept). A region with an
+ * allocation left without its memory (or whose restore failed) is then
+ * reported CMS_STATE_PAUSED (cms_region_info), even if its other allocations
+ * are mapped again: its memory must not be accessed, cms_alloc refuses it,
+ * and the next resume (cms_resume, cms_region_resume, cms_swap) completes it:
+ * it backs every such allocation, restores its content per policy (HOST and
+ * DISK from the store; ZERO zeroed; DISCARD undefined) and makes the region
+ * active. A region whose allocations were all mapped again with their
+ * content stays CMS_STATE_ACTIVE. cms_free completes an allocation in either
+ * state.
  * Several devices (since 1.1): the regions are grouped by device and the
  * devices are worked on at the same time, each by a thread of its own (the
  * calling thread takes the lowest device; the others are library threads
@@ -1082,7 +1090,8 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *     release.
  *   CMS_ERR_TIMEOUT, CMS_ERR_REFUSED: an importer, as cms_pause.
  *   CMS_ERR_ROLLBACK_FAILED: as cms_pause / cms_resume: exact per-allocation
- *     state is kept for the next call to complete.
+ *     state is kept for the next call to complete (a region of pause_tag left
+ *     with an allocation unbacked is reported paused; a resume completes it).
  *   driver statuses.
  */
 CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char *resume_tag,
