@@ -700,6 +700,31 @@ START_TEST(pause_double_fault_sweep)
 }
 END_TEST
 
+/* A failed cuCtxPopCurrent must not leave the primary context pushed on the thread: after more
+ * failed pops than the simulation's context stack holds (64), calls on the thread still work. */
+START_TEST(failed_pops_leave_no_context)
+{
+	const struct t_sim *sim = t_sim();
+	struct fixture f;
+	int n;
+
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	for (n = 0; n < 100; n++) {
+		ck_assert_int_eq(sim->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN), 0);
+		ck_assert_msg(cms_region_pause(f.r[0], NULL, NULL) == CMS_OK, "pause %d: %s", n,
+			      cms_last_error());
+		sim->clear_faults();
+		ck_assert_int_eq(sim->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN), 0);
+		ck_assert_msg(cms_region_resume(f.r[0], NULL, NULL) == CMS_OK, "resume %d: %s", n,
+			      cms_last_error());
+		sim->clear_faults();
+	}
+	check_content(&f, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+	ck_assert_uint_eq(t_counters().primary_ctx_refs, 0);
+}
+END_TEST
+
 /* The same sweeps with allocations that share physical handles since a first cycle. */
 START_TEST(pause_sweep_coalesced)
 {
@@ -765,6 +790,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, destroy_sweep_coalesced, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("contexts"); /* the thread's context stack */
+	tcase_add_test(tc, failed_pops_leave_no_context);
 	suite_add_tcase(s, tc);
 	return s;
 }

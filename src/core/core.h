@@ -243,6 +243,7 @@ cms_status cms_ctx_driver_locked(cms_context *ctx);
 /* Loads the driver and prepares a device (primary context, granularity). */
 cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out);
 cms_status cms_push(cms_context *ctx, int32_t device);
+/* cuCtxPopCurrent, tried again when it fails (a failed pop leaves the context current). */
 void cms_pop(cms_context *ctx);
 /* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);

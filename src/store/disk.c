@@ -384,7 +384,6 @@ static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, stru
 {
 	uint64_t chunk;
 	size_t len;
-	CUcontext popped;
 
 	memset(s, 0, sizeof(*s));
 	/* The simulation gets small buffers, so that small tests run the pipeline. */
@@ -405,7 +404,7 @@ static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, stru
 		s->registered =
 			ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
 			CUDA_SUCCESS; /* else pageable: slower, still correct */
-		ctx->drv.cuCtxPopCurrent(&popped);
+		cms_pop(ctx);
 	}
 	return CMS_OK;
 err:
@@ -415,7 +414,6 @@ err:
 
 static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
 {
-	CUcontext popped;
 
 	if (!s->base)
 		return;
@@ -424,7 +422,7 @@ static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
 
 		if (res == CUDA_SUCCESS) {
 			res = ctx->drv.cuMemHostUnregister(s->base);
-			ctx->drv.cuCtxPopCurrent(&popped);
+			cms_pop(ctx);
 		}
 		if (res != CUDA_SUCCESS) { /* never unmap page-locked memory: leave it mapped */
 			cms_log(ctx, CMS_LOG_ERROR,
