@@ -206,6 +206,8 @@ CMS_API const char *cms_status_string(cms_status status);
  * cms_last_error - the message of the last failed call on the calling thread:
  * what failed and why (the driver call and its CUresult, errno, the tag or
  * pointer concerned). At most 511 bytes; longer messages are truncated.
+ * Control characters of quoted text (a path, a peer's message) are escaped
+ * (\n, \r, \t, \xHH): a message is one line of printable text.
  * Ownership: thread-local storage of the library; valid on the calling thread
  * until its next failing call (which overwrites it); never NULL ("" before
  * any failure).
@@ -234,7 +236,9 @@ CMS_API size_t cms_last_error_message(char *buf, size_t len);
 
 /*
  * Log callback. level: CMS_LOG_*. message: a NUL-terminated line without a
- * newline (at most 511 bytes), valid during the call only. user: the
+ * newline (at most 511 bytes), valid during the call only; control
+ * characters of quoted text (paths, peers' messages) are escaped as in
+ * cms_last_error. user: the
  * context's log_user. Called on a thread that called into the library (lines
  * of the library's own threads are passed on by the calling thread once they
  * are done), possibly with library locks held: it must not call back into

@@ -22,6 +22,15 @@
 
 /* ---- errors and logging (error.c, log.c) ---- */
 
+/*
+ * Copies src into dst (cap bytes with the NUL) with every control character (below 0x20, and
+ * 0x7f) escaped: \n, \r, \t, else \xHH; an escape is never cut. Text that reaches a log
+ * line, cms_last_error() or a peer goes through it, so that a path or a peer's text cannot
+ * forge lines. Backslashes stay as they are (escaping twice changes nothing). dst and src
+ * may not overlap. Returns strlen(dst).
+ */
+size_t cms_text_escape(char *dst, size_t cap, const char *src);
+/* The thread's message: fmt formatted, then escaped (cms_text_escape). */
 cms_status cms_set_error(cms_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Maps a CUresult to a status and records "call: NAME (description)". */
 cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call);
@@ -31,6 +40,7 @@ cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *
  */
 cms_status cms_rollback_status(const cms_context *ctx, cms_status st, const char *saved,
 			       cms_status rb, const char *what);
+/* A log line (log.c): fmt formatted, then escaped (cms_text_escape). */
 void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
