@@ -312,11 +312,20 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  * cms_context_destroy - destroys every region of the context in creation
  * order (as cms_region_destroy: every allocation is freed, all their device
  * pointers become invalid), stops being the hook context if it is one,
- * destroys the library's streams and events, releases the primary contexts
- * it retained and unloads the driver.
+ * destroys the library's streams and events, tries again the driver
+ * cleanups that failed earlier (see below), releases the primary contexts it
+ * retained and unloads the driver.
+ * Cleanups: when a cleanup driver call of
+ * the library fails (cuMemHostUnregister of a DISK region's page-locked
+ * staging buffers, cuEventDestroy, or the cuCtxPushCurrent before them), the
+ * object is kept and the call tried again at the start of the context's next
+ * pause, resume or swap (a failure there does not fail that call) and here,
+ * instead of being leaked for the life of the process.
  *   ctx: NULL is accepted (CMS_OK, nothing done).
  * Ownership: on success ctx is freed. On failure it stays valid, holding the
  * regions and allocations not yet freed (each as it was): a retry continues.
+ * After a failure past the regions (a device's cuCtxPushCurrent, or a cleanup
+ * that fails again), only cms_context_destroy may be called again.
  * In a forked child the call returns CMS_ERR_FORKED and the child's copy of
  * the context is leaked, by design.
  * Threads: not thread-safe against any other call on ctx or on its regions,
@@ -328,7 +337,9 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT (since 1.1): an exporter, import or control socket
  *     of the context is still open; nothing was touched.
- *   driver statuses: freeing an allocation failed (see Ownership).
+ *   driver statuses: freeing an allocation failed, pushing a device's
+ *     primary context failed, or a kept cleanup failed again (see
+ *     Ownership).
  */
 CMS_API cms_status cms_context_destroy(cms_context *ctx);
 

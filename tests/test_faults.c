@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -725,6 +726,70 @@ START_TEST(failed_pops_leave_no_context)
 }
 END_TEST
 
+/* A failed cuEventDestroy of a pause's batch events is retried at the next call: the
+ * simulation's live events come back to what they were. */
+START_TEST(failed_event_destroy_is_retried)
+{
+	const struct t_sim *sim = t_sim();
+	cmssim_counters c0, c;
+	struct fixture f;
+
+	coalesced = 1; /* one handle per allocation after a cycle: the pause releases in batches */
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	coalesced = 0;
+	c0 = t_counters();
+	ck_assert_int_eq(sim->fail_call("cuEventDestroy", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_assert_int_eq(sim->armed_faults(), 0); /* the batch events were destroyed */
+	ck_assert_uint_eq(t_counters().events, c0.events + 1);
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL)); /* retries it */
+	c = t_counters();
+	ck_assert_uint_eq(c.events, c0.events);
+	check_content(&f, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+	ck_assert_uint_eq(t_counters().events, 0);
+}
+END_TEST
+
+/* The DISK staging pool's cuMemHostUnregister (or the push before it) that fails is retried at
+ * the next call and at context destroy: no registration is left. */
+START_TEST(failed_staging_unregister_is_retried)
+{
+	const struct t_sim *sim = t_sim();
+	char dir[256];
+	const char *t = getenv("TMPDIR");
+	cms_context *ctx = t_ctx();
+	cms_region *r;
+	uint64_t p;
+
+	snprintf(dir, sizeof(dir), "%s/cms-faults-XXXXXX", t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
+	ck_ok(cms_region_disk_dir_set(r, dir));
+	ck_ok(cms_alloc(r, 4 * G, &p));
+	ck_assert_int_eq(t_fill(0, p, 4 * G, 5), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_int_eq(sim->armed_faults(), 0);
+	ck_assert_uint_eq(t_counters().host_registrations, 1); /* kept for a retry */
+	/* The retry at the resume fails too (its push): still kept. */
+	ck_assert_int_eq(sim->fail_call("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(sim->armed_faults(), 0);
+	ck_assert_uint_eq(t_counters().host_registrations, 1);
+	ck_assert_int_eq(t_check(0, p, 4 * G, 5), -1);
+	/* Context destroy retries it: refused while it fails, then done. */
+	ck_ok(cms_region_destroy(r));
+	ck_assert_int_eq(sim->fail_call("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_ne(cms_context_destroy(ctx), CMS_OK);
+	ck_assert_uint_eq(t_counters().host_registrations, 1);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_uint_eq(t_counters().host_registrations, 0);
+	ck_assert_uint_eq(t_counters().primary_ctx_refs, 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* The same sweeps with allocations that share physical handles since a first cycle. */
 START_TEST(pause_sweep_coalesced)
 {
@@ -791,8 +856,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
 	suite_add_tcase(s, tc);
-	tc = tcase_create("contexts"); /* the thread's context stack */
+	tc = tcase_create("contexts"); /* context stack, cleanups */
 	tcase_add_test(tc, failed_pops_leave_no_context);
+	tcase_add_test(tc, failed_event_destroy_is_retried);
+	tcase_add_test(tc, failed_staging_unregister_is_retried);
 	suite_add_tcase(s, tc);
 	return s;
 }

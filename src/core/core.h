@@ -233,7 +233,21 @@ struct cms_context {
 	atomic_int ipc_objects;	     /* exporters, importers, control sockets alive (ipc_*.c) */
 	cms_progress_fn progress_fn; /* cms_context_progress_set (progress.c); under lock */
 	void *progress_user;
+	pthread_mutex_t cleanup_lock; /* cleanups (cleanup.c); a leaf lock */
+	struct cms_cleanup *cleanups; /* driver cleanups that failed, tried again later */
 };
+
+/* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
+/* Destroys ev of device dev (pushes its primary context); on failure keeps it for
+ * cms_cleanup_retry (logged). */
+void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev);
+/* Unregisters (cuMemHostUnregister) and unmaps len bytes of page-locked DISK staging at base
+ * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
+ * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
+void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
+/* Tries every kept cleanup again (each device's primary context pushed); those that fail are
+ * kept. CMS_OK when none is left, else the first failure's status and message. */
+cms_status cms_cleanup_retry(cms_context *ctx);
 
 /* ---- device.c: driver, devices, fork detection ---- */
 /* Bumped in the child by a pthread_atfork handler. */

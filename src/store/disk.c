@@ -414,28 +414,15 @@ err:
 
 static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
 {
-
 	if (!s->base)
 		return;
-	if (s->registered) {
-		CUresult res = ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary);
-
-		if (res == CUDA_SUCCESS) {
-			res = ctx->drv.cuMemHostUnregister(s->base);
-			cms_pop(ctx);
-		}
-		if (res != CUDA_SUCCESS) { /* never unmap page-locked memory: leave it mapped */
-			cms_log(ctx, CMS_LOG_ERROR,
-				"cuMemHostUnregister of %zu bytes of disk staging failed (%s): "
-				"left mapped",
-				2 * s->chunk, cms_driver_error_name(&ctx->drv, res));
-			s->base = NULL;
-			return;
-		}
+	if (s->registered) /* never unmap page-locked memory: a failed unregister is retried */
+		cms_cleanup_staging(ctx, dev, s->base, 2 * s->chunk, s->hooked);
+	else {
+		munmap(s->base, 2 * s->chunk);
+		if (s->hooked)
+			ctx->drv.host_free_hook(2 * s->chunk);
 	}
-	munmap(s->base, 2 * s->chunk);
-	if (s->hooked)
-		ctx->drv.host_free_hook(2 * s->chunk);
 	s->base = NULL;
 }
 
