@@ -219,6 +219,8 @@ CMS_API const char *cms_status_string(cms_status status);
  * cms_last_error - the message of the last failed call on the calling thread:
  * what failed and why (the driver call and its CUresult, errno, the tag or
  * pointer concerned). At most 511 bytes; longer messages are truncated.
+ * Control characters of quoted text (a path, a peer's message) are escaped
+ * (\n, \r, \t, \xHH): a message is one line of printable text.
  * Ownership: thread-local storage of the library; valid on the calling thread
  * until its next failing call (which overwrites it); never NULL ("" before
  * any failure).
@@ -247,7 +249,9 @@ CMS_API size_t cms_last_error_message(char *buf, size_t len);
 
 /*
  * Log callback. level: CMS_LOG_*. message: a NUL-terminated line without a
- * newline (at most 511 bytes), valid during the call only. user: the
+ * newline (at most 511 bytes), valid during the call only; control
+ * characters of quoted text (paths, peers' messages) are escaped as in
+ * cms_last_error. user: the
  * context's log_user. Called on a thread that called into the library (lines
  * of the library's own threads are passed on by the calling thread once they
  * are done), possibly with library locks held: it must not call back into
@@ -321,11 +325,20 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  * cms_context_destroy - destroys every region of the context in creation
  * order (as cms_region_destroy: every allocation is freed, all their device
  * pointers become invalid), stops being the hook context if it is one,
- * destroys the library's streams and events, releases the primary contexts
- * it retained and unloads the driver.
+ * destroys the library's streams and events, tries again the driver
+ * cleanups that failed earlier (see below), releases the primary contexts it
+ * retained and unloads the driver.
+ * Cleanups: when a cleanup driver call of
+ * the library fails (cuMemHostUnregister of a DISK region's page-locked
+ * staging buffers, cuEventDestroy, or the cuCtxPushCurrent before them), the
+ * object is kept and the call tried again at the start of the context's next
+ * pause, resume or swap (a failure there does not fail that call) and here,
+ * instead of being leaked for the life of the process.
  *   ctx: NULL is accepted (CMS_OK, nothing done).
  * Ownership: on success ctx is freed. On failure it stays valid, holding the
  * regions and allocations not yet freed (each as it was): a retry continues.
+ * After a failure past the regions (a device's cuCtxPushCurrent, or a cleanup
+ * that fails again), only cms_context_destroy may be called again.
  * In a forked child the call returns CMS_ERR_FORKED and the child's copy of
  * the context is leaked, by design.
  * Threads: not thread-safe against any other call on ctx or on its regions,
@@ -337,7 +350,9 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT (since 1.1): an exporter, import or control socket
  *     of the context is still open; nothing was touched.
- *   driver statuses: freeing an allocation failed (see Ownership).
+ *   driver statuses: freeing an allocation failed, pushing a device's
+ *     primary context failed, or a kept cleanup failed again (see
+ *     Ownership).
  */
 CMS_API cms_status cms_context_destroy(cms_context *ctx);
 
@@ -926,8 +941,16 @@ typedef struct cms_resume_result {
  * back per policy: HOST and DISK content restored, ZERO zeroed, DISCARD
  * undefined) and the status says what failed. If a rollback step fails too,
  * the status is CMS_ERR_ROLLBACK_FAILED and every allocation is left in an
- * exact state (mapped, or released with its backup kept) that the next pause,
- * resume or free completes.
+ * exact state (mapped, or released with its backup kept). A region with an
+ * allocation left without its memory (or whose restore failed) is then
+ * reported CMS_STATE_PAUSED (cms_region_info), even if its other allocations
+ * are mapped again: its memory must not be accessed, cms_alloc refuses it,
+ * and the next resume (cms_resume, cms_region_resume, cms_swap) completes it:
+ * it backs every such allocation, restores its content per policy (HOST and
+ * DISK from the store; ZERO zeroed; DISCARD undefined) and makes the region
+ * active. A region whose allocations were all mapped again with their
+ * content stays CMS_STATE_ACTIVE. cms_free completes an allocation in either
+ * state.
  * Several devices (since 1.1): the regions are grouped by device and the
  * devices are worked on at the same time, each by a thread of its own (the
  * calling thread takes the lowest device; the others are library threads
@@ -1110,7 +1133,8 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *     release.
  *   CMS_ERR_TIMEOUT, CMS_ERR_REFUSED: an importer, as cms_pause.
  *   CMS_ERR_ROLLBACK_FAILED: as cms_pause / cms_resume: exact per-allocation
- *     state is kept for the next call to complete.
+ *     state is kept for the next call to complete (a region of pause_tag left
+ *     with an allocation unbacked is reported paused; a resume completes it).
  *   driver statuses.
  */
 CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char *resume_tag,

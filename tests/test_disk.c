@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "cumemsaver_ipc.h"
 
 /* Open descriptors are counted on the simulation only: the CUDA driver opens and closes
  * descriptors of its own (device nodes, pinned-memory bookkeeping) as it goes. */
@@ -431,6 +433,89 @@ START_TEST(directory_errors)
 }
 END_TEST
 
+/* Log lines of a context (paths_are_escaped). */
+struct logcap {
+	char lines[32][512];
+	int n;
+};
+
+static void cap_log(void *user, int32_t level, const char *message)
+{
+	struct logcap *c = user;
+
+	(void)level;
+	if (c->n < 32)
+		snprintf(c->lines[c->n++], sizeof(c->lines[0]), "%s", message);
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* The lines logged since the last call: none has a control character, and one has want. */
+static void lines_escaped(struct logcap *c, const char *want)
+{
+	bool found = false;
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		ck_assert_msg(!has_control(c->lines[i]), "log line with a control character: %s",
+			      c->lines[i]);
+		found |= strstr(c->lines[i], want) != NULL;
+	}
+	ck_assert_msg(found, "no log line names %s", want);
+	c->n = 0;
+}
+
+/* A directory or socket name with control characters reaches cms_last_error() and log lines
+ * escaped: it cannot forge a line. */
+START_TEST(paths_are_escaped)
+{
+	static const char name[] = "new\nline \x01\x1b[31m\r\t\x7f";
+	static const char esc[] = "new\\nline \\x01\\x1b[31m\\r\\t\\x7f";
+	cms_context_options o = CMS_CONTEXT_OPTIONS_INIT;
+	static struct logcap cap;
+	cms_exporter *exp = NULL;
+	cms_context *ctx = NULL;
+	char path[320];
+	cms_region *r;
+
+	memset(&cap, 0, sizeof(cap));
+	o.log_fn = cap_log;
+	o.log_user = &cap;
+	o.log_level = CMS_LOG_DEBUG;
+	ck_ok(cms_context_create(&o, &ctx));
+	make_dir();
+	r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_status(cms_region_disk_dir_set(r, path), CMS_ERR_NOT_FOUND);
+	ck_assert_msg(!has_control(cms_last_error()), "message: %s", cms_last_error());
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), esc));
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	cap.n = 0;
+	ck_ok(cms_region_disk_dir_set(r, path));
+	lines_escaped(&cap, esc);
+	ck_ok(cms_region_disk_dir_set(r, NULL));
+	ck_assert_int_eq(rmdir(path), 0);
+	/* A socket in a missing directory, then one whose own name has them. */
+	snprintf(path, sizeof(path), "%s/%s/s", dir, name);
+	ck_assert_int_ne(cms_exporter_create(ctx, path, NULL, &exp), CMS_OK);
+	ck_assert_msg(!has_control(cms_last_error()), "message: %s", cms_last_error());
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), esc));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cap.n = 0;
+	ck_ok(cms_exporter_create(ctx, path, NULL, &exp));
+	lines_escaped(&cap, esc);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
 START_TEST(many_allocations)
 {
 	cms_context *ctx = t_ctx();
@@ -767,6 +852,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, write_and_read_failures_roll_back);
 	tcase_add_test(tc, swap_disk_failures_roll_back);
 	tcase_add_loop_test(tc, driver_fault_sweep, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("escape"); /* paths in messages and log lines */
+	tcase_add_test(tc, paths_are_escaped);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -566,17 +567,21 @@ START_TEST(no_stale_backup_after_double_faults)
 	struct fixture f;
 	cms_status st;
 
-	/* Pause: unmap fails, then the rollback's map fails too; a second pause fails and maps. */
+	/* Pause: unmap fails, then the rollback's map fails too: the region is left paused; a
+	 * resume that fails and rolls back leaves it paused, the next one completes it. */
 	setup(&f, CMS_POLICY_HOST, 0, 0);
 	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN), 0);
 	ck_assert_int_eq(sim->fail_call("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
 	ck_status(cms_region_pause(f.r[0], NULL, NULL), CMS_ERR_ROLLBACK_FAILED);
 	sim->clear_faults();
-	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
-	st = cms_region_pause(f.r[0], NULL, NULL);
+	ck_assert_uint_eq(state(f.r[0]), CMS_STATE_PAUSED);
+	ck_assert_int_eq(sim->fail_call("cuMemMap", 1, CUDA_ERROR_UNKNOWN), 0);
+	st = cms_region_resume(f.r[0], NULL, NULL);
 	sim->clear_faults();
 	ck_assert_int_ne(st, CMS_OK);
-	ck_assert_uint_eq(state(f.r[0]), CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(state(f.r[0]), CMS_STATE_PAUSED);
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+	check_content(&f, 0);
 	ck_assert_int_eq(t_fill(0, f.p[0][0], sizes[0] & ~3ull, 77), 0); /* new data */
 	ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 78), 0);
 	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
@@ -604,6 +609,184 @@ START_TEST(no_stale_backup_after_double_faults)
 	ck_assert_int_eq(t_check(0, f.p[0][1], sizes[1] & ~3ull, 89), -1);
 	ck_assert_int_eq(t_check(0, f.p[0][2], sizes[2] & ~3ull, 90), -1);
 	ck_ok(cms_context_destroy(f.ctx));
+}
+END_TEST
+
+/* Bytes of region r mapped (cms_region_info.backed_bytes). */
+static uint64_t backed(cms_region *r)
+{
+	cms_region_info i = { .struct_size = sizeof(i) };
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i.backed_bytes;
+}
+
+/* Second faults: calls a pause makes only to roll back (nth of each from the first fault). */
+static const struct {
+	const char *fn;
+	uint64_t nth;
+} rollback_faults[] = { { "cuMemCreate", 1 },	    { "cuMemMap", 1 },
+			{ "cuMemMap", 2 },	    { "cuMemSetAccess", 1 },
+			{ "cuMemcpyHtoDAsync", 1 }, { "cuMemcpyHtoDAsync", 2 } };
+
+/*
+ * Double faults in a pause: driver call i fails, then a call of its rollback does
+ * (rollback_faults). After CMS_ERR_ROLLBACK_FAILED the region must be left so that the next resume
+ * completes it: either ACTIVE with every allocation mapped, or PAUSED and a resume succeeds;
+ * then every allocation is mapped with its content (HOST), and a full cycle works.
+ */
+START_TEST(pause_double_fault_sweep)
+{
+	const struct t_sim *sim = t_sim();
+	unsigned failed = 0, cases = 0;
+	uint64_t calls, i, j, all = 0;
+	struct fixture f;
+	cmssim_counters c;
+	int n;
+
+	coalesced = _i;
+	for (n = 0; n < NALLOC; n++)
+		all += (sizes[n] + G - 1) / G * G;
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	calls = sim->call_count();
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	calls = sim->call_count() - calls;
+	ck_ok(cms_context_destroy(f.ctx));
+	for (i = 1; i <= calls; i++)
+		for (j = 0; j < sizeof(rollback_faults) / sizeof(rollback_faults[0]); j++) {
+			cms_status st;
+
+			setup(&f, CMS_POLICY_HOST, 0, 0);
+			ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+			ck_assert_int_eq(sim->fail_call(rollback_faults[j].fn,
+							rollback_faults[j].nth, CUDA_ERROR_UNKNOWN),
+					 0);
+			st = cms_region_pause(f.r[0], NULL, NULL);
+			sim->clear_faults();
+			cases++;
+			if (st == CMS_ERR_ROLLBACK_FAILED) {
+				failed++;
+				if (state(f.r[0]) == CMS_STATE_PAUSED)
+					ck_assert_msg(cms_region_resume(f.r[0], NULL, NULL) ==
+							      CMS_OK,
+						      "fault %llu+%s: resume after %s: %s",
+						      (unsigned long long)i, rollback_faults[j].fn,
+						      "ROLLBACK_FAILED", cms_last_error());
+				ck_assert_msg(backed(f.r[0]) == all,
+					      "fault %llu+%s: %llu of %llu bytes mapped",
+					      (unsigned long long)i, rollback_faults[j].fn,
+					      (unsigned long long)backed(f.r[0]),
+					      (unsigned long long)all);
+				ck_assert_uint_eq(state(f.r[0]), CMS_STATE_ACTIVE);
+				check_content(&f, 0);
+			} else if (st == CMS_OK) {
+				ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+			} else {
+				ck_assert_uint_eq(state(f.r[0]), CMS_STATE_ACTIVE);
+			}
+			check_content(&f, 0);
+			ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+			ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+			check_content(&f, 0);
+			ck_ok(cms_context_destroy(f.ctx));
+			c = t_counters();
+			ck_assert_uint_eq(c.handles, 0);
+			ck_assert_uint_eq(c.mappings, 0);
+			ck_assert_uint_eq(c.host_buffers, 0);
+		}
+	coalesced = 0;
+	ck_assert_uint_gt(failed, 0);
+	printf("double-fault sweep: pause (coalesced %d), %u cases, %u rollbacks failed\n", _i,
+	       cases, failed);
+}
+END_TEST
+
+/* A failed cuCtxPopCurrent must not leave the primary context pushed on the thread: after more
+ * failed pops than the simulation's context stack holds (64), calls on the thread still work. */
+START_TEST(failed_pops_leave_no_context)
+{
+	const struct t_sim *sim = t_sim();
+	struct fixture f;
+	int n;
+
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	for (n = 0; n < 100; n++) {
+		ck_assert_int_eq(sim->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN), 0);
+		ck_assert_msg(cms_region_pause(f.r[0], NULL, NULL) == CMS_OK, "pause %d: %s", n,
+			      cms_last_error());
+		sim->clear_faults();
+		ck_assert_int_eq(sim->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN), 0);
+		ck_assert_msg(cms_region_resume(f.r[0], NULL, NULL) == CMS_OK, "resume %d: %s", n,
+			      cms_last_error());
+		sim->clear_faults();
+	}
+	check_content(&f, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+	ck_assert_uint_eq(t_counters().primary_ctx_refs, 0);
+}
+END_TEST
+
+/* A failed cuEventDestroy of a pause's batch events is retried at the next call: the
+ * simulation's live events come back to what they were. */
+START_TEST(failed_event_destroy_is_retried)
+{
+	const struct t_sim *sim = t_sim();
+	cmssim_counters c0, c;
+	struct fixture f;
+
+	coalesced = 1; /* one handle per allocation after a cycle: the pause releases in batches */
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	coalesced = 0;
+	c0 = t_counters();
+	ck_assert_int_eq(sim->fail_call("cuEventDestroy", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_assert_int_eq(sim->armed_faults(), 0); /* the batch events were destroyed */
+	ck_assert_uint_eq(t_counters().events, c0.events + 1);
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL)); /* retries it */
+	c = t_counters();
+	ck_assert_uint_eq(c.events, c0.events);
+	check_content(&f, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+	ck_assert_uint_eq(t_counters().events, 0);
+}
+END_TEST
+
+/* The DISK staging pool's cuMemHostUnregister (or the push before it) that fails is retried at
+ * the next call and at context destroy: no registration is left. */
+START_TEST(failed_staging_unregister_is_retried)
+{
+	const struct t_sim *sim = t_sim();
+	char dir[256];
+	const char *t = getenv("TMPDIR");
+	cms_context *ctx = t_ctx();
+	cms_region *r;
+	uint64_t p;
+
+	snprintf(dir, sizeof(dir), "%s/cms-faults-XXXXXX", t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
+	ck_ok(cms_region_disk_dir_set(r, dir));
+	ck_ok(cms_alloc(r, 4 * G, &p));
+	ck_assert_int_eq(t_fill(0, p, 4 * G, 5), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_int_eq(sim->armed_faults(), 0);
+	ck_assert_uint_eq(t_counters().host_registrations, 1); /* kept for a retry */
+	/* The retry at the resume fails too (its push): still kept. */
+	ck_assert_int_eq(sim->fail_call("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(sim->armed_faults(), 0);
+	ck_assert_uint_eq(t_counters().host_registrations, 1);
+	ck_assert_int_eq(t_check(0, p, 4 * G, 5), -1);
+	/* Context destroy retries it: refused while it fails, then done. */
+	ck_ok(cms_region_destroy(r));
+	ck_assert_int_eq(sim->fail_call("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_ne(cms_context_destroy(ctx), CMS_OK);
+	ck_assert_uint_eq(t_counters().host_registrations, 1);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_uint_eq(t_counters().host_registrations, 0);
+	ck_assert_uint_eq(t_counters().primary_ctx_refs, 0);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -661,6 +844,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, resume_async_sweep, 0, 3);
 	tcase_add_test(tc, alloc_sweep);
 	tcase_add_test(tc, no_stale_backup_after_double_faults);
+	tcase_add_loop_test(tc, pause_double_fault_sweep, 0, 3); /* coalesced 0, 1, 2 */
 	tcase_add_test(tc, region_create_sweep);
 	tcase_add_loop_test(tc, free_sweep, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep, 0, 6);
@@ -671,6 +855,11 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, destroy_sweep_coalesced, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("contexts"); /* context stack, cleanups */
+	tcase_add_test(tc, failed_pops_leave_no_context);
+	tcase_add_test(tc, failed_event_destroy_is_retried);
+	tcase_add_test(tc, failed_staging_unregister_is_retried);
 	suite_add_tcase(s, tc);
 	return s;
 }

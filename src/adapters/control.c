@@ -248,9 +248,13 @@ static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid,
 	}
 reply:
 	m.status = st;
-	for (char *p = m.text; *p; p++) /* the message may quote anything */
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
+	{ /* the message may quote anything (the callback may have written it) */
+		char raw[sizeof(m.text)];
+
+		memcpy(raw, m.text, sizeof(raw));
+		raw[sizeof(raw) - 1] = '\0';
+		cms_text_escape(m.text, sizeof(m.text), raw);
+	}
 	if (cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why)))
 		cms_log(ctl->ctx, CMS_LOG_WARN, "control %s: reply to pid %d: %s", ctl->path,
 			(int)pid, why);

@@ -44,6 +44,10 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
 		goto err_path;
 	}
+	if (pthread_mutex_init(&ctx->cleanup_lock, NULL)) {
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
+		goto err_lock;
+	}
 	ctx->log_fn = o.log_fn;
 	ctx->log_user = o.log_user;
 	ctx->log_level = o.log_level;
@@ -52,6 +56,8 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 	*out = ctx;
 	return CMS_OK;
 
+err_lock:
+	pthread_mutex_destroy(&ctx->lock);
 err_path:
 	free(ctx->driver_path);
 err_free:
@@ -80,22 +86,39 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 			return st; /* the context stays usable; a retry continues */
 	}
 	cms_hook_forget_context(ctx); /* after its allocations are retired */
+	/* Each device's streams and events, every step done once (a retry skips it). */
 	for (i = 0; i < CMS_MAX_DEVICES; i++) {
 		struct cms_device *d = &ctx->devices[i];
 
 		if (!d->ready)
 			continue;
-		if (!cms_push(ctx, i)) {
-			for (k = 0; k < CMS_COPY_STREAMS; k++) {
-				ctx->drv.cuEventDestroy(d->events[k]);
+		st = cms_push(ctx, i);
+		if (st)
+			return st; /* a retry continues */
+		for (k = 0; k < CMS_COPY_STREAMS; k++) {
+			if (d->events[k])
+				cms_cleanup_event(ctx, i, d->events[k]); /* kept if it fails */
+			if (d->streams[k])
 				ctx->drv.cuStreamDestroy(d->streams[k]);
-			}
-			cms_pop(ctx);
+			d->events[k] = NULL;
+			d->streams[k] = NULL;
 		}
-		ctx->drv.cuDevicePrimaryCtxRelease(d->cu);
+		cms_pop(ctx);
+	}
+	/* Cleanups that failed, before the primary contexts they need go. */
+	st = cms_cleanup_retry(ctx);
+	if (st)
+		return st; /* a retry continues */
+	for (i = 0; i < CMS_MAX_DEVICES; i++) {
+		struct cms_device *d = &ctx->devices[i];
+
+		if (d->ready)
+			ctx->drv.cuDevicePrimaryCtxRelease(d->cu);
+		d->ready = false;
 	}
 	if (ctx->drv.dl)
 		cms_driver_close(&ctx->drv);
+	pthread_mutex_destroy(&ctx->cleanup_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->driver_path);
 	free(ctx);

@@ -163,6 +163,7 @@ CMS_API cms_status cms_swap(cms_context *ctx, const char *pause_tag, const char 
 	if (st)
 		return st;
 
+	(void)cms_cleanup_retry(ctx); /* earlier cleanups that failed; kept if they fail again */
 	st = cms_select_lock(ctx, pause_tag, resume_tag, &sel);
 	if (st)
 		return st;

@@ -117,7 +117,7 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 	st = prepare(&t, pause, opts, result);
 	if (st)
 		return st;
-
+	(void)cms_cleanup_retry(ctx); /* earlier cleanups that failed; kept if they fail again */
 	st = cms_select_lock(ctx, tag, NULL, &sel);
 	if (st)
 		return st;
@@ -160,6 +160,7 @@ static cms_status one_region(cms_region *region, bool pause, const void *opts, v
 	st = prepare(&t, pause, opts, result);
 	if (st)
 		return st;
+	(void)cms_cleanup_retry(region->ctx);
 	pthread_mutex_lock(&region->lock);
 	st = run_locked(region->ctx, &t, v, 1, w, result);
 	pthread_mutex_unlock(&region->lock);

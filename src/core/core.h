@@ -22,6 +22,15 @@
 
 /* ---- errors and logging (error.c, log.c) ---- */
 
+/*
+ * Copies src into dst (cap bytes with the NUL) with every control character (below 0x20, and
+ * 0x7f) escaped: \n, \r, \t, else \xHH; an escape is never cut. Text that reaches a log
+ * line, cms_last_error() or a peer goes through it, so that a path or a peer's text cannot
+ * forge lines. Backslashes stay as they are (escaping twice changes nothing). dst and src
+ * may not overlap. Returns strlen(dst).
+ */
+size_t cms_text_escape(char *dst, size_t cap, const char *src);
+/* The thread's message: fmt formatted, then escaped (cms_text_escape). */
 cms_status cms_set_error(cms_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Maps a CUresult to a status and records "call: NAME (description)". */
 cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call);
@@ -31,6 +40,7 @@ cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *
  */
 cms_status cms_rollback_status(const cms_context *ctx, cms_status st, const char *saved,
 			       cms_status rb, const char *what);
+/* A log line (log.c): fmt formatted, then escaped (cms_text_escape). */
 void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -238,7 +248,21 @@ struct cms_context {
 	atomic_int ipc_objects;	     /* exporters, importers, control sockets alive (ipc_*.c) */
 	cms_progress_fn progress_fn; /* cms_context_progress_set (progress.c); under lock */
 	void *progress_user;
+	pthread_mutex_t cleanup_lock; /* cleanups (cleanup.c); a leaf lock */
+	struct cms_cleanup *cleanups; /* driver cleanups that failed, tried again later */
 };
+
+/* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
+/* Destroys ev of device dev (pushes its primary context); on failure keeps it for
+ * cms_cleanup_retry (logged). */
+void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev);
+/* Unregisters (cuMemHostUnregister) and unmaps len bytes of page-locked DISK staging at base
+ * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
+ * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
+void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
+/* Tries every kept cleanup again (each device's primary context pushed); those that fail are
+ * kept. CMS_OK when none is left, else the first failure's status and message. */
+cms_status cms_cleanup_retry(cms_context *ctx);
 
 /* ---- device.c: driver, devices, fork detection ---- */
 /* Bumped in the child by a pthread_atfork handler. */
@@ -258,6 +282,7 @@ cms_status cms_ctx_driver_locked(cms_context *ctx);
 /* Loads the driver and prepares a device (primary context, granularity). */
 cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out);
 cms_status cms_push(cms_context *ctx, int32_t device);
+/* cuCtxPopCurrent, tried again when it fails (a failed pop leaves the context current). */
 void cms_pop(cms_context *ctx);
 /* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);

@@ -148,14 +148,26 @@ out:
 	return st;
 }
 
+/* A failed driver call changes nothing: after a failed cuCtxPopCurrent the context pushed is
+ * still current on this thread. Left there, every failed pop would grow the thread's context
+ * stack until the driver refuses pushes, so the pop is tried again. */
+#define CMS_POP_TRIES 3
+
 void cms_pop(cms_context *ctx)
 {
+	CUresult res = CUDA_ERROR_UNKNOWN;
 	CUcontext c;
-	CUresult res = ctx->drv.cuCtxPopCurrent(&c);
+	int i;
 
-	if (res != CUDA_SUCCESS)
-		cms_log(ctx, CMS_LOG_ERROR, "cuCtxPopCurrent failed: %s",
-			cms_driver_error_name(&ctx->drv, res));
+	for (i = 0; i < CMS_POP_TRIES && res != CUDA_SUCCESS; i++) {
+		res = ctx->drv.cuCtxPopCurrent(&c);
+		if (res != CUDA_SUCCESS)
+			cms_log(ctx, CMS_LOG_ERROR, "cuCtxPopCurrent failed: %s%s",
+				cms_driver_error_name(&ctx->drv, res),
+				i + 1 < CMS_POP_TRIES ?
+					"; trying again" :
+					"; the context stays current on this thread");
+	}
 }
 
 cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev)

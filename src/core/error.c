@@ -89,11 +89,13 @@ CMS_API size_t cms_last_error_message(char *buf, size_t len)
 
 cms_status cms_set_error(cms_status st, const char *fmt, ...)
 {
+	char raw[sizeof(tls_message)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(tls_message, sizeof(tls_message), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	cms_text_escape(tls_message, sizeof(tls_message), raw);
 	return st;
 }
 

@@ -94,14 +94,15 @@ static bool wanted(const cms_context *ctx, int32_t level)
 
 void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 {
-	char line[512];
+	char raw[512], line[512];
 	va_list ap;
 
 	if (!wanted(ctx, level))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	cms_text_escape(line, sizeof(line), raw); /* a path or a peer's text cannot forge lines */
 	if (tls_logq) { /* a worker thread: the calling thread emits it (cms_log_flush) */
 		struct cms_logq *q = tls_logq;
 

@@ -36,6 +36,25 @@ void cms_commit(struct cms_work *w, bool async)
 	}
 }
 
+/* After a failed rollback: an out region with an allocation left without memory is PAUSED, so
+ * that the next resume backs and restores every such allocation (mapped ones are left as they
+ * are; cms_commit of that resume marks their saved copies stale). An active region with an
+ * allocation unmapped would be refused by that resume (CMS_ERR_NOT_PAUSED) and fault on access. */
+static void pause_incomplete(struct cms_work *w)
+{
+	struct cms_alloc *a;
+	size_t i;
+
+	for (i = 0; i < w->nout; i++)
+		for (a = w->out[i]->allocs; a; a = a->next)
+			if (cms_work_lacks_memory(a)) {
+				__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED,
+						 __ATOMIC_RELAXED);
+				break;
+			}
+	cms_run_dissolve(w->vo, w->no); /* runs released whole: re-planned by the resume */
+}
+
 cms_status cms_abort(struct cms_work *w, cms_status st)
 {
 	struct cms_lanes all = cms_work_lanes(w, 0, CMS_COPY_STREAMS);
@@ -51,5 +70,7 @@ cms_status cms_abort(struct cms_work *w, cms_status st)
 	if (!rb)
 		rb = rb2;
 	cms_out_drop_fresh(w);
+	if (rb)
+		pause_incomplete(w);
 	return cms_rollback_status(w->ctx, st, saved, rb, w->call->sched->name);
 }

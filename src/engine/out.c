@@ -83,6 +83,26 @@ cms_status cms_out_release(struct cms_work *w)
 	return CMS_OK;
 }
 
+/* After a failed rollback: an allocation mapped again whose content did not come back (its
+ * restore failed, or did not finish) is unmapped, so that it lacks memory like one never mapped
+ * again and the next resume restores it from its store; a failed unmap is logged (its stored
+ * content is kept: cms_out_drop_fresh leaves it). */
+static void unmap_unrestored(struct cms_work *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->no; i++) {
+		struct cms_alloc *a = w->vo[i];
+
+		if (!a->mapped || !a->rollback_released)
+			continue;
+		if (cms_vmm_unmap(a))
+			cms_log(w->ctx, CMS_LOG_ERROR,
+				"0x%llx: mapped without its content after a failed rollback",
+				(unsigned long long)a->base);
+	}
+}
+
 cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 {
 	struct cms_progress *prev = cms_progress_enter(NULL); /* a rollback reports nothing */
@@ -103,15 +123,20 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 
 			if (!m || !m->rollback_released || !m->mapped)
 				continue;
-			m->rollback_released = false;
 			st = cms_store_restore(l, &m, 1, &unused);
+			if (!st)
+				m->rollback_released = false;
 		}
 		if (st && !first)
 			first = st;
 	}
 	st = cms_lanes_sync(l);
+	if (!first)
+		first = st;
+	if (first)
+		unmap_unrestored(w);
 	cms_progress_enter(prev);
-	return first ? first : st;
+	return first;
 }
 
 void cms_out_drop_fresh(struct cms_work *w)
@@ -121,9 +146,12 @@ void cms_out_drop_fresh(struct cms_work *w)
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
-		if (a->mapped) /* the device holds the content: a saved copy is stale */
+		/* The device holds the content: a saved copy is stale (not when the restore of a
+		 * rollback failed: the stored copy is the content). */
+		if (a->mapped && !a->rollback_released)
 			cms_alloc_set_saved(a, false);
-		if (a->mapped && a->fresh_buffer && !cms_store_forget_begin(w->ctx, a))
+		if (a->mapped && !a->rollback_released && a->fresh_buffer &&
+		    !cms_store_forget_begin(w->ctx, a))
 			cms_store_forget(w->ctx, a);
 		a->fresh_buffer = false;
 	}

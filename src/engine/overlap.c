@@ -176,7 +176,7 @@ cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all)
 out:
 	for (i = 0; i < nb; i++)
 		for (q = 0; q < l->count && made; q++, made--)
-			ctx->drv.cuEventDestroy(b[i].ev[q]);
+			cms_cleanup_event(ctx, l->dev, b[i].ev[q]);
 	free(b);
 	return st;
 }

@@ -15,7 +15,8 @@
  * A failure at any step rolls back (commit.c: map again, restore released
  * content from the stores); only content of DISCARD/ZERO memory already
  * released is lost then. A rollback that fails itself leaves each allocation
- * in an exact state (and its stored content) for the next call to complete.
+ * in an exact state (and its stored content), and a region with an allocation
+ * left without memory PAUSED, for the next resume to complete.
  */
 #include "engine.h"
 

@@ -394,7 +394,6 @@ static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, stru
 {
 	uint64_t chunk;
 	size_t len;
-	CUcontext popped;
 
 	memset(s, 0, sizeof(*s));
 	/* The simulation gets small buffers, so that small tests run the pipeline. */
@@ -415,7 +414,7 @@ static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, stru
 		s->registered =
 			ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
 			CUDA_SUCCESS; /* else pageable: slower, still correct */
-		ctx->drv.cuCtxPopCurrent(&popped);
+		cms_pop(ctx);
 	}
 	return CMS_OK;
 err:
@@ -425,29 +424,15 @@ err:
 
 static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
 {
-	CUcontext popped;
-
 	if (!s->base)
 		return;
-	if (s->registered) {
-		CUresult res = ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary);
-
-		if (res == CUDA_SUCCESS) {
-			res = ctx->drv.cuMemHostUnregister(s->base);
-			ctx->drv.cuCtxPopCurrent(&popped);
-		}
-		if (res != CUDA_SUCCESS) { /* never unmap page-locked memory: leave it mapped */
-			cms_log(ctx, CMS_LOG_ERROR,
-				"cuMemHostUnregister of %zu bytes of disk staging failed (%s): "
-				"left mapped",
-				2 * s->chunk, cms_driver_error_name(&ctx->drv, res));
-			s->base = NULL;
-			return;
-		}
+	if (s->registered) /* never unmap page-locked memory: a failed unregister is retried */
+		cms_cleanup_staging(ctx, dev, s->base, 2 * s->chunk, s->hooked);
+	else {
+		munmap(s->base, 2 * s->chunk);
+		if (s->hooked)
+			ctx->drv.host_free_hook(2 * s->chunk);
 	}
-	munmap(s->base, 2 * s->chunk);
-	if (s->hooked)
-		ctx->drv.host_free_hook(2 * s->chunk);
 	s->base = NULL;
 }
 

@@ -91,13 +91,12 @@ static void buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb)
 /* Page-locks a buffer; a failure leaves it pageable (logged once per context). */
 static void buffer_register(cms_context *ctx, struct cms_hostbuf *hb)
 {
-	CUcontext popped;
 	CUresult res;
 
 	res = ctx->drv.cuCtxPushCurrent(ctx->devices[hb->device].primary);
 	if (res == CUDA_SUCCESS) {
 		res = ctx->drv.cuMemHostRegister(hb->base, hb->len, CU_MEMHOSTREGISTER_PORTABLE);
-		ctx->drv.cuCtxPopCurrent(&popped);
+		cms_pop(ctx);
 	}
 	hb->registered = res == CUDA_SUCCESS;
 	hb->register_result = res; /* logged by the calling thread (see note_registered) */
@@ -184,7 +183,6 @@ static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 {
 	struct cms_hostbuf *hb = a->hostbuf;
 	cms_status st = CMS_OK;
-	CUcontext popped;
 
 	/* Only the buffer's last user unpins it; the others leave it as it is. */
 	if (!hb || !hb->registered || hb->users > 1)
@@ -194,7 +192,7 @@ static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 	hb->registered = false;
 	a->region->pinned_bytes -= hb->len;
 out_pop:
-	ctx->drv.cuCtxPopCurrent(&popped);
+	cms_pop(ctx);
 out:
 	return st;
 }
