@@ -86,6 +86,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 		if (!d->ready)
 			continue;
 		if (!cms_push(ctx, i)) {
+			cms_vmm_guard_drop(ctx, i); /* every region, so every guard, is gone */
 			for (k = 0; k < CMS_COPY_STREAMS; k++) {
 				ctx->drv.cuEventDestroy(d->events[k]);
 				ctx->drv.cuStreamDestroy(d->streams[k]);
