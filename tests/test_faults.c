@@ -646,23 +646,41 @@ END_TEST
 
 /* The same sweeps with allocations that share physical handles since a first cycle. */
 /* The sweeps with CMS_REGION_GUARD: a guard is mapped after the release and unmapped before
- * the re-backing, a free and a destroy unmap it; every step is undone on a failure. */
+ * the re-backing, a free and a destroy unmap it; every step is undone on a failure. Kept
+ * cheap: one result per policy with one handle per allocation, then HOST with runs
+ * (coalesced: every member unguarded before the run maps) and a second region. */
 START_TEST(pause_sweep_guarded)
 {
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+
 	guarded = 1;
-	coalesced = _i >= 3 ? 2 : 0;
-	pause_sweep_fn(_i % 3);
-	coalesced = 0;
+	if (_i < 3) {
+		total_points += sweep(pol[_i], 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
+	} else {
+		coalesced = 2;
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
+		total_points += sweep(CMS_POLICY_HOST, 1, CMS_POLICY_DISCARD, OP_PAUSE,
+				      CUDA_ERROR_INVALID_VALUE);
+		coalesced = 0;
+	}
 	guarded = 0;
 }
 END_TEST
 
 START_TEST(resume_sweep_guarded)
 {
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+
 	guarded = 1;
-	coalesced = _i >= 3 ? 2 : 0;
-	resume_sweep_fn(_i % 3);
-	coalesced = 0;
+	if (_i < 3) {
+		total_points += sweep(pol[_i], 0, 0, OP_RESUME, CUDA_ERROR_UNKNOWN);
+	} else {
+		coalesced = 2;
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY);
+		total_points += sweep(CMS_POLICY_HOST, 1, CMS_POLICY_ZERO, OP_RESUME,
+				      CUDA_ERROR_INVALID_VALUE);
+		coalesced = 0;
+	}
 	guarded = 0;
 }
 END_TEST
@@ -744,8 +762,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, resume_sweep_coalesced, 2, 3);
 	tcase_add_loop_test(tc, free_sweep_coalesced, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep_coalesced, 0, 6);
-	tcase_add_loop_test(tc, pause_sweep_guarded, 0, 6); /* separate, then coalesced */
-	tcase_add_loop_test(tc, resume_sweep_guarded, 0, 6);
+	tcase_add_loop_test(tc, pause_sweep_guarded, 0, 4); /* 3 policies, then coalesced */
+	tcase_add_loop_test(tc, resume_sweep_guarded, 0, 4);
 	tcase_add_loop_test(tc, free_sweep_guarded, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep_guarded, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
