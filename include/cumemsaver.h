@@ -447,6 +447,31 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * regions (CMS_REGION_SHAREABLE*: importers map each allocation's own handle).
  */
 #define CMS_REGION_COALESCE 0x8ull
+/*
+ * Region flag (since 1.1): guarded paused ranges. While the region is paused
+ * (or an allocation of it has no memory after a failed call), the address
+ * range of each of its allocations stays mapped, read-only, to zeros: a
+ * stray read by a kernel (one that touches a paused KV cache after only the
+ * weights were resumed) reads zeros instead of faulting and killing the CUDA
+ * context; a write still faults (an illegal-address error, as without the
+ * flag). Only the device and the region's peers (cms_region_peer_devices_set)
+ * get read access.
+ *
+ * Cost: one zero-filled physical handle of 32 granules per device (64 MiB
+ * at 2 MiB granularity), made by the first cms_region_create with the flag
+ * on that device (cuMemCreate, cuMemAddressReserve, cuMemMap,
+ * cuMemSetAccess, cuMemsetD8Async, cuStreamSynchronize, cuMemUnmap,
+ * cuMemAddressFree) and kept until cms_context_destroy (cuMemRelease). A
+ * pause maps pieces of it over each released allocation (cuMemMap of the
+ * handle, or of its first part for the last piece, + cuMemSetAccess
+ * CU_MEM_ACCESS_FLAGS_PROT_READ: one pair per 64 MiB of allocation); a
+ * resume, a cms_free() of a paused allocation and a region destroy unmap
+ * them first (cuMemUnmap, one per piece). Every step is undone when a call
+ * fails, as the rest of a pause or resume. cms_region_create with the flag
+ * may return the statuses of those driver calls (e.g.
+ * CMS_ERR_OUT_OF_DEVICE_MEMORY).
+ */
+#define CMS_REGION_GUARD 0x10ull
 
 /*
  * Handle types of a region's physical allocations (cms_region_info.handle_types,

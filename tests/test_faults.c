@@ -26,11 +26,16 @@ struct fixture {
 	cms_region *r[2];
 	int nregions;
 	uint64_t p[2][NALLOC];
+	uint64_t extra; /* guarded: an allocation of two guard pieces (33 granules) */
 };
 
 /* When set, setup() runs one pause/resume cycle; 2: its regions have CMS_REGION_COALESCE, so
  * that the allocations then share physical handles (run.c) and the sweeps go through runs. */
 static int coalesced;
+/* When set, setup()'s regions have CMS_REGION_GUARD (vmm/guard.c; the zero handle is 32
+ * granules) and region a has one more allocation, covered by two guard pieces. */
+static int guarded;
+#define EXTRA (33 * G)
 
 static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy_b)
 {
@@ -39,7 +44,8 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 	memset(f, 0, sizeof(*f));
 	f->ctx = t_ctx();
 	f->nregions = two ? 2 : 1;
-	t_region_flags = coalesced == 2 ? CMS_REGION_COALESCE : 0;
+	t_region_flags =
+		(coalesced == 2 ? CMS_REGION_COALESCE : 0) | (guarded ? CMS_REGION_GUARD : 0);
 	f->r[0] = t_region(f->ctx, "a", 0, policy_a);
 	if (two)
 		f->r[1] = t_region(f->ctx, "b", 0, policy_b);
@@ -58,6 +64,8 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 			ck_assert_int_eq(
 				t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
 		}
+	if (guarded)
+		ck_ok(cms_alloc(f->r[0], EXTRA, &f->extra));
 	if (!coalesced)
 		return;
 	ck_ok(cms_pause(f->ctx, NULL, NULL, NULL));
@@ -101,6 +109,20 @@ static void check_content(struct fixture *f, int k)
 		ck_assert_msg(t_check(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)) ==
 				      -1,
 			      "region %d allocation %d lost its content", k, i);
+}
+
+/* Guarded and paused: every allocation of region k reads as zeros. */
+static void check_guarded(struct fixture *f, int k)
+{
+	int i;
+
+	if (!guarded)
+		return;
+	for (i = 0; i < NALLOC; i++)
+		ck_assert_msg(t_is_zero(0, f->p[k][i], sizes[i]),
+			      "region %d allocation %d unguarded", k, i);
+	if (k == 0)
+		ck_assert_msg(t_is_zero(0, f->extra, EXTRA), "extra allocation unguarded");
 }
 
 static void same_counts(const cmssim_counters *a, const cmssim_counters *b, const char *when)
@@ -159,6 +181,16 @@ static cms_status run(struct fixture *f, enum op op, int by_tag)
 					cms_resume(f->ctx, NULL, &ro, NULL);
 	return op == OP_PAUSE ? cms_region_pause(f->r[0], NULL, NULL) :
 				cms_region_resume(f->r[0], &ro, NULL);
+}
+
+/* Whether the failure of a pause came after memory was released: the release itself, or
+ * the guard mapped over released memory (guarded). */
+static int released_then_failed(void)
+{
+	const char *e = cms_last_error();
+
+	return strstr(e, "cuMemRelease") ||
+	       (guarded && (strstr(e, "cuMemMap") || strstr(e, "cuMemSetAccess")));
 }
 
 /*
@@ -228,10 +260,12 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 				ck_assert_uint_eq(state(f.r[k]), want);
 				if (op == OP_RESUME && policy(f.r[k]) == CMS_POLICY_HOST)
 					ck_assert_uint_gt(backup_bytes(f.r[k]), 0);
+				if (op == OP_RESUME)
+					check_guarded(&f, k);
 				/* Content survives a failed pause, except DISCARD/ZERO memory
-				 * already released. */
-				if (op == OP_PAUSE && (policy(f.r[k]) == CMS_POLICY_HOST ||
-						       !strstr(cms_last_error(), "cuMemRelease")))
+				 * already released (and guarded after its release). */
+				if (op == OP_PAUSE &&
+				    (policy(f.r[k]) == CMS_POLICY_HOST || !released_then_failed()))
 					check_content(&f, k);
 			}
 			/* A retry without the fault succeeds. */
@@ -239,8 +273,11 @@ static unsigned sweep(uint32_t pa, int two, uint32_t pb, enum op op, int result)
 			pinned_matches(&f, "retry");
 		}
 		/* Finish the cycle and check the content where the policy keeps it. */
-		if (op == OP_PAUSE)
+		if (op == OP_PAUSE) {
+			for (k = 0; k < f.nregions; k++)
+				check_guarded(&f, k);
 			ck_ok(run(&f, OP_RESUME, two));
+		}
 		pinned_matches(&f, "cycle done");
 		for (k = 0; k < f.nregions; k++)
 			if (policy(f.r[k]) == CMS_POLICY_HOST)
@@ -531,12 +568,12 @@ START_TEST(destroy_sweep)
 		ck_assert_uint_eq(ri.backed_bytes, paused ? 0 : ri.physical_bytes);
 		c = t_counters();
 		ck_assert_uint_eq(c.reservations, 1); /* the region's arena (arena.c) */
-		if (paused)
-			ck_assert_uint_eq(c.handles, 0);
+		if (paused) /* and the device's zero handle when guarded */
+			ck_assert_uint_eq(c.handles, guarded);
 		else if (coalesced == 2) /* the run keeps its handle until its last member goes */
-			ck_assert_uint_eq(c.handles, 1);
+			ck_assert_uint_eq(c.handles, 1 + guarded);
 		else
-			ck_assert_uint_eq(c.handles, ri.allocations);
+			ck_assert_uint_eq(c.handles, ri.allocations + guarded);
 		/* a buffer whose cuMemHostUnregister failed stays registered and counted */
 		ck_assert_uint_eq(ri.pinned_bytes, c.host_registered_bytes);
 		ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
@@ -791,6 +828,62 @@ START_TEST(failed_staging_unregister_is_retried)
 END_TEST
 
 /* The same sweeps with allocations that share physical handles since a first cycle. */
+/* The sweeps with CMS_REGION_GUARD: a guard is mapped after the release and unmapped before
+ * the re-backing, a free and a destroy unmap it; every step is undone on a failure. Kept
+ * cheap: one result per policy with one handle per allocation, then HOST with runs
+ * (coalesced: every member unguarded before the run maps) and a second region. */
+START_TEST(pause_sweep_guarded)
+{
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+
+	guarded = 1;
+	if (_i < 3) {
+		total_points += sweep(pol[_i], 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
+	} else {
+		coalesced = 2;
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
+		total_points += sweep(CMS_POLICY_HOST, 1, CMS_POLICY_DISCARD, OP_PAUSE,
+				      CUDA_ERROR_INVALID_VALUE);
+		coalesced = 0;
+	}
+	guarded = 0;
+}
+END_TEST
+
+START_TEST(resume_sweep_guarded)
+{
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
+
+	guarded = 1;
+	if (_i < 3) {
+		total_points += sweep(pol[_i], 0, 0, OP_RESUME, CUDA_ERROR_UNKNOWN);
+	} else {
+		coalesced = 2;
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY);
+		total_points += sweep(CMS_POLICY_HOST, 1, CMS_POLICY_ZERO, OP_RESUME,
+				      CUDA_ERROR_INVALID_VALUE);
+		coalesced = 0;
+	}
+	guarded = 0;
+}
+END_TEST
+
+START_TEST(free_sweep_guarded)
+{
+	guarded = 1;
+	free_sweep_fn(_i);
+	guarded = 0;
+}
+END_TEST
+
+START_TEST(destroy_sweep_guarded)
+{
+	guarded = 1;
+	destroy_sweep_fn(_i);
+	guarded = 0;
+}
+END_TEST
+
 START_TEST(pause_sweep_coalesced)
 {
 	coalesced = 2;
@@ -853,6 +946,10 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, resume_sweep_coalesced, 2, 3);
 	tcase_add_loop_test(tc, free_sweep_coalesced, 0, 6);
 	tcase_add_loop_test(tc, destroy_sweep_coalesced, 0, 6);
+	tcase_add_loop_test(tc, pause_sweep_guarded, 0, 4); /* 3 policies, then coalesced */
+	tcase_add_loop_test(tc, resume_sweep_guarded, 0, 4);
+	tcase_add_loop_test(tc, free_sweep_guarded, 0, 6);
+	tcase_add_loop_test(tc, destroy_sweep_guarded, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
 	suite_add_tcase(s, tc);

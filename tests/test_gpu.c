@@ -4,7 +4,8 @@
  * elsewhere): a CUDA graph captured before a pause, with a kernel reading one
  * region and writing another, replays correctly after resume; the driver's
  * free memory drops by the paused bytes and comes back; a large HOST region
- * keeps its content.
+ * keeps its content; a kernel reading a paused CMS_REGION_GUARD region reads
+ * zeros and the context stays usable.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,84 @@ START_TEST(graph_replays_after_resume)
 }
 END_TEST
 
+/* Every word of out is in * 2 + 1 for in zero: 1. */
+static void check_ones(uint64_t out, size_t words)
+{
+	uint32_t *buf = malloc(words * 4);
+	size_t i;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(t_read(0, buf, out, words * 4), 0);
+	for (i = 0; i < words; i++)
+		if (buf[i] != 1u)
+			ck_abort_msg("word %zu: %u != 1 (the kernel did not read zeros)", i,
+				     buf[i]);
+	free(buf);
+}
+
+/*
+ * A kernel reads a paused guarded region (the KV cache paused while the weights are
+ * resumed): it reads zeros, the launch and the synchronize succeed, and the context stays
+ * usable: after a resume the same kernel reads the new content. 262 MiB: four whole pieces
+ * of the 64 MiB zero handle and a part of one.
+ */
+START_TEST(kernel_reads_paused_guarded_region)
+{
+	const size_t bytes = 262 * MiB, words = bytes / 4;
+	cms_context *ctx = t_ctx();
+	cms_region *w = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_region *kv;
+	uint64_t in, out, n = words;
+	void *params[3] = { &in, &out, &n };
+	unsigned blocks = (unsigned)((words + CMS_KERNEL_BLOCK - 1) / CMS_KERNEL_BLOCK);
+	CUmodule mod;
+	CUfunction fn;
+	CUstream s;
+	struct gpu g;
+	int cycle;
+
+	t_region_flags = CMS_REGION_GUARD;
+	kv = t_region(ctx, "kv_cache", 0, CMS_POLICY_DISCARD);
+	t_region_flags = 0;
+	ck_ok(cms_alloc(kv, bytes, &in));
+	ck_ok(cms_alloc(w, bytes, &out));
+	gpu_push(&g);
+	ck_assert_int_eq(g.d->cuModuleLoadData(&mod, cms_kernels_ptx), 0);
+	ck_assert_int_eq(g.d->cuModuleGetFunction(&fn, mod, CMS_KERNEL_AFFINE_NAME), 0);
+	ck_assert_int_eq(g.d->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), 0);
+	gpu_pop(&g);
+	for (cycle = 0; cycle < 2; cycle++) {
+		ck_assert_int_eq(t_fill(0, in, bytes, 42 + (uint32_t)cycle), 0);
+		ck_ok(cms_pause(ctx, NULL, NULL, NULL));
+		ck_ok(cms_resume(ctx, "weights", NULL, NULL)); /* only the weights */
+		gpu_push(&g);
+		ck_assert_int_eq(g.d->cuMemsetD32Async(out, 0xdeadbeefu, words, s), 0);
+		ck_assert_int_eq(g.d->cuLaunchKernel(fn, blocks, 1, 1, CMS_KERNEL_BLOCK, 1, 1, 0, s,
+						     params, NULL),
+				 0);
+		ck_assert_int_eq(g.d->cuStreamSynchronize(s), 0); /* no illegal address */
+		gpu_pop(&g);
+		check_ones(out, words);
+		ck_assert(t_is_zero(0, in, bytes)); /* a copy reads zeros too */
+		/* the context is usable: resume the KV cache, fill it, the kernel reads it */
+		ck_ok(cms_resume(ctx, "kv_cache", NULL, NULL));
+		ck_assert_int_eq(t_fill(0, in, bytes, 7), 0);
+		gpu_push(&g);
+		ck_assert_int_eq(g.d->cuLaunchKernel(fn, blocks, 1, 1, CMS_KERNEL_BLOCK, 1, 1, 0, s,
+						     params, NULL),
+				 0);
+		ck_assert_int_eq(g.d->cuStreamSynchronize(s), 0);
+		gpu_pop(&g);
+		check_affine(out, 7, words);
+	}
+	gpu_push(&g);
+	g.d->cuStreamDestroy(s);
+	g.d->cuModuleUnload(mod);
+	gpu_pop(&g);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 START_TEST(free_memory_drops_by_paused_bytes)
 {
 	cms_context *ctx = t_ctx();
@@ -168,6 +247,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, graph_replays_after_resume);
 	tcase_add_test(tc, free_memory_drops_by_paused_bytes);
 	tcase_add_test(tc, large_host_region_keeps_content);
+	tcase_add_test(tc, kernel_reads_paused_guarded_region);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -95,6 +95,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 		st = cms_push(ctx, i);
 		if (st)
 			return st; /* a retry continues */
+		cms_vmm_guard_drop(ctx, i); /* every region, so every guard, is gone */
 		for (k = 0; k < CMS_COPY_STREAMS; k++) {
 			if (d->events[k])
 				cms_cleanup_event(ctx, i, d->events[k]); /* kept if it fails */

@@ -41,8 +41,9 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	if (o.policy >= cms_store_count())
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
-	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
-				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE))
+	if (o.flags &
+	    ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
+			CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE | CMS_REGION_GUARD))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
 	st = cms_ctx_device(ctx, o.device, NULL);
@@ -51,6 +52,16 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	st = cms_device_handle_types(ctx, o.device, o.flags, &handle_types);
 	if (st)
 		return st;
+	if (o.flags & CMS_REGION_GUARD) {
+		/* made now, so that a pause (or a swap on a full device) need not find memory */
+		st = cms_push(ctx, o.device);
+		if (st)
+			return st;
+		st = cms_vmm_guard_prepare(ctx, o.device);
+		cms_pop(ctx);
+		if (st)
+			return st;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");

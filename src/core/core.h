@@ -109,6 +109,10 @@ struct cms_device {
 	CUevent events[CMS_COPY_STREAMS]; /* recorded on streams[] by an async resume */
 	size_t granularity;
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
+	/* Zero-filled physical handle mapped read-only over the released allocations of paused
+	 * CMS_REGION_GUARD regions (vmm/guard.c); 0 until the first such region. ctx->lock. */
+	CUmemGenericAllocationHandle zero;
+	size_t zero_len;
 };
 
 /* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
@@ -153,6 +157,9 @@ struct cms_alloc {
 	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
 	 * and mapped then mirror the run's (every member changes with it). */
 	struct cms_run *run;
+	/* CMS_REGION_GUARD: pieces of the device's zero handle mapped read-only over
+	 * [base, base + physical), from base up (vmm/guard.c); exact on every failure path. */
+	size_t guarded;
 	struct cms_alloc *prev, *next;
 };
 

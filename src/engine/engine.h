@@ -161,19 +161,24 @@ cms_status cms_out_save(struct cms_work *w, struct cms_lanes *l);
 cms_status cms_out_unmap(struct cms_work *w);
 /* Releases every handle of w->vo still held; counts w->released. */
 cms_status cms_out_release(struct cms_work *w);
-/* Rollback: maps w->vo again, restoring released content per policy; tries all. */
+/* CMS_REGION_GUARD: maps the zero handle read-only over every released allocation of
+ * w->vo (vmm/guard.c). Before the last vote: it can fail. */
+cms_status cms_out_guard(struct cms_work *w);
+/* Rollback: unmaps guards, maps w->vo again, restoring released content per policy; tries
+ * all. */
 cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l);
 /* After a rollback: forgets saves and storage this call made for allocations mapped again. */
 void cms_out_drop_fresh(struct cms_work *w);
 
 /* ---- in.c: the steps that back memory ---- */
-/* Backs every allocation of w->vi (one handle per run) and restores its content per policy,
- * the copies overlapping the backing of the next ones; waits for the out side's releases on
- * out-of-memory when it still has some to give (a swap). */
+/* Unmaps the guards of w->vi, then backs every allocation (one handle per run) and restores its
+ * content per policy, the copies overlapping the backing of the next ones; waits for the out side's
+ * releases on out-of-memory when it still has some to give (a swap). */
 cms_status cms_in_back(struct cms_work *w, struct cms_lanes *l);
 /* Async resume: makes the caller's stream wait for the copies on the device's streams. */
 cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
-/* Undo: unmaps and releases what the call made for w->vi; tries all. */
+/* Undo: unmaps and releases what the call made for w->vi, guards CMS_REGION_GUARD
+ * allocations again; tries all. */
 cms_status cms_in_undo(struct cms_work *w);
 
 /* ---- commit.c ---- */

@@ -2,8 +2,9 @@
 /*
  * in.c - the steps of the in side (what a resume does to each allocation):
  * create a physical handle (one per run of adjacent allocations, run.c), map
- * it with access, and restore the content per policy; and the undo that
- * unmaps and releases what the call made. Runs with the device's context
+ * it with access, and restore the content per policy (after unmapping the
+ * guard of a CMS_REGION_GUARD region); and the undo that unmaps and releases
+ * what the call made and guards again. Runs with the device's context
  * current; copies go on the lanes' streams and overlap the backing of the
  * next allocations.
  */
@@ -61,6 +62,9 @@ cms_status cms_in_back(struct cms_work *w, struct cms_lanes *l)
 	cms_status st = CMS_OK;
 	size_t i;
 
+	/* Guards first (CMS_REGION_GUARD): a run maps over all its members' addresses at once. */
+	for (i = 0; i < w->ni && !st; i++)
+		st = cms_vmm_unguard(w->vi[i]);
 	for (i = 0; i < w->ni && !st; i++) {
 		struct cms_alloc *a = w->vi[i];
 		const struct cms_store_ops *ops = cms_store_of(a->region);
@@ -116,9 +120,14 @@ cms_status cms_in_undo(struct cms_work *w)
 	size_t i;
 
 	for (i = 0; i < w->ni; i++) {
-		st = cms_vmm_unmap(w->vi[i]);
+		struct cms_alloc *a = w->vi[i];
+
+		st = cms_vmm_unmap(a);
 		if (!st && !w->had_handle[i])
-			st = cms_vmm_release(w->vi[i]);
+			st = cms_vmm_release(a);
+		/* paused again: guarded again */
+		if (!st && (a->region->flags & CMS_REGION_GUARD) && !a->handle && !a->mapped)
+			st = cms_vmm_guard(a);
 		if (st && !first)
 			first = st;
 	}

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * out.c - the steps of the out side (what a pause does to each allocation):
- * wait for GPU work, save the content per policy, unmap, release, and the
- * rollback that maps everything again. Each step leaves every allocation in
- * an exact state (mapped, handle, saved), so that the rollback can work from
- * it whatever failed: only content of DISCARD/ZERO memory already released
- * is lost by a rollback.
+ * wait for GPU work, save the content per policy, unmap, release, guard
+ * (CMS_REGION_GUARD: the zero handle mapped read-only where memory was
+ * released), and the rollback that unguards and maps everything again. Each step leaves every
+ * allocation in an exact state (mapped, handle, saved), so that the rollback can work from it
+ * whatever failed: only content of DISCARD/ZERO memory already released is lost by a rollback.
  */
 #include "engine.h"
 
@@ -83,6 +83,23 @@ cms_status cms_out_release(struct cms_work *w)
 	return CMS_OK;
 }
 
+cms_status cms_out_guard(struct cms_work *w)
+{
+	cms_status st;
+	size_t i;
+
+	for (i = 0; i < w->no; i++) {
+		struct cms_alloc *a = w->vo[i];
+
+		if (!(a->region->flags & CMS_REGION_GUARD) || a->handle || a->mapped)
+			continue;
+		st = cms_vmm_guard(a);
+		if (st)
+			return st;
+	}
+	return CMS_OK;
+}
+
 /* After a failed rollback: an allocation mapped again whose content did not come back (its
  * restore failed, or did not finish) is unmapped, so that it lacks memory like one never mapped
  * again and the next resume restores it from its store; a failed unmap is logged (its stored
@@ -110,6 +127,13 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 	uint64_t unused = 0;
 	size_t i, k;
 
+	/* Guards first: a run is mapped again over all its members' addresses at once. One that
+	 * stays makes its allocation's map below fail (state exact for a later call). */
+	for (i = 0; i < w->no; i++) {
+		st = cms_vmm_unguard(w->vo[i]);
+		if (st && !first)
+			first = st;
+	}
 	for (i = 0; i < w->no; i++) /* a run's members get their handle with the first one */
 		w->vo[i]->rollback_released = !w->vo[i]->handle;
 	for (i = 0; i < w->no; i++) {

@@ -10,7 +10,9 @@
  *      then synchronous stores; in the steady state of a one-device call each
  *      batch is released as soon as its copies are done (overlap.c)
  *   3. unmap every allocation           (vote: every device unmapped)
- *   4. release every physical handle    (vote: every device released)
+ *   4. release every physical handle; regions with CMS_REGION_GUARD map the
+ *      zero handle read-only over each released allocation
+ *                                       (vote: every device released)
  *   5. commit: region states
  * A failure at any step rolls back (commit.c: map again, restore released
  * content from the stores); only content of DISCARD/ZERO memory already
@@ -47,6 +49,8 @@ static cms_status pause_run(struct cms_work *w)
 		st = cms_xdev_vote(w->xv); /* every device unmapped: nothing lost yet */
 	if (!st)
 		st = cms_out_release(w);
+	if (!st)
+		st = cms_out_guard(w); /* CMS_REGION_GUARD: zeros, read-only */
 	if (!st)
 		st = cms_xdev_vote(w->xv); /* every device released: commit */
 	if (st) {

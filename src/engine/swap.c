@@ -82,6 +82,8 @@ static cms_status out_side(struct cms_work *w)
 	rb = cms_lanes_sync(&l);
 	if (!st)
 		st = rb;
+	if (!st)
+		st = cms_out_guard(w); /* CMS_REGION_GUARD: zeros, read-only */
 	return st;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * range.c - the driver calls on a range of addresses with the properties of
- * a region: cuMemCreate of a physical handle, cuMemMap with cuMemSetAccess,
+ * a region: cuMemCreate of a physical handle, cuMemMap with cuMemSetAccess
+ * (read-write; read-only for the zero handle of a guard, guard.c),
  * cuMemSetAccess alone. The base of vmm.c (one allocation) and run.c (a run
  * of adjacent allocations).
  */
@@ -28,10 +29,11 @@ out:
 }
 
 /*
- * One descriptor per device: read-write for the region's device and each
- * device of mask (peers), none for each device of revoke not in mask.
+ * One descriptor per device: prot (read-write, or read for a guard) for the
+ * region's device and each device of mask (peers), none for each device of
+ * revoke not in mask.
  */
-static size_t access_descs(const struct cms_region *r, uint64_t mask, uint64_t revoke,
+static size_t access_descs(const struct cms_region *r, uint64_t mask, uint64_t revoke, int prot,
 			   CUmemAccessDesc *d)
 {
 	size_t n = 0;
@@ -45,19 +47,18 @@ static size_t access_descs(const struct cms_region *r, uint64_t mask, uint64_t r
 		memset(&d[n], 0, sizeof(d[n]));
 		d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 		d[n].location.id = dev < 0 ? r->device : dev;
-		d[n].flags = dev < 0 || (mask & bit) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE :
-						       CU_MEM_ACCESS_FLAGS_PROT_NONE;
+		d[n].flags = dev < 0 || (mask & bit) ? prot : CU_MEM_ACCESS_FLAGS_PROT_NONE;
 		n++;
 	}
 	return n;
 }
 
-cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-				uint64_t mask, uint64_t revoke)
+static cms_status set_access(const struct cms_region *r, CUdeviceptr base, size_t len,
+			     uint64_t mask, uint64_t revoke, int prot)
 {
 	cms_context *ctx = r->ctx;
 	CUmemAccessDesc access[CMS_MAX_DEVICES + 1];
-	size_t naccess = access_descs(r, mask, revoke, access);
+	size_t naccess = access_descs(r, mask, revoke, prot, access);
 	cms_status st = CMS_OK;
 
 	CU_TRY(ctx, cuMemSetAccess(base, len, access, naccess), st, out);
@@ -65,15 +66,22 @@ out:
 	return st;
 }
 
-cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-			     CUmemGenericAllocationHandle handle)
+cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+				uint64_t mask, uint64_t revoke)
+{
+	return set_access(r, base, len, mask, revoke, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+}
+
+/* cuMemMap of the first len bytes of handle over [base, base + len), then cuMemSetAccess. */
+static cms_status map_with(const struct cms_region *r, CUdeviceptr base, size_t len,
+			   CUmemGenericAllocationHandle handle, int prot)
 {
 	cms_context *ctx = r->ctx;
 	cms_status st = CMS_OK;
 	CUresult res;
 
 	CU_TRY(ctx, cuMemMap(base, len, 0, handle, 0), st, out);
-	st = cms_vmm_access_range(r, base, len, r->peer_mask, 0);
+	st = set_access(r, base, len, r->peer_mask, 0, prot);
 	if (!st)
 		return CMS_OK;
 	res = ctx->drv.cuMemUnmap(base, len);
@@ -83,4 +91,16 @@ cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_
 				   (unsigned long long)base, cms_driver_error_name(&ctx->drv, res));
 out:
 	return st;
+}
+
+cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
+			     CUmemGenericAllocationHandle handle)
+{
+	return map_with(r, base, len, handle, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+}
+
+cms_status cms_vmm_map_range_read(const struct cms_region *r, CUdeviceptr base, size_t len,
+				  CUmemGenericAllocationHandle handle)
+{
+	return map_with(r, base, len, handle, CU_MEM_ACCESS_FLAGS_PROT_READ);
 }

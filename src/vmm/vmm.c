@@ -17,13 +17,30 @@ cms_status cms_vmm_reserve(struct cms_alloc *a)
 
 cms_status cms_vmm_unreserve(struct cms_alloc *a)
 {
+	bool guarded = a->guarded != 0;
 	cms_status st;
 
 	if (!a->arena) /* retired from a run: its addresses went with the run */
 		return CMS_OK;
+	st = cms_vmm_unguard(a); /* the addresses go back unmapped */
+	if (st)
+		return st;
 	st = cms_arena_give(a->region, a->arena, a->base, a->physical);
-	if (!st)
+	if (!st) {
 		a->arena = NULL;
+		return CMS_OK;
+	}
+	if (guarded) { /* as it was */
+		char why[512];
+
+		cms_last_error_message(why, sizeof(why));
+		if (cms_vmm_guard(a))
+			cms_log(a->region->ctx, CMS_LOG_ERROR,
+				"0x%llx: not guarded again after a failed free; reads fault until "
+				"it is resumed",
+				(unsigned long long)a->base);
+		cms_set_error(st, "%s", why);
+	}
 	return st;
 }
 

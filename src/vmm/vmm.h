@@ -54,8 +54,23 @@ void cms_run_retire(struct cms_alloc *a);
  * copied in address order: after this one's copy the run may be released). */
 bool cms_run_is_last(const struct cms_alloc *a);
 
+/* ---- guard.c: guarded paused ranges (CMS_REGION_GUARD; region lock held) ---- */
+/* Makes dev's zero handle (cuMemCreate, zero-filled through a temporary mapping) unless it
+ * exists; dev's context current. */
+cms_status cms_vmm_guard_prepare(cms_context *ctx, int32_t dev);
+/* cuMemRelease of dev's zero handle (context destroy, every guard unmapped). */
+void cms_vmm_guard_drop(cms_context *ctx, int32_t dev);
+/* Maps the zero handle read-only over [a->base, a->base + a->physical) (a has no memory),
+ * in pieces of the handle's size; all or nothing (what a failure could not unmap stays
+ * counted in a->guarded). */
+cms_status cms_vmm_guard(struct cms_alloc *a);
+/* cuMemUnmap of a's guard pieces, last first; a->guarded exact on failure. */
+cms_status cms_vmm_unguard(struct cms_alloc *a);
+
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
 cms_status cms_vmm_reserve(struct cms_alloc *a);
+/* Unmaps a's guard (guard.c), then gives its addresses back to the arena; when that fails
+ * an allocation that was guarded is guarded again (best effort, logged). */
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
 /* cuMemCreate of size bytes with the region's properties. */
 cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
@@ -64,6 +79,10 @@ cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
  * device and peers; CMS_ERR_ROLLBACK_FAILED: mapped without access (the unmap failed). */
 cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
 			     CUmemGenericAllocationHandle handle);
+/* As cms_vmm_map_range with read-only access (a guard); len may be less than the handle's
+ * size (its first len bytes are mapped). */
+cms_status cms_vmm_map_range_read(const struct cms_region *r, CUdeviceptr base, size_t len,
+				  CUmemGenericAllocationHandle handle);
 /* cuMemSetAccess over a mapped range (see cms_vmm_set_access). */
 cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
 				uint64_t mask, uint64_t revoke);

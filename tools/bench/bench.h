@@ -9,7 +9,7 @@
  *   cms-bench.c         options, the run, main
  *   bench_report.c      the table on stdout and the JSON file (each workload's
  *                       own table and keys come from its file)
- *   bench_work.c        the workloads: (a)-(d) and (f);
+ *   bench_work.c        the workloads: (a)-(d), (f) and (h);
  *   bench_swap.c          (e), cms_swap;
  *   bench_disk.c          (g), the DISK policy, with the disk's floor;
  *   bench_multi.c         --devices: (a) and (c) on 1 and on N devices
@@ -48,7 +48,17 @@
 enum bench_mode { BENCH_AUTO, BENCH_SIM, BENCH_GPU };
 
 /* Workloads, in the order. */
-enum { BENCH_WA, BENCH_WB, BENCH_WC, BENCH_WD, BENCH_WE, BENCH_WF, BENCH_WG, BENCH_NWORK };
+enum {
+	BENCH_WA,
+	BENCH_WB,
+	BENCH_WC,
+	BENCH_WD,
+	BENCH_WE,
+	BENCH_WF,
+	BENCH_WG,
+	BENCH_WH,
+	BENCH_NWORK
+};
 
 /* VMM floors: (a) 32 x 1 GiB, (b) 16 x 1 GiB and 2048 x 8 MiB. */
 enum { BENCH_VA, BENCH_VB_1G, BENCH_VB_ALLOC, BENCH_NVMM };

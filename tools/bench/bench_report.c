@@ -97,11 +97,12 @@ static const char *work_name(char *buf, size_t len, const struct bench_work *w)
 	if (!w->ran)
 		snprintf(buf, len, "(%c) %s", w->id, w->what);
 	else
-		snprintf(buf, len, "(%c) %" PRIu64 " x %s %s", w->id, w->count,
+		snprintf(buf, len, "(%c) %" PRIu64 " x %s %s%s", w->id, w->count,
 			 bench_fmt_bytes(b1, sizeof(b1), w->size),
 			 w->policy == CMS_POLICY_HOST ? "HOST" :
 			 w->policy == CMS_POLICY_DISK ? "DISK" :
-							"DISCARD");
+							"DISCARD",
+			 w->flags & CMS_REGION_GUARD ? " GUARD" : "");
 	return buf;
 }
 

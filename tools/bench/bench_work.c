@@ -49,6 +49,9 @@ void bench_works_init(struct bench *b)
 		{ "swap, 16 GiB <-> 16 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "async resume, 16 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "DISK policy, 8 x 1 GiB", CMS_POLICY_DISK, 8, GIB, true, -1 },
+		/* (a) with CMS_REGION_GUARD: what guarding the paused ranges costs */
+		{ "32 x 1 GiB DISCARD, COALESCE, GUARD", CMS_POLICY_DISCARD, 32, GIB, true,
+		  BENCH_VA },
 	};
 	static const struct {
 		const char *label;
@@ -67,6 +70,8 @@ void bench_works_init(struct bench *b)
 		w->what = t[i].what;
 		w->policy = t[i].policy;
 		w->flags = w->policy == CMS_POLICY_DISCARD ? CMS_REGION_COALESCE : 0;
+		if (i == BENCH_WH)
+			w->flags |= CMS_REGION_GUARD;
 		w->count0 = t[i].count;
 		w->size0 = t[i].size;
 		w->implemented = t[i].implemented;

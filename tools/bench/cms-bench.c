@@ -54,9 +54,10 @@ static void bench_usage(FILE *f)
 		"  -n, --cycles N     pause/resume cycles per workload (1..%u, default %u); the\n"
 		"                     first is reported apart from the median of the others.\n"
 		"                     A workload whose cycle takes more than 10 s stops after 2\n"
-		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d,e,f,g (e: "
+		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d,e,f,g,h (e: "
 		"cms_swap\n"
-		"                     between two HOST tags), or 'floor' for the floors alone;\n"
+		"                     between two HOST tags; h: (a) with CMS_REGION_GUARD), or\n"
+		"                     'floor' for the floors alone;\n"
 		"                     the floors the chosen workloads need are always measured\n"
 		"  -j, --json FILE    also write the results as JSON to FILE\n"
 		"      --verify-full  check the whole content of HOST allocations after every\n"
@@ -152,7 +153,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		case 'o':
 			if (bench_parse_only(b, optarg)) {
 				fprintf(stderr,
-					"cms-bench: bad --only '%s' (comma-separated a..g or "
+					"cms-bench: bad --only '%s' (comma-separated a..h or "
 					"floor)\n",
 					optarg);
 				return 2;

@@ -201,6 +201,11 @@ const (
 	// run of adjacent allocations with one physical handle and one mapping; a free inside a run keeps
 	// its bytes until the next pause (retained_bytes). Default: one handle per allocation.
 	RegionCoalesce RegionFlags = 0x8
+	// RegionGuard is CMS_REGION_GUARD (since 1.1): Guarded paused ranges: while paused, each
+	// allocation's range is mapped read-only to a shared zero-filled handle (one per device, 32
+	// granules), so a stray read sees zeros and a write faults; costs one cuMemMap + cuMemSetAccess
+	// per 32 granules at a pause and one cuMemUnmap at a resume.
+	RegionGuard RegionFlags = 0x10
 )
 
 // PauseFlags is a value of group pause_flag (a C uint64_t): cms_pause_options.flags.
@@ -384,6 +389,10 @@ func (v RegionFlags) String() string {
 	if v&RegionCoalesce != 0 {
 		s = append(s, "coalesce")
 		v &^= RegionCoalesce
+	}
+	if v&RegionGuard != 0 {
+		s = append(s, "guard")
+		v &^= RegionGuard
 	}
 	if v != 0 {
 		s = append(s, fmt.Sprintf("0x%x", uint64(v)))

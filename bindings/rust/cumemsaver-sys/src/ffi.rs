@@ -75,6 +75,11 @@ pub const CMS_REGION_SHAREABLE_FABRIC: u64 = 0x4;
 /// and one mapping; a free inside a run keeps its bytes until the next pause (retained_bytes).
 /// Default: one handle per allocation. (since 1.1)
 pub const CMS_REGION_COALESCE: u64 = 0x8;
+/// Guarded paused ranges: while paused, each allocation's range is mapped read-only to a shared
+/// zero-filled handle (one per device, 32 granules), so a stray read sees zeros and a write faults;
+/// costs one cuMemMap + cuMemSetAccess per 32 granules at a pause and one cuMemUnmap at a resume.
+/// (since 1.1)
+pub const CMS_REGION_GUARD: u64 = 0x10;
 
 // ---- pause_flag
 /// The caller guarantees no GPU work uses the memory; skip waiting. (since 1.0)

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_guard.c - guarded paused ranges (CMS_REGION_GUARD): a paused region's
+ * allocations read as zeros, a resume gives the content back per policy
+ * (HOST, DISK) or fresh memory (DISCARD), swap, free and destroy of a paused
+ * guarded region, and the driver objects a guard holds. On the simulation
+ * (64 KiB granularity: the zero handle is 2 MiB) writes to a paused guarded
+ * region fail and mappings are counted; on a GPU the reads run too (a
+ * kernel's read: test_gpu.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define GUARD_GRANULES 32 /* vmm/guard.c: the zero handle's size in granules */
+
+static const uint32_t policies[] = { CMS_POLICY_DISCARD, CMS_POLICY_HOST, CMS_POLICY_ZERO,
+				     CMS_POLICY_DISK };
+static char dir[256];
+
+static uint64_t granularity(cms_region *r)
+{
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+
+	ck_ok(cms_region_info_get(r, &ri));
+	return ri.granularity;
+}
+
+static cms_region *guarded_region(cms_context *ctx, const char *tag, uint32_t policy)
+{
+	cms_region *r;
+
+	t_region_flags = CMS_REGION_GUARD;
+	r = t_region(ctx, tag, 0, policy);
+	t_region_flags = 0;
+	if (policy == CMS_POLICY_DISK) {
+		const char *t = getenv("TMPDIR");
+
+		snprintf(dir, sizeof(dir), "%s/cms-guard-XXXXXX", t && *t ? t : "/tmp");
+		ck_assert_ptr_nonnull(mkdtemp(dir));
+		ck_ok(cms_region_disk_dir_set(r, dir));
+	}
+	return r;
+}
+
+static void remove_dir(uint32_t policy)
+{
+	if (policy == CMS_POLICY_DISK)
+		ck_assert_int_eq(rmdir(dir), 0);
+}
+
+/* Sizes: two guard pieces and a part of a third (the last piece maps part of the zero
+ * handle), and one smaller than a granule. */
+static void sizes_of(cms_region *r, uint64_t sz[2])
+{
+	uint64_t g = granularity(r);
+
+	sz[0] = 2 * GUARD_GRANULES * g + 3 * g + 4096;
+	sz[1] = g / 2;
+}
+
+/* Paused guarded: reads give zeros; (simulation) a write fails, and each allocation holds
+ * one mapping per piece of the zero handle and no memory. Resumed: content per policy. */
+START_TEST(paused_reads_zeros)
+{
+	uint32_t policy = policies[_i];
+	cms_context *ctx = t_ctx();
+	cms_region *r = guarded_region(ctx, "kv", policy);
+	cmssim_counters c0, c1;
+	uint64_t sz[2], p[2], one = 1;
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	int i;
+
+	sizes_of(r, sz);
+	for (i = 0; i < 2; i++) {
+		ck_ok(cms_alloc(r, sz[i], &p[i]));
+		ck_assert_int_eq(t_fill(0, p[i], sz[i] & ~3ull, (uint32_t)(7 + i)), 0);
+	}
+	if (t_is_sim())
+		c0 = t_counters();
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.backed_bytes, 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_msg(t_is_zero(0, p[i], sz[i]), "allocation %d: not zeros while paused",
+			      i);
+	if (t_is_sim()) {
+		c1 = t_counters();
+		/* 3 pieces over the first allocation, 1 over the second, instead of 1 + 1 */
+		ck_assert_uint_eq(c1.mappings, c0.mappings + 2);
+		ck_assert_uint_eq(c1.handles, c0.handles - 2);
+		ck_assert_int_ne(t_write(0, p[0], &one, sizeof(one)), 0);
+		ck_assert_int_ne(t_write(0, p[1] + sz[1] - 8, &one, sizeof(one)), 0);
+		ck_assert_int_ne(t_write(0, p[0] + sz[0] - 8, &one, sizeof(one)), 0);
+	}
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	for (i = 0; i < 2; i++) {
+		if (policy == CMS_POLICY_HOST || policy == CMS_POLICY_DISK)
+			ck_assert_int_eq(t_check(0, p[i], sz[i] & ~3ull, (uint32_t)(7 + i)), -1);
+		else if (policy == CMS_POLICY_ZERO)
+			ck_assert(t_is_zero(0, p[i], sz[i]));
+		/* fresh memory, writable */
+		ck_assert_int_eq(t_fill(0, p[i], sz[i] & ~3ull, (uint32_t)(9 + i)), 0);
+		ck_assert_int_eq(t_check(0, p[i], sz[i] & ~3ull, (uint32_t)(9 + i)), -1);
+	}
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.mappings, c0.mappings);
+		ck_assert_uint_eq(c1.handles, c0.handles);
+	}
+	/* a second cycle guards again */
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert(t_is_zero(0, p[0], sz[0]));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	if (policy == CMS_POLICY_HOST || policy == CMS_POLICY_DISK)
+		ck_assert_int_eq(t_check(0, p[0], sz[0] & ~3ull, 9), -1);
+	ck_ok(cms_context_destroy(ctx));
+	remove_dir(policy);
+}
+END_TEST
+
+/* Without the flag a paused range is not readable: what the guard changes (simulation). */
+START_TEST(unguarded_read_fails)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_HOST);
+	uint64_t p, v;
+
+	if (!t_is_sim()) { /* on a GPU the read would be an illegal address */
+		ck_ok(cms_context_destroy(ctx));
+		return;
+	}
+	ck_ok(cms_alloc(r, 4096, &p));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_int_ne(t_read(0, &v, p, sizeof(v)), 0);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* cms_swap: the paused side reads zeros, the resumed one its content; and back. a is HOST,
+ * b DISCARD or HOST. */
+START_TEST(swap_guarded)
+{
+	uint32_t policy = policies[_i];
+	cms_context *ctx = t_ctx();
+	cms_region *a = guarded_region(ctx, "a", CMS_POLICY_HOST);
+	cms_region *b = guarded_region(ctx, "b", policy);
+	uint64_t sz[2], pa, pb;
+
+	sizes_of(a, sz);
+	ck_ok(cms_alloc(a, sz[0], &pa));
+	ck_ok(cms_alloc(b, sz[0], &pb));
+	ck_assert_int_eq(t_fill(0, pa, sz[0] & ~3ull, 1), 0);
+	ck_assert_int_eq(t_fill(0, pb, sz[0] & ~3ull, 2), 0);
+	ck_ok(cms_region_pause(b, NULL, NULL));
+	ck_assert(t_is_zero(0, pb, sz[0]));
+	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL));
+	ck_assert(t_is_zero(0, pa, sz[0]));
+	if (policy == CMS_POLICY_HOST)
+		ck_assert_int_eq(t_check(0, pb, sz[0] & ~3ull, 2), -1);
+	ck_assert_int_eq(t_fill(0, pb, sz[0] & ~3ull, 3), 0);
+	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
+	ck_assert(t_is_zero(0, pb, sz[0]));
+	ck_assert_int_eq(t_check(0, pa, sz[0] & ~3ull, 1), -1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* A free and a destroy of a paused guarded region unmap the guard; the addresses serve a
+ * new allocation, and a context destroy leaves no driver object (simulation counters). */
+START_TEST(free_and_destroy_paused)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = guarded_region(ctx, "kv", CMS_POLICY_DISCARD);
+	cms_region *r2;
+	uint64_t sz[2], p[2], q;
+	cmssim_counters c0, c1;
+
+	sizes_of(r, sz);
+	if (t_is_sim())
+		c0 = t_counters();
+	ck_ok(cms_alloc(r, sz[0], &p[0]));
+	ck_ok(cms_alloc(r, sz[1], &p[1]));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_free(ctx, p[0]));
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.mappings, c0.mappings + 1); /* p[1]'s piece */
+	}
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_ok(cms_alloc(r, sz[0], &q)); /* first fit: p[0]'s addresses, no guard left there */
+	ck_assert_uint_eq(q, p[0]);
+	ck_assert_int_eq(t_fill(0, q, sz[0] & ~3ull, 5), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_destroy(r));
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.mappings, c0.mappings);
+		ck_assert_uint_eq(c1.reservations, c0.reservations);
+		ck_assert_uint_eq(c1.handles, c0.handles); /* the zero handle stays... */
+	}
+	r2 = guarded_region(ctx, "kv2", CMS_POLICY_DISCARD);
+	if (t_is_sim())
+		ck_assert_uint_eq(t_counters().handles, c0.handles); /* ...and serves again */
+	(void)r2;
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) {
+		c1 = t_counters();
+		ck_assert_uint_eq(c1.handles, 0);
+		ck_assert_uint_eq(c1.mappings, 0);
+		ck_assert_uint_eq(c1.reservations, 0);
+		ck_assert_uint_eq(c1.device_used_bytes[0], 0);
+	}
+}
+END_TEST
+
+/* A failed resume (out of device memory) leaves the region paused and guarded; a failed guard
+ * in a pause leaves it active with its content (simulation). */
+START_TEST(failed_calls_keep_the_guard)
+{
+	const struct t_sim *sim = t_sim();
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t sz[2], p;
+	cmssim_counters c0;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	r = guarded_region(ctx, "kv", CMS_POLICY_HOST);
+	sizes_of(r, sz);
+	ck_ok(cms_alloc(r, sz[0], &p));
+	ck_assert_int_eq(t_fill(0, p, sz[0] & ~3ull, 4), 0);
+	/* the third guard piece fails: two are mapped then, and unmapped again */
+	c0 = t_counters();
+	ck_assert_int_eq(sim->fail_call("cuMemMap", 3, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	ck_assert_uint_eq(t_counters().mappings, c0.mappings);
+	ck_assert_int_eq(t_check(0, p, sz[0] & ~3ull, 4), -1);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	c0 = t_counters();
+	ck_assert_int_eq(sim->fail_call("cuMemCreate", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	ck_assert_uint_eq(t_counters().mappings, c0.mappings);
+	ck_assert(t_is_zero(0, p, sz[0]));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, sz[0] & ~3ull, 4), -1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static Suite *make(void)
+{
+	Suite *s = suite_create("guard");
+	TCase *tc = tcase_create("guard");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, paused_reads_zeros, 0, 4);
+	tcase_add_test(tc, unguarded_read_fails);
+	tcase_add_loop_test(tc, swap_guarded, 0, 2); /* DISCARD, HOST */
+	tcase_add_test(tc, free_and_destroy_paused);
+	tcase_add_test(tc, failed_calls_keep_the_guard);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(make, T_NEEDS_DEVICE);
+}
