@@ -201,7 +201,7 @@ const (
 	// run of adjacent allocations with one physical handle and one mapping; a free inside a run keeps
 	// its bytes until the next pause (retained_bytes). Default: one handle per allocation.
 	RegionCoalesce RegionFlags = 0x8
-	// RegionGuard is CMS_REGION_GUARD (since 1.1): Guarded paused ranges: while paused, each
+	// RegionGuard is CMS_REGION_GUARD (since 1.2): Guarded paused ranges: while paused, each
 	// allocation's range is mapped read-only to a shared zero-filled handle (one per device, 32
 	// granules), so a stray read sees zeros and a write faults; costs one cuMemMap + cuMemSetAccess
 	// per 32 granules at a pause and one cuMemUnmap at a resume.

@@ -95,7 +95,7 @@ CMS_REGION_COALESCE = 0x8  # uint64_t, since 1.1
 # Guarded paused ranges: while paused, each allocation's range is mapped read-only to a shared
 # zero-filled handle (one per device, 32 granules), so a stray read sees zeros and a write faults;
 # costs one cuMemMap + cuMemSetAccess per 32 granules at a pause and one cuMemUnmap at a resume.
-CMS_REGION_GUARD = 0x10  # uint64_t, since 1.1
+CMS_REGION_GUARD = 0x10  # uint64_t, since 1.2
 
 # ---- pause_flag
 # cms_pause_options.flags.

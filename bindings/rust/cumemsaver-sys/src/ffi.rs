@@ -78,7 +78,7 @@ pub const CMS_REGION_COALESCE: u64 = 0x8;
 /// Guarded paused ranges: while paused, each allocation's range is mapped read-only to a shared
 /// zero-filled handle (one per device, 32 granules), so a stray read sees zeros and a write faults;
 /// costs one cuMemMap + cuMemSetAccess per 32 granules at a pause and one cuMemUnmap at a resume.
-/// (since 1.1)
+/// (since 1.2)
 pub const CMS_REGION_GUARD: u64 = 0x10;
 
 // ---- pause_flag
