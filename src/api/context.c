@@ -94,7 +94,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 			continue;
 		st = cms_push(ctx, i);
 		if (st)
-			return st; /* a retry continues */
+			return st;	    /* a retry continues */
 		cms_vmm_guard_drop(ctx, i); /* every region, so every guard, is gone */
 		for (k = 0; k < CMS_COPY_STREAMS; k++) {
 			if (d->events[k])
