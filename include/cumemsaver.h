@@ -448,7 +448,7 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  */
 #define CMS_REGION_COALESCE 0x8ull
 /*
- * Region flag (since 1.1): guarded paused ranges. While the region is paused
+ * Region flag (since 1.2): guarded paused ranges. While the region is paused
  * (or an allocation of it has no memory after a failed call), the address
  * range of each of its allocations stays mapped, read-only, to zeros: a
  * stray read by a kernel (one that touches a paused KV cache after only the
@@ -457,14 +457,15 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * flag). Only the device and the region's peers (cms_region_peer_devices_set)
  * get read access.
  *
- * Cost: one zero-filled physical handle of 32 granules per device (64 MiB
- * at 2 MiB granularity), made by the first cms_region_create with the flag
- * on that device (cuMemCreate, cuMemAddressReserve, cuMemMap,
- * cuMemSetAccess, cuMemsetD8Async, cuStreamSynchronize, cuMemUnmap,
- * cuMemAddressFree) and kept until cms_context_destroy (cuMemRelease). A
- * pause maps pieces of it over each released allocation (cuMemMap of the
- * handle, or of its first part for the last piece, + cuMemSetAccess
- * CU_MEM_ACCESS_FLAGS_PROT_READ: one pair per 64 MiB of allocation); a
+ * Cost: six zero-filled physical handles per device, of 1, 2, 4, 8, 16 and
+ * 32 granules (126 MiB at 2 MiB granularity), made by the first
+ * cms_region_create with the flag on that device (for each: cuMemCreate,
+ * cuMemAddressReserve, cuMemMap, cuMemSetAccess, cuMemsetD8Async,
+ * cuStreamSynchronize, cuMemUnmap, cuMemAddressFree) and kept until
+ * cms_context_destroy (cuMemRelease). A pause maps whole handles over each
+ * released allocation, 32-granule ones first and the rest by its binary
+ * digits (cuMemMap + cuMemSetAccess CU_MEM_ACCESS_FLAGS_PROT_READ per piece:
+ * 16 pairs for 1 GiB, one for 8 MiB); a
  * resume, a cms_free() of a paused allocation and a region destroy unmap
  * them first (cuMemUnmap, one per piece). Every step is undone when a call
  * fails, as the rest of a pause or resume. cms_region_create with the flag

@@ -15,7 +15,7 @@
 
 #include "common.h"
 
-#define GUARD_GRANULES 32 /* vmm/guard.c: the zero handle's size in granules */
+#define GUARD_GRANULES 32 /* vmm/guard.c: the largest zero handle, in granules */
 
 static const uint32_t policies[] = { CMS_POLICY_DISCARD, CMS_POLICY_HOST, CMS_POLICY_ZERO,
 				     CMS_POLICY_DISK };
@@ -221,14 +221,15 @@ END_TEST
  * in a pause leaves it active with its content (simulation). */
 START_TEST(failed_calls_keep_the_guard)
 {
-	const struct t_sim *sim = t_sim();
+	const struct t_sim *sim;
 	cms_context *ctx;
 	cms_region *r;
 	uint64_t sz[2], p;
 	cmssim_counters c0;
 
-	if (!t_is_sim())
+	if (!t_is_sim()) /* a GPU: nothing to inject faults with */
 		return;
+	sim = t_sim();
 	ctx = t_ctx();
 	r = guarded_region(ctx, "kv", CMS_POLICY_HOST);
 	sizes_of(r, sz);

@@ -99,6 +99,9 @@ cms_status cms_check_tag(const char *tag);
 
 /* ---- objects ---- */
 
+/* Sizes of the guard's zero handles: 2^0 .. 2^5 granules (126 MiB at a 2 MiB granularity). */
+#define CMS_GUARD_ORDERS 6
+
 struct cms_device {
 	bool ready;
 	CUdevice cu;
@@ -109,10 +112,10 @@ struct cms_device {
 	CUevent events[CMS_COPY_STREAMS]; /* recorded on streams[] by an async resume */
 	size_t granularity;
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
-	/* Zero-filled physical handle mapped read-only over the released allocations of paused
+	/* Zero-filled physical handles of 1, 2, 4, ... 2^(CMS_GUARD_ORDERS-1) granules, each
+	 * mapped whole and read-only over pieces of the released allocations of paused
 	 * CMS_REGION_GUARD regions (vmm/guard.c); 0 until the first such region. ctx->lock. */
-	CUmemGenericAllocationHandle zero;
-	size_t zero_len;
+	CUmemGenericAllocationHandle zero[CMS_GUARD_ORDERS];
 };
 
 /* Host memory shared by the backups of several allocations of one region (host.c). Its bytes

@@ -375,6 +375,12 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	i = sim_set_floor(&sim.mappings, ptr + size - 1);
 	if (i >= 0 && sim.mappings.v[i]->base + sim.mappings.v[i]->size > ptr)
 		goto err_unlock; /* overlaps a mapping */
+	if (size < h->phys->size) {
+		/* nor a mapping shorter than the handle (H200, driver 580: guard pieces,
+		 * 2026-12-01) */
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		goto err_unlock;
+	}
 	rc = CUDA_ERROR_OUT_OF_MEMORY;
 	if (sim_set_insert(&sim.mappings, &m->r))
 		goto err_unlock;

@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * guard.c - guarded paused ranges (CMS_REGION_GUARD). Each device has one
- * zero-filled physical handle of CMS_GUARD_GRANULES granules, made once; while
- * a guarded allocation has no memory, its range is covered by pieces of that
- * handle, each mapped at offset 0 with read-only access (the last piece maps
- * only the first part of the handle), so that a stray read sees zeros and a
- * write faults. a->guarded counts the pieces mapped from the allocation's
- * base up, exact on every failure path.
+ * guard.c - guarded paused ranges (CMS_REGION_GUARD). Each device has zero-filled
+ * physical handles of 1, 2, 4, ... 32 granules, made once. While a guarded
+ * allocation has no memory, its range is covered by pieces, each one whole
+ * zero handle mapped at offset 0 with read-only access: as many 32-granule
+ * pieces as fit, then the rest in descending powers of two (the driver maps
+ * only whole handles: an H200 refuses a mapping shorter than its handle with
+ * CUDA_ERROR_NOT_SUPPORTED). A stray read sees zeros and a write faults.
+ * a->guarded counts the pieces mapped from the allocation's base up, exact on
+ * every failure path.
  */
 #include <string.h>
 
 #include "vmm.h"
 
-/* Granules of the zero handle: 64 MiB at the H200's 2 MiB granularity, so that a 1 GiB
- * allocation is covered by 16 mappings (docs/internals.md). */
-#define CMS_GUARD_GRANULES 32
+#define TOP (CMS_GUARD_ORDERS - 1) /* the largest piece: 2^TOP granules (64 MiB on an H200) */
 
 /* Fills the first len bytes of handle with zeros through a temporary mapping (device
  * context current). */
@@ -51,18 +51,18 @@ out:
 	return st;
 }
 
-cms_status cms_vmm_guard_prepare(cms_context *ctx, int32_t dev)
+/* Makes dev's zero handle of 2^order granules (no lock held while the driver works). */
+static cms_status make_zero(cms_context *ctx, int32_t dev, int order)
 {
 	struct cms_device *d = &ctx->devices[dev];
 	CUmemGenericAllocationHandle handle = 0;
 	CUmemAllocationProp prop;
 	cms_status st = CMS_OK;
-	size_t len;
+	size_t len = ((size_t)1 << order) * d->granularity;
 	bool have;
 
 	pthread_mutex_lock(&ctx->lock);
-	have = d->zero != 0;
-	len = CMS_GUARD_GRANULES * d->granularity;
+	have = d->zero[order] != 0;
 	pthread_mutex_unlock(&ctx->lock);
 	if (have)
 		return CMS_OK;
@@ -75,9 +75,8 @@ cms_status cms_vmm_guard_prepare(cms_context *ctx, int32_t dev)
 	if (st)
 		goto release;
 	pthread_mutex_lock(&ctx->lock);
-	if (!d->zero) { /* else another thread made one meanwhile: ours goes */
-		d->zero = handle;
-		d->zero_len = len;
+	if (!d->zero[order]) { /* else another thread made one meanwhile: ours goes */
+		d->zero[order] = handle;
 		handle = 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -88,57 +87,92 @@ out:
 	return st;
 }
 
+cms_status cms_vmm_guard_prepare(cms_context *ctx, int32_t dev)
+{
+	cms_status st = CMS_OK;
+	int k;
+
+	for (k = 0; k < CMS_GUARD_ORDERS && !st; k++)
+		st = make_zero(ctx, dev, k);
+	return st; /* handles made stay for the next call, released with the context */
+}
+
 void cms_vmm_guard_drop(cms_context *ctx, int32_t dev)
 {
 	struct cms_device *d = &ctx->devices[dev];
+	int k;
 
-	if (!d->zero)
-		return;
-	if (ctx->drv.cuMemRelease(d->zero) != CUDA_SUCCESS) {
-		cms_log(ctx, CMS_LOG_ERROR, "device %d: the zero handle could not be released",
-			dev);
-		return;
+	for (k = 0; k < CMS_GUARD_ORDERS; k++) {
+		if (!d->zero[k])
+			continue;
+		if (ctx->drv.cuMemRelease(d->zero[k]) != CUDA_SUCCESS) {
+			cms_log(ctx, CMS_LOG_ERROR,
+				"device %d: a zero handle could not be released", dev);
+			continue;
+		}
+		d->zero[k] = 0;
 	}
-	d->zero = 0;
-	d->zero_len = 0;
 }
 
-/* The zero handle of a's device and its length (0 when it has none). */
-static CUmemGenericAllocationHandle zero_of(const struct cms_alloc *a, size_t *len)
+/* dev's zero handle of 2^order granules (0 when it has none). */
+static CUmemGenericAllocationHandle zero_of(const struct cms_alloc *a, int order)
 {
 	cms_context *ctx = a->region->ctx;
 	struct cms_device *d = &ctx->devices[a->region->device];
 	CUmemGenericAllocationHandle zero;
 
 	pthread_mutex_lock(&ctx->lock);
-	zero = d->zero;
-	*len = d->zero_len;
+	zero = d->zero[order];
 	pthread_mutex_unlock(&ctx->lock);
 	return zero;
 }
 
-/* Length of piece i of a range of physical bytes covered by pieces of zlen bytes. */
-static size_t piece_len(size_t physical, size_t zlen, size_t i)
+/* The pieces of a's range: as many of 2^TOP granules as fit, then the rest's set bits from
+ * the highest down. */
+static size_t npieces(const struct cms_alloc *a)
 {
-	size_t off = i * zlen;
+	size_t n = a->physical / a->region->ctx->devices[a->region->device].granularity;
 
-	return physical - off < zlen ? physical - off : zlen;
+	return n / ((size_t)1 << TOP) + (size_t)__builtin_popcountll(n % ((size_t)1 << TOP));
+}
+
+/* Piece i of a: its offset from a->base and its order (length 2^order granules). */
+static void piece(const struct cms_alloc *a, size_t i, size_t *off, int *order)
+{
+	size_t g = a->region->ctx->devices[a->region->device].granularity;
+	size_t n = a->physical / g, full = n >> TOP, at;
+	int k;
+
+	if (i < full) {
+		*off = (i << TOP) * g;
+		*order = TOP;
+		return;
+	}
+	i -= full;
+	at = full << TOP;
+	for (k = TOP - 1; k >= 0; k--) {
+		if (!(n & ((size_t)1 << k)))
+			continue;
+		if (!i--)
+			break;
+		at += (size_t)1 << k;
+	}
+	*off = at * g;
+	*order = k;
 }
 
 cms_status cms_vmm_unguard(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;
+	size_t g = ctx->devices[a->region->device].granularity;
 	cms_status st = CMS_OK;
-	size_t zlen;
 
-	if (!a->guarded)
-		return CMS_OK;
-	(void)zero_of(a, &zlen);
 	while (a->guarded) {
-		size_t i = a->guarded - 1;
+		size_t off;
+		int order;
 
-		CU_TRY(ctx, cuMemUnmap(a->base + i * zlen, piece_len(a->physical, zlen, i)), st,
-		       out);
+		piece(a, a->guarded - 1, &off, &order);
+		CU_TRY(ctx, cuMemUnmap(a->base + off, ((size_t)1 << order) * g), st, out);
 		a->guarded--;
 	}
 out:
@@ -148,21 +182,21 @@ out:
 cms_status cms_vmm_guard(struct cms_alloc *a)
 {
 	struct cms_region *r = a->region;
-	CUmemGenericAllocationHandle zero;
-	size_t zlen, n;
+	size_t g = r->ctx->devices[r->device].granularity, n;
 	char why[512];
 	cms_status st;
 
 	st = cms_vmm_guard_prepare(r->ctx, r->device);
 	if (st)
 		return st;
-	zero = zero_of(a, &zlen);
-	n = (a->physical + zlen - 1) / zlen;
+	n = npieces(a);
 	while (a->guarded < n) {
-		size_t i = a->guarded;
+		size_t off;
+		int order;
 
-		st = cms_vmm_map_range_read(r, a->base + i * zlen, piece_len(a->physical, zlen, i),
-					    zero);
+		piece(a, a->guarded, &off, &order);
+		st = cms_vmm_map_range_read(r, a->base + off, ((size_t)1 << order) * g,
+					    zero_of(a, order));
 		if (st == CMS_ERR_ROLLBACK_FAILED) /* mapped without access: unmapped later */
 			a->guarded++;
 		if (st)

@@ -202,9 +202,10 @@ const (
 	// its bytes until the next pause (retained_bytes). Default: one handle per allocation.
 	RegionCoalesce RegionFlags = 0x8
 	// RegionGuard is CMS_REGION_GUARD (since 1.2): Guarded paused ranges: while paused, each
-	// allocation's range is mapped read-only to a shared zero-filled handle (one per device, 32
-	// granules), so a stray read sees zeros and a write faults; costs one cuMemMap + cuMemSetAccess
-	// per 32 granules at a pause and one cuMemUnmap at a resume.
+	// allocation's range is mapped read-only to shared zero-filled handles (six per device, of 1 to
+	// 32 granules, each mapped whole), so a stray read sees zeros and a write faults; costs one
+	// cuMemMap + cuMemSetAccess per piece (per 32 granules, then one per set bit of the rest in
+	// granules) at a pause and one cuMemUnmap per piece at a resume.
 	RegionGuard RegionFlags = 0x10
 )
 

@@ -92,9 +92,10 @@ CMS_REGION_SHAREABLE_FABRIC = 0x4  # uint64_t, since 1.1
 # and one mapping; a free inside a run keeps its bytes until the next pause (retained_bytes).
 # Default: one handle per allocation.
 CMS_REGION_COALESCE = 0x8  # uint64_t, since 1.1
-# Guarded paused ranges: while paused, each allocation's range is mapped read-only to a shared
-# zero-filled handle (one per device, 32 granules), so a stray read sees zeros and a write faults;
-# costs one cuMemMap + cuMemSetAccess per 32 granules at a pause and one cuMemUnmap at a resume.
+# Guarded paused ranges: while paused, each allocation's range is mapped read-only to shared zero-
+# filled handles (six per device, of 1 to 32 granules, each mapped whole), so a stray read sees
+# zeros and a write faults; costs one cuMemMap + cuMemSetAccess per piece (per 32 granules, then
+# one per set bit of the rest in granules) at a pause and one cuMemUnmap per piece at a resume.
 CMS_REGION_GUARD = 0x10  # uint64_t, since 1.2
 
 # ---- pause_flag
