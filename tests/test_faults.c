@@ -35,6 +35,13 @@ static int coalesced;
 /* When set, setup()'s regions have CMS_REGION_GUARD (vmm/guard.c; the zero handle is 32
  * granules) and region a has one more allocation, covered by two guard pieces. */
 static int guarded;
+
+/* Physical handles the guard keeps per device: zero handles of 1, 2, 4, 8, 16, 32 granules
+ * (vmm/guard.c), made with the first guarded region. */
+static uint64_t zero_handles(void)
+{
+	return guarded ? 6 : 0;
+}
 #define EXTRA (33 * G)
 
 static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy_b)
@@ -568,21 +575,25 @@ START_TEST(destroy_sweep)
 		ck_assert_uint_eq(ri.backed_bytes, paused ? 0 : ri.physical_bytes);
 		c = t_counters();
 		ck_assert_uint_eq(c.reservations, 1); /* the region's arena (arena.c) */
-		if (paused) /* and the device's zero handle when guarded */
-			ck_assert_uint_eq(c.handles, guarded);
+		if (paused) /* and the device's zero handles when guarded */
+			ck_assert_uint_eq(c.handles, zero_handles());
 		else if (coalesced == 2) /* the run keeps its handle until its last member goes */
-			ck_assert_uint_eq(c.handles, 1 + guarded);
+			ck_assert_uint_eq(c.handles, 1 + zero_handles());
 		else
-			ck_assert_uint_eq(c.handles, ri.allocations + guarded);
+			ck_assert_uint_eq(c.handles, ri.allocations + zero_handles());
 		/* a buffer whose cuMemHostUnregister failed stays registered and counted */
 		ck_assert_uint_eq(ri.pinned_bytes, c.host_registered_bytes);
 		ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
-		/* one buffer holds a region's backups */
-		ck_assert_uint_eq(c.host_buffers, (paused || coalesced) &&
-								  pol[_i % 3] == CMS_POLICY_HOST &&
-								  ri.allocations ?
-							  1 :
-							  0);
+		/* one buffer holds a region's backups; when guarded the extra allocation (33
+		 * granules, above the simulation's 16-granule share of a buffer: store/host.c) has
+		 * its own */
+		{
+			uint64_t want = (paused || coalesced) && pol[_i % 3] == CMS_POLICY_HOST &&
+					ri.allocations;
+
+			ck_assert_uint_ge(c.host_buffers, want);
+			ck_assert_uint_le(c.host_buffers, want ? want + (uint64_t)guarded : 0);
+		}
 		/* Context destroy retries the region destroy. */
 		ck_ok(cms_context_destroy(f.ctx));
 		c = t_counters();
