@@ -8,7 +8,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Tuple, Union
 
 from . import _lib as L
 
@@ -311,7 +311,7 @@ def version_string() -> str:
     return _decode(L.lib().cms_version_string())
 
 
-def version_tuple():
+def version_tuple() -> Tuple[int, int, int]:
     v = version()
     return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
 
@@ -420,7 +420,7 @@ class PauseResult:
     elapsed_ns: int
     devices: int  # since 1.1: devices the call worked on (one worker thread each)
     failed_device: int  # -1, or on failure the first device whose own step failed
-    device_results: tuple  # DeviceResult per device, ascending
+    device_results: Tuple[DeviceResult, ...]  # DeviceResult per device, ascending
 
 
 @dataclass(frozen=True)
@@ -432,7 +432,7 @@ class ResumeResult:
     elapsed_ns: int
     devices: int  # since 1.1, as in PauseResult
     failed_device: int
-    device_results: tuple
+    device_results: Tuple[DeviceResult, ...]
 
 
 @dataclass(frozen=True)
@@ -786,7 +786,7 @@ class Region:
     handle compare equal; destroy() invalidates every one of them in the library's eyes."""
 
     def __init__(self, context: Context, handle: int):
-        self._ctx = context
+        self._ctx: Context = context
         self._handle = handle
 
     @property
@@ -832,7 +832,7 @@ class Region:
         _call("cms_region_resume", self._h(), ctypes.byref(opts), ctypes.byref(res))
         return _fields(res, ResumeResult)
 
-    def set_peer_devices(self, devices) -> None:
+    def set_peer_devices(self, devices: Union[int, Iterable[int]]) -> None:
         """Gives other devices read-write access to this region's memory, now and after every
         resume (cms_region_peer_devices_set). devices: an iterable of device ordinals, or a
         bit mask (int); empty / 0: only the region's own device."""

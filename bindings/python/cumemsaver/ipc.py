@@ -10,7 +10,7 @@ import ctypes
 import enum
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, TypeVar, Union
 
 from . import _lib as L
 from .api import (
@@ -118,6 +118,9 @@ def _uids(allowed_uids: Optional[List[int]]):
     return (ctypes.c_uint32 * len(uids))(*uids), len(uids)
 
 
+_T = TypeVar("_T", bound="_Owned")
+
+
 class _Owned:
     """A C handle of a context, destroyed by close() (idempotent), on `with` exit, by
     Context.close() and, as a last resort, when garbage collected."""
@@ -160,7 +163,7 @@ class _Owned:
             self._ctx._children.discard(self)
             _call(self._destroy, handle)
 
-    def __enter__(self):
+    def __enter__(self: _T) -> _T:
         return self
 
     def __exit__(self, *exc) -> None:
