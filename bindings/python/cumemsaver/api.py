@@ -566,6 +566,10 @@ class Context:
             # keep_at_exit: left to process exit (cumemsaver.torch sets it at interpreter
             # exit, so that PyTorch's late frees still find the context).
             if self._handle is not None and not getattr(self, "keep_at_exit", False):
+                # collected in one cycle with its exporters / imports / control sockets:
+                # those must still go first
+                for child in list(self._children):
+                    child.close()
                 L.lib().cms_context_destroy(self._handle)
                 self._handle = None
         except Exception:

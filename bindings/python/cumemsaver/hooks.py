@@ -11,10 +11,17 @@ per-thread stack of active regions, for allocators that cannot pass a region the
 
 import contextlib
 import ctypes
+import threading
 from typing import Iterator, Optional
 
 from . import _lib as L
 from .api import Context, Region, _call, _check, _i32, _u64
+
+
+# The HookContext set last (cms_hook_context_set keeps one process-wide context): closing an
+# older one must not clear a newer one's.
+_lock = threading.Lock()
+_current: Optional["HookContext"] = None
 
 
 def hook_region_current() -> Optional[int]:
@@ -67,11 +74,15 @@ def torch_free(ptr: int, size: int = 0, device: int = 0, stream: int = 0) -> Non
 class HookContext:
     """The process-wide hook context (cms_hook_context_set), set to context while this
     object is open; close() (or leaving `with`) clears it. Destroying the context clears it
-    too. Made by Context.hook_context()."""
+    too. Made by Context.hook_context(). Making another HookContext replaces this one
+    (closing this one then leaves the newer one set)."""
 
     def __init__(self, context: Context):
+        global _current
         self._ctx: Optional[Context] = context
-        _call("cms_hook_context_set", context._h())
+        with _lock:
+            _call("cms_hook_context_set", context._h())
+            _current = self
 
     @property
     def context(self) -> Context:
@@ -85,11 +96,16 @@ class HookContext:
 
     def close(self) -> None:
         """Clears the process-wide hook context (waits for hooked calls in flight)."""
-        if self._ctx is None:
-            return
-        ctx, self._ctx = self._ctx, None
-        if not ctx.closed:  # cms_context_destroy has cleared it already otherwise
-            _call("cms_hook_context_set", None)
+        global _current
+        with _lock:
+            if self._ctx is None:
+                return
+            ctx, self._ctx = self._ctx, None
+            if _current is not self:
+                return  # replaced by a newer HookContext
+            _current = None
+            if not ctx.closed:  # cms_context_destroy has cleared it already otherwise
+                _call("cms_hook_context_set", None)
 
     def __enter__(self) -> "HookContext":
         return self

@@ -221,8 +221,6 @@ class Exporter(_Owned):
         (cms_exporter_publish). From now on a pause of the region first revokes their
         mappings. Raises InvalidArgument (not shareable, another context), Exists (already
         published), NotFound (destroyed)."""
-        if region.context is not self._ctx:
-            raise ValueError("the region belongs to another context")
         _call("cms_exporter_publish", self._h(), region._h(), int(access))
 
     def importers(self) -> int:

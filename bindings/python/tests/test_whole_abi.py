@@ -236,6 +236,19 @@ class TestHooks(Base):
         with self.assertRaises(cms.InvalidArgument):  # no hook context any more
             cms.hook_region_push(r)
 
+    def test_closing_a_replaced_hook_context_keeps_the_newer_one(self):
+        other = cms.Context(driver_path=SIM)
+        self.addCleanup(other.close)
+        r = other.region("newer")
+        first = self.ctx.hook_context()
+        with other.hook_context() as second:
+            first.close()  # replaced already: must not clear the newer one
+            with second.push(r):
+                p = second.alloc(MiB)
+            second.free(p)
+        with self.assertRaises(cms.InvalidArgument):  # cleared by second.close()
+            cms.hook_region_push(r)
+
 
 # The importing process of TestIpc: reads commands on stdin, answers on stdout.
 CHILD = r"""
