@@ -8,7 +8,8 @@
 #  - links cms_tool_common (tools/common: sizes, option errors, where the simulation is)
 #    and LIBS;
 #  - is built into CMS_TOOL_BINDIR (<build>/bin) with an rpath to the library there, and
-#    to ../lib installed ($ORIGIN/CMS_TOOL_LIB_REL); INSTALL: installed into bin/.
+#    to ../lib installed ($ORIGIN/CMS_TOOL_LIB_REL; none for /usr, CMS_SYSTEM_PREFIX);
+#    INSTALL: installed into bin/.
 # Every program lands in the one directory CMS_TOOL_BINDIR, so that cms_tool_common's
 # relative path to the host simulation (CMS_SIM_BUILD_REL) holds for all of them.
 
@@ -29,11 +30,14 @@ function(cms_tool name)
   set_target_properties(${name} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${CMS_TOOL_BINDIR}
     BUILD_RPATH "$<TARGET_FILE_DIR:cumemsaver>"
-    INSTALL_RPATH "$ORIGIN/${CMS_TOOL_LIB_REL}")
+    INSTALL_RPATH "")
+  if(NOT CMS_SYSTEM_PREFIX)
+    set_target_properties(${name} PROPERTIES INSTALL_RPATH "$ORIGIN/${CMS_TOOL_LIB_REL}")
+  endif()
   if(TARGET cumemsaver-sim)
     add_dependencies(${name} cumemsaver-sim) # found next to it at run time (tool_sim_path)
   endif()
   if(T_INSTALL)
-    install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   endif()
 endfunction()

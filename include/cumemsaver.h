@@ -528,18 +528,31 @@ typedef struct cms_region_info {
 	size_t struct_size;	   /* sizeof(cms_region_info), set by the caller */
 	char tag[CMS_TAG_MAX + 1]; /* NUL-terminated */
 	int32_t device;
-	uint32_t policy;	  /* CMS_POLICY_* */
-	uint32_t state;		  /* CMS_STATE_* */
-	uint32_t reserved;	  /* 0 */
-	uint64_t flags;		  /* CMS_REGION_* */
-	uint64_t allocations;	  /* live allocations */
-	uint64_t logical_bytes;	  /* sum of the sizes asked for */
-	uint64_t physical_bytes;  /* sum of the sizes rounded to granularity */
-	uint64_t backed_bytes;	  /* physical bytes currently backed by device memory */
-	uint64_t backup_bytes;	  /* bytes saved in host backups (DISK: in its file) while paused */
-	uint64_t epoch;		  /* bumped by every successful resume, starts at 0 */
-	uint64_t granularity;	  /* allocation granularity of this region's properties */
-	uint64_t host_bytes;	  /* host memory held by backup buffers (kept across cycles) */
+	uint32_t policy;	 /* CMS_POLICY_* */
+	uint32_t state;		 /* CMS_STATE_* */
+	uint32_t reserved;	 /* 0 */
+	uint64_t flags;		 /* CMS_REGION_* */
+	uint64_t allocations;	 /* live allocations */
+	uint64_t logical_bytes;	 /* sum of the sizes asked for */
+	uint64_t physical_bytes; /* sum of the sizes rounded to granularity */
+	uint64_t backed_bytes;	 /* physical bytes currently backed by device memory */
+	uint64_t backup_bytes;	 /* bytes saved in host backups (DISK: in its file) while paused */
+	uint64_t epoch;		 /* bumped by every successful resume, starts at 0 */
+	uint64_t granularity;	 /* allocation granularity of this region's properties */
+	/*
+	 * Host memory held by backup buffers (kept across cycles). Bounded under
+	 * any sequence of cms_alloc, cms_free, pause and resume: at most the sum
+	 * over the region's live allocations of their sizes rounded up to the
+	 * host page size, plus one buffer's worth of freed slices. One buffer's
+	 * worth is the most bytes of backups one host buffer holds for several
+	 * allocations: 1 GiB (on the host simulation, 16 granules). A freed
+	 * allocation's slice is reused by the next pause's new backups; beyond
+	 * the bound a cms_free gives the freed slices back at once (it
+	 * unregisters the buffer with cuMemHostUnregister; the rest is
+	 * page-locked again by its next copy). Only when cuMemHostUnregister
+	 * fails there does the region hold more until a later cms_free.
+	 */
+	uint64_t host_bytes;
 	uint32_t restore_pending; /* 1 while an async resume's restore copies may still run */
 	uint32_t reserved2;	  /* 0 */
 	/*

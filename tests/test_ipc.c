@@ -11,6 +11,7 @@
  * ways, malformed messages refused, layout change detected, several
  * exporters, and the control socket through cmsctl.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -899,10 +900,13 @@ END_TEST
 
 static int ctl_calls[2];
 static cms_status ctl_answer;
+static int ctl_block; /* 1: the callback waits until it is 0 again */
 static cms_status control_cb(void *user, const cms_control_request *req)
 {
 	(void)user;
 	__atomic_fetch_add(&ctl_calls[req->phase & 1], 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&ctl_block, __ATOMIC_SEQ_CST))
+		usleep(1000);
 	return req->phase == CMS_CONTROL_BEFORE ? __atomic_load_n(&ctl_answer, __ATOMIC_SEQ_CST) :
 						  CMS_OK;
 }
@@ -993,6 +997,120 @@ START_TEST(control_socket)
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
+
+/* "79.9 GiB" (tool_format_bytes) -> bytes; -1 when it is not such a size. */
+static double parse_size(const char *s, const char **end)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = strtod(s, (char **)end), mul = 1;
+	size_t i;
+
+	if (*end == s || **end != ' ')
+		return -1;
+	s = *end + 1;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++, mul *= 1024) {
+		size_t n = strlen(units[i]);
+
+		if (!strncmp(s, units[i], n) && !isalpha((unsigned char)s[n])) {
+			*end = s + n;
+			return v * mul;
+		}
+	}
+	return -1;
+}
+
+/*
+ * What cmsctl reports is what happened: a DISK region is called "disk" (not
+ * "discard"), the pause line's three sizes are the bytes released and the
+ * driver's free memory before and after, every JSON object carries the schema
+ * version, and --timeout bounds the wait for an answer.
+ */
+START_TEST(control_socket_reports)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	uint64_t p[1];
+	cms_region *r = shared_region(ctx, "weights", 1, 8 * MiB, 5, p), *d;
+	char path[108], out[8192], dir[] = "/tmp/cms-ctl-disk-XXXXXX";
+	const char *line, *s, *e;
+	double released, before, after;
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_control *ctl;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	o.policy = CMS_POLICY_DISK;
+	ck_ok(cms_region_create(ctx, "ckpt", &o, &d));
+	ck_ok(cms_region_disk_dir_set(d, dir));
+	snprintf(path, sizeof(path), "%s", new_path("ctl2"));
+	co.fn = control_cb;
+	__atomic_store_n(&ctl_answer, CMS_OK, __ATOMIC_SEQ_CST);
+	ck_ok(cms_control_create(ctx, path, &co, &ctl));
+
+	/* The policy's name, in the table and in JSON. */
+	ck_assert_int_eq(cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "status", NULL }),
+			 0);
+	line = strstr(out, "\nckpt ");
+	ck_assert_msg(line && strstr(line, " disk "), "%s", out);
+	ck_assert_int_eq(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "--json", "status", NULL }),
+		0);
+	ck_assert_msg(strstr(out, "\"tag\": \"ckpt\", \"device\": 0, \"policy\": \"disk\""), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "{\"schema_version\": 1, \"status\": \"CMS_OK\", ") == out, "%s",
+		      out);
+
+	/* The pause line: "... <released> released in ... (driver free <before> -> <after>)" */
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_int_eq(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "pause", "weights", NULL }),
+		0);
+	s = strstr(out, "\": ");
+	ck_assert_msg(s, "%s", out);
+	released = parse_size(s + 3, &e);
+	ck_assert_msg(released == (double)ri.physical_bytes, "released %.0f of %llu: %s", released,
+		      (unsigned long long)ri.physical_bytes, out);
+	s = strstr(out, "driver free ");
+	ck_assert_msg(s, "%s", out);
+	before = parse_size(s + 12, &e);
+	ck_assert_msg(before >= 0 && !strncmp(e, " -> ", 4), "%s", out);
+	after = parse_size(e + 4, &e);
+	/* Memory released is free afterwards: at least the bytes released, no less than before. */
+	ck_assert_msg(after >= before && after >= released, "%s", out);
+	ck_assert_int_eq(
+		cmsctl(out, sizeof(out),
+		       (char *[]){ "--socket", path, "--json", "resume", "weights", NULL }),
+		0);
+	ck_assert_msg(strstr(out, "\"schema_version\": 1") && strstr(out, "\"op\": \"resume\""),
+		      "%s", out);
+
+	/* --timeout: an application that does not answer in time is an error, as JSON. */
+	__atomic_store_n(&ctl_block, 1, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(cmsctl(out, sizeof(out),
+				(char *[]){ "--socket", path, "--json", "--timeout", "1", "pause",
+					    "weights", NULL }),
+			 1);
+	__atomic_store_n(&ctl_block, 0, __ATOMIC_SEQ_CST);
+	ck_assert_msg(strstr(out, "{\"schema_version\": 1, \"status\": \"CMS_ERR_TIMEOUT\", "
+				  "\"op\": \"pause\", \"tag\": \"weights\", \"message\": "),
+		      "%s", out);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_region_info_get(r, &ri));
+	if (ri.state == CMS_STATE_PAUSED) /* the pause went ahead once the callback returned */
+		ck_ok(cms_resume(ctx, "weights", NULL, NULL));
+	ck_assert_int_eq(t_check(0, p[0], 8 * MiB, 5), -1);
+
+	/* No socket: still one JSON error object. */
+	ck_assert_int_eq(
+		cmsctl(out, sizeof(out), (char *[]){ "--socket", path, "--json", "status", NULL }),
+		1);
+	ck_assert_msg(strstr(out, "{\"schema_version\": 1, \"status\": \"CMS_ERR_NOT_FOUND\", "
+				  "\"op\": \"status\""),
+		      "%s", out);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
 #endif
 
 static Suite *make(void)
@@ -1017,6 +1135,7 @@ static Suite *make(void)
 	tcase_add_test(t, struct_sizes_of_1_1);
 #ifdef CMS_CMSCTL
 	tcase_add_test(t, control_socket);
+	tcase_add_test(t, control_socket_reports);
 #endif
 	suite_add_tcase(s, t);
 	return s;

@@ -101,15 +101,19 @@ struct cms_device {
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
 };
 
-/* Host memory shared by the backups of several allocations of one region (host.c). */
+/* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
+ * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
 struct cms_hostbuf {
 	void *base;
 	size_t len;
-	unsigned users;	 /* allocations with a slice; under their region's lock */
-	bool registered; /* page-locked with cuMemHostRegister */
+	unsigned users;	   /* allocations with a slice; under their region's lock */
+	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
+	bool registered;   /* page-locked with cuMemHostRegister */
+	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
 	CUresult register_result;
 	atomic_bool failed; /* no memory to fault its pages in */
 	int32_t device;
+	struct cms_hostbuf *next; /* the region's buffers (hostbufs) */
 };
 
 struct cms_alloc {
@@ -130,7 +134,7 @@ struct cms_alloc {
 	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool saved;
 	bool claimed;		/* a cms_free() removed it from the index and will free it */
-	bool fresh_buffer;	/* scratch of the pause engine: buffer made by the running call */
+	bool fresh_buffer;	/* scratch of the pause engine: slice made by the running call */
 	bool fresh_saved;	/* scratch of the pause engine: content saved by the running call */
 	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
 	bool disk_slot;		/* DISK: has a slot in its region's file, at disk_off (disk.c) */
@@ -193,8 +197,10 @@ struct cms_region {
 	bool restore_pending; /* an async resume's copies may still run on the device's streams */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
-	uint64_t retained_bytes; /* of freed allocations, still in runs (run.c) */
-	uint64_t pinned_bytes;	 /* page-locked part of host_bytes (host.c) */
+	uint64_t retained_bytes;      /* of freed allocations, still in runs (run.c) */
+	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
+	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
+	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c); under lock */
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */

@@ -37,6 +37,7 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 			return st;
 		cms_run_retire(a);
 		cms_store_forget(ctx, a);
+		cms_store_trim(a->region);
 		return CMS_OK;
 	}
 	if (!st)
@@ -49,6 +50,7 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 		if (!st) {
 			/* Only now: the content is kept until nothing can fail. */
 			cms_store_forget(ctx, a);
+			cms_store_trim(a->region);
 			return CMS_OK;
 		}
 		cms_store_forget_cancel(ctx, a);

@@ -11,8 +11,15 @@
  * registrations). Buffers are kept from one cycle to the next unless the
  * region gives host memory back after each resume: the steady state is then
  * a plain DMA each way. A buffer is unmapped when its last allocation lets go
- * of its slice, so freed allocations' slices stay until then (at most
- * GROUP_MAX bytes per buffer). Allocations that follow each other both on
+ * of its slice.
+ *
+ * Churn stays bounded: a freed slice is a hole of its buffer, which the next
+ * pause fills first (reuse_holes: no new buffer, no new registration); when a
+ * free leaves more than one buffer's worth of holes in the region
+ * (group_max), the buffer with the most holes is split (buffer_split: its
+ * holes unmapped, the rest page-locked again by its next copy). A region then
+ * holds at most its live slices plus group_max bytes (the contract of
+ * cms_region_info.host_bytes). Allocations that follow each other both on
  * the device (same reservation) and in their buffer are copied together, up
  * to CMS_COPY_MERGE_MAX bytes per copy (cms_backup_adjacent): 2048 x 8 MiB
  * move in 256 copies.
@@ -45,6 +52,7 @@
 
 #define SLICE (32u << 20)	   /* bytes a worker faults at a time */
 #define GROUP_MAX (1ull << 30)	   /* bytes of backups sharing one buffer */
+#define GROUP_SIM_GRANULES 16	   /* the simulation: small tests, many buffers */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
 
@@ -53,6 +61,31 @@ static size_t page_round(size_t n)
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 
 	return (n + pg - 1) & ~(pg - 1);
+}
+
+/*
+ * One buffer's worth: the most bytes of backups one buffer holds for several
+ * allocations (a single larger allocation gets a buffer of its own), and the
+ * most bytes of freed slices region r keeps (region_trim). 1 GiB; on the
+ * simulation 16 granules, so that small tests reach it.
+ */
+static uint64_t group_max(const struct cms_region *r)
+{
+	const cms_context *ctx = r->ctx;
+	uint64_t g = ctx->devices[r->device].granularity;
+
+	return ctx->drv.is_sim && g ? GROUP_SIM_GRANULES * g : GROUP_MAX;
+}
+
+static void buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb)
+{
+	struct cms_hostbuf **pp;
+
+	for (pp = &r->hostbufs; *pp; pp = &(*pp)->next)
+		if (*pp == hb) {
+			*pp = hb->next;
+			return;
+		}
 }
 
 /* Page-locks a buffer; a failure leaves it pageable (logged once per context). */
@@ -112,6 +145,8 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
 	v[0]->region->host_bytes += len;
 	hb->device = v[0]->region->device;
 	hb->users = (unsigned)n;
+	hb->next = v[0]->region->hostbufs;
+	v[0]->region->hostbufs = hb;
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
 
@@ -166,25 +201,45 @@ out:
 
 static void backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
-	if (a->hostbuf && !a->hostbuf->registered) {
+	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting. */
+	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use) {
 		buffer_register(ctx, a->hostbuf);
 		note_registered(ctx, a->region, a->hostbuf);
 	}
 }
 
-static void backup_drop(cms_context *ctx, struct cms_alloc *a)
+/* Page-locks a's buffer if it waits for its next copy to do so (a piece of a split buffer). */
+static void pin_on_use(cms_context *ctx, struct cms_alloc *a)
 {
 	struct cms_hostbuf *hb = a->hostbuf;
+
+	if (!hb || !hb->pin_on_use)
+		return;
+	hb->pin_on_use = false;
+	buffer_register(ctx, hb);
+	note_registered(ctx, a->region, hb);
+}
+
+/* a lets go of its slice: a hole that a later pause reuses (plan_buffers), or, from the last
+ * user, the whole buffer. Page-locked memory is never unmapped (backup_unpin first). */
+static void slice_put(cms_context *ctx, struct cms_alloc *a)
+{
+	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_region *r = a->region;
 
 	if (!hb)
 		return;
 	cms_alloc_set_saved(a, false);
+	hb->free_bytes += a->backup_len;
+	r->host_free_bytes += a->backup_len;
 	a->hostbuf = NULL;
 	a->backup = NULL;
 	a->backup_len = 0;
 	if (--hb->users)
-		return; /* freed slices stay until the buffer's last user goes */
-	a->region->host_bytes -= hb->len;
+		return;
+	buffer_unlink(r, hb);
+	r->host_bytes -= hb->len;
+	r->host_free_bytes -= hb->free_bytes;
 	munmap(hb->base, hb->len);
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(hb->len);
@@ -196,7 +251,318 @@ static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 	/* The buffer is kept for the next pause unless the region gives host memory back
 	 * (never after an async resume: the API refuses the combination). */
 	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
-		backup_drop(ctx, a); /* never unmap page-locked memory */
+		slice_put(ctx, a); /* never unmap page-locked memory */
+}
+
+/* ---- holes: reuse and trim ---- */
+
+/* A slice of one of a region's buffers, or a hole. */
+struct slice {
+	struct cms_hostbuf *hb;
+	char *p;
+	size_t len;
+	struct cms_alloc *a;
+};
+
+static int slice_cmp(const void *x, const void *y)
+{
+	const struct slice *s = x, *t = y;
+
+	if (s->hb != t->hb)
+		return (uintptr_t)s->hb < (uintptr_t)t->hb ? -1 : 1;
+	return s->p < t->p ? -1 : s->p > t->p;
+}
+
+static bool slice_wanted(const struct cms_alloc *a, const struct cms_hostbuf *only)
+{
+	return a->hostbuf && (only ? a->hostbuf == only : a->hostbuf->free_bytes > 0);
+}
+
+/* The slices of only's users, or of the users of every buffer of r with holes (only NULL),
+ * by buffer and address; NULL (*n 0) when out of memory. */
+static struct slice *slices_of(struct cms_region *r, const struct cms_hostbuf *only, size_t *n)
+{
+	struct cms_alloc *a;
+	struct slice *s;
+	size_t k = 0;
+
+	for (a = r->allocs; a; a = a->next)
+		k += slice_wanted(a, only);
+	*n = 0;
+	s = malloc((k + 1) * sizeof(*s));
+	if (!s)
+		return NULL;
+	for (a = r->allocs; a; a = a->next)
+		if (slice_wanted(a, only))
+			s[(*n)++] = (struct slice){ a->hostbuf, a->backup, a->backup_len, a };
+	qsort(s, *n, sizeof(*s), slice_cmp);
+	return s;
+}
+
+/* The holes of r's buffers (gaps between the sorted slices s[0..ns)), into g; their count. */
+static size_t holes_of(struct cms_region *r, const struct slice *s, size_t ns, struct slice *g)
+{
+	struct cms_hostbuf *hb;
+	size_t ng = 0, i = 0;
+
+	for (hb = r->hostbufs; hb; hb = hb->next) {
+		char *pos = hb->base, *end = (char *)hb->base + hb->len;
+
+		if (!hb->free_bytes || atomic_load(&hb->failed))
+			continue;
+		while (i < ns && (uintptr_t)s[i].hb < (uintptr_t)hb)
+			i++;
+		for (; i < ns && s[i].hb == hb; pos = s[i].p + s[i].len, i++)
+			if (s[i].p > pos)
+				g[ng++] = (struct slice){ hb, pos, (size_t)(s[i].p - pos), NULL };
+		if (end > pos)
+			g[ng++] = (struct slice){ hb, pos, (size_t)(end - pos), NULL };
+		i = 0; /* buffers are listed in any order */
+	}
+	return ng;
+}
+
+/*
+ * Gives each allocation of r among v[0..n) that needs a slice one in a hole of r's buffers,
+ * first fit, so that churn (a free, an alloc of a similar size) reuses the host memory it
+ * already has, page-locked, without a new buffer. Best effort: out of memory, it gives none.
+ */
+static void reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n)
+{
+	struct cms_hostbuf *hb;
+	struct slice *s, *g;
+	size_t ns, ng, nb = 0, i, k;
+
+	if (!r->host_free_bytes)
+		return;
+	for (hb = r->hostbufs; hb; hb = hb->next)
+		nb++;
+	s = slices_of(r, NULL, &ns);
+	g = s ? malloc((ns + nb) * sizeof(*g)) : NULL;
+	if (!g)
+		goto out;
+	ng = holes_of(r, s, ns, g);
+	for (i = 0; i < n; i++) {
+		struct cms_alloc *a = v[i];
+		size_t need = page_round(a->size);
+
+		if (a->region != r || !a->mapped || a->hostbuf)
+			continue;
+		for (k = 0; k < ng && g[k].len < need; k++)
+			;
+		if (k == ng)
+			continue;
+		hb = g[k].hb;
+		a->hostbuf = hb;
+		a->backup = g[k].p;
+		a->backup_len = need;
+		a->fresh_buffer = true;
+		hb->users++;
+		hb->free_bytes -= need;
+		r->host_free_bytes -= need;
+		g[k].p += need;
+		g[k].len -= need;
+	}
+out:
+	free(g);
+	free(s);
+}
+
+/* Runs of adjacent slices among s[0..ns) (one buffer's, sorted): first_of[j] starts run j. */
+static size_t runs_of(const struct slice *s, size_t ns, size_t *first_of)
+{
+	size_t nr = 0, i;
+
+	for (i = 0; i < ns; i++)
+		if (!i || s[i - 1].p + s[i - 1].len != s[i].p)
+			first_of[nr++] = i;
+	first_of[nr] = ns;
+	return nr;
+}
+
+static char *run_start(const struct slice *s, const size_t *first_of, size_t j)
+{
+	return s[first_of[j]].p;
+}
+
+static char *run_end(const struct slice *s, const size_t *first_of, size_t j)
+{
+	const struct slice *last = &s[first_of[j + 1] - 1];
+
+	return last->p + last->len;
+}
+
+/* Frees pieces [from, to) of a split (piece 0 is the buffer itself) and their host counts. */
+static void pieces_drop(cms_context *ctx, const struct slice *s, const size_t *first_of,
+			struct cms_hostbuf **piece, size_t from, size_t to)
+{
+	size_t j;
+
+	for (j = from; j < to; j++) {
+		if (ctx->drv.host_free_hook)
+			ctx->drv.host_free_hook(
+				(size_t)(run_end(s, first_of, j) - run_start(s, first_of, j)));
+		if (j)
+			free(piece[j]);
+	}
+}
+
+/* A buffer for each run (the first keeps hb), counted as a host buffer of the run's bytes;
+ * false when out of memory or when the simulation refuses one (nothing changed). */
+static bool pieces_make(cms_context *ctx, struct cms_hostbuf *hb, const struct slice *s,
+			const size_t *first_of, size_t nr, struct cms_hostbuf **piece)
+{
+	size_t j;
+
+	for (j = 0; j < nr; j++) {
+		size_t len = (size_t)(run_end(s, first_of, j) - run_start(s, first_of, j));
+
+		piece[j] = j ? calloc(1, sizeof(**piece)) : hb;
+		if (!piece[j] || (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))) {
+			if (j)
+				free(piece[j]);
+			pieces_drop(ctx, s, first_of, piece, 0, j);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Unregisters hb (page-locked); false, with a log line, when the driver refuses. */
+static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
+{
+	CUcontext popped;
+	CUresult res;
+
+	if (!hb->registered)
+		return true;
+	res = ctx->drv.cuCtxPushCurrent(ctx->devices[hb->device].primary);
+	if (res == CUDA_SUCCESS) {
+		res = ctx->drv.cuMemHostUnregister(hb->base);
+		ctx->drv.cuCtxPopCurrent(&popped);
+	}
+	if (res != CUDA_SUCCESS) {
+		cms_log(ctx, CMS_LOG_WARN,
+			"cuMemHostUnregister of %zu bytes failed (%s): %zu bytes of freed backups "
+			"stay until a later free",
+			hb->len, cms_driver_error_name(&ctx->drv, res), hb->free_bytes);
+		return false;
+	}
+	hb->registered = false;
+	hb->pin_on_use = true;
+	r->pinned_bytes -= hb->len;
+	return true;
+}
+
+/* Starts piece p at start (its fields but the list link). */
+static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool pin, int32_t device)
+{
+	p->base = start;
+	p->len = 0;
+	p->free_bytes = 0;
+	p->users = 0;
+	p->registered = false;
+	p->pin_on_use = pin;
+	p->register_result = CUDA_SUCCESS;
+	atomic_store(&p->failed, false);
+	p->device = device;
+	return p;
+}
+
+/*
+ * Gives back the holes of hb, one of r's buffers: unregisters it, unmaps its holes and makes
+ * a buffer of each run of slices left, page-locked again by its next copy (pin_on_use: a
+ * region destroy or the free of the rest never registers what it lets go of). The slices'
+ * content stays where it is. Returns the bytes given back: 0 when out of memory or when
+ * cuMemHostUnregister fails (nothing changed). A hole the kernel cannot unmap (the map count
+ * limit) stays, in the piece before it (the simulation's counts then see the runs only).
+ */
+static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
+{
+	char *pos = hb->base, *end = (char *)hb->base + hb->len;
+	size_t ns, nr, j, i, *first_of = NULL, old_len = hb->len;
+	struct cms_hostbuf **piece = NULL, *cur = NULL;
+	bool pin = hb->registered || hb->pin_on_use;
+	uint64_t given = 0;
+	struct slice *s;
+
+	s = slices_of(r, hb, &ns);
+	if (s && ns) {
+		first_of = malloc((ns + 1) * sizeof(*first_of));
+		piece = malloc(ns * sizeof(*piece));
+	}
+	if (!first_of || !piece)
+		goto out;
+	nr = runs_of(s, ns, first_of);
+	if (!pieces_make(ctx, hb, s, first_of, nr, piece))
+		goto out;
+	if (!buffer_unpin_now(ctx, r, hb)) {
+		pieces_drop(ctx, s, first_of, piece, 0, nr);
+		goto out;
+	}
+	buffer_unlink(r, hb);
+	for (j = 0; j <= nr; j++) {
+		char *start = j < nr ? run_start(s, first_of, j) : end;
+		size_t gap = (size_t)(start - pos);
+
+		if (gap && !munmap(pos, gap)) {
+			given += gap;
+			cur = NULL;
+		} else if (gap) { /* stays mapped: a hole of the piece it joins */
+			if (!cur)
+				cur = piece_start(piece[0], pos, pin, r->device);
+			cur->len += gap;
+			cur->free_bytes += gap;
+		}
+		if (j == nr)
+			break;
+		if (!cur) {
+			cur = piece_start(piece[j], start, pin, r->device);
+		} else if (piece[j] != cur) { /* joined to the piece before it */
+			pieces_drop(ctx, s, first_of, piece, j, j + 1);
+			piece[j] = NULL;
+		}
+		for (i = first_of[j]; i < first_of[j + 1]; i++) {
+			s[i].a->hostbuf = cur;
+			cur->users++;
+			cur->len += s[i].len;
+		}
+		pos = run_end(s, first_of, j);
+	}
+	for (j = 0; j < nr; j++)
+		if (piece[j]) {
+			piece[j]->next = r->hostbufs;
+			r->hostbufs = piece[j];
+		}
+	r->host_bytes -= given;
+	r->host_free_bytes -= given;
+	if (ctx->drv.host_free_hook)
+		ctx->drv.host_free_hook(old_len);
+out:
+	free(piece);
+	free(first_of);
+	free(s);
+	return given;
+}
+
+/*
+ * Keeps the holes of r's buffers at most one buffer's worth (group_max): splits the buffers
+ * with the most holes until they are. Best effort, after a free or a resume: a failure leaves
+ * the holes for the next call. Never while an async resume's copies may still run.
+ */
+static void region_trim(struct cms_region *r)
+{
+	uint64_t bound = group_max(r);
+
+	while (r->host_free_bytes > bound && !r->restore_pending) {
+		struct cms_hostbuf *hb, *most = NULL;
+
+		for (hb = r->hostbufs; hb; hb = hb->next)
+			if (!most || hb->free_bytes > most->free_bytes)
+				most = hb;
+		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
+			return;
+	}
 }
 
 /* ---- parallel preparation of new buffers ---- */
@@ -287,8 +653,9 @@ static bool wants_copy(const struct cms_alloc *a)
 }
 
 /*
- * Makes the new buffers: consecutive allocations of v without one, of the
- * same region, up to GROUP_MAX bytes each.
+ * Gives the allocations of v that need a slice one in a hole, else makes new
+ * buffers: consecutive allocations without one, of the same region, up to
+ * group_max bytes each.
  */
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
 			       uint64_t *new_bytes)
@@ -297,6 +664,9 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 	cms_status st;
 
 	w->first_slice[0] = 0;
+	for (j = 0; j < n; j++) /* holes of each region's buffers first */
+		if (!j || v[j]->region != v[j - 1]->region)
+			reuse_holes(v[j]->region, v + j, n - j);
 	while (k < n) {
 		if (!wants_copy(v[k]) || v[k]->hostbuf) {
 			k++;
@@ -305,7 +675,7 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		bytes = page_round(v[k]->size);
 		for (j = k + 1;
 		     j < n && wants_copy(v[j]) && !v[j]->hostbuf && v[j]->region == v[k]->region &&
-		     bytes + page_round(v[j]->size) <= GROUP_MAX;
+		     bytes + page_round(v[j]->size) <= group_max(v[k]->region);
 		     j++)
 			bytes += page_round(v[j]->size);
 		st = buffer_map(ctx, v + k, j - k);
@@ -381,6 +751,7 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 			if (j == n || v[j]->hostbuf != a->hostbuf)
 				b++; /* last allocation of this buffer */
 		}
+		pin_on_use(ctx, a);
 		CU_TRY(ctx, cuMemcpyDtoHAsync(a->backup, a->base, len, cms_lane(l)), st, out_join);
 		for (m = k; m < j; m++) {
 			cms_alloc_set_saved(v[m], true);
@@ -450,8 +821,10 @@ static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 			st = group_flush(l, &g, bytes);
 		if (st)
 			break;
-		if (!g.first)
+		if (!g.first) {
+			pin_on_use(l->ctx, a);
 			g.first = a;
+		}
 		g.last = a;
 		g.len += a->size;
 	}
@@ -470,14 +843,24 @@ static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
 	return (out ? a->mapped : a->saved) ? a->size : 0;
 }
 
+/* After a resume that gave the buffers back (CMS_REGION_RELEASE_HOST, never async): the
+ * slices of the allocations whose buffers were kept for a failed cuMemHostUnregister. */
+static void host_region_resumed(struct cms_region *r)
+{
+	if (r->flags & CMS_REGION_RELEASE_HOST)
+		region_trim(r);
+}
+
 const struct cms_store_ops cms_store_host = {
 	.name = "host",
 	.save = host_save,
 	.save_ready = host_save_ready,
 	.restore = host_restore,
 	.resumed = host_resumed,
+	.region_resumed = host_region_resumed,
+	.trim = region_trim,
 	.forget_begin = backup_unpin,
-	.forget = backup_drop,
+	.forget = slice_put,
 	.forget_cancel = backup_repin,
 	.progress_bytes = host_progress_bytes,
 };

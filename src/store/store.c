@@ -179,6 +179,14 @@ void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a)
 		ops->forget_cancel(ctx, a);
 }
 
+void cms_store_trim(struct cms_region *r)
+{
+	const struct cms_store_ops *ops = cms_store_of(r);
+
+	if (ops->trim)
+		ops->trim(r);
+}
+
 cms_status cms_store_dir_set(struct cms_region *r, const char *dir)
 {
 	const struct cms_store_ops *ops = cms_store_of(r);

@@ -67,6 +67,10 @@ struct cms_store_ops {
 	cms_status (*forget_begin)(cms_context *ctx, struct cms_alloc *a);
 	void (*forget)(cms_context *ctx, struct cms_alloc *a);
 	void (*forget_cancel)(cms_context *ctx, struct cms_alloc *a);
+	/* After a free of one of r's allocations (forget): give back storage r keeps beyond its
+	 * bound (HOST: freed slices over one buffer's worth). Best effort: cannot fail; what it
+	 * leaves, a later call trims. */
+	void (*trim)(struct cms_region *r);
 	/* Whether region r can be paused now (DISK: it has a directory); with a message. */
 	cms_status (*check)(const struct cms_region *r);
 	/* cms_region_disk_dir_set: sets (dir) or clears (NULL) where r keeps its content. */
@@ -112,6 +116,8 @@ void cms_store_resumed(cms_context *ctx, struct cms_alloc **v, size_t n,
 cms_status cms_store_forget_begin(cms_context *ctx, struct cms_alloc *a);
 void cms_store_forget(cms_context *ctx, struct cms_alloc *a);
 void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a);
+/* After a free of one of r's allocations: its policy's trim. */
+void cms_store_trim(struct cms_region *r);
 cms_status cms_store_dir_set(struct cms_region *r, const char *dir);
 void cms_store_region_close(struct cms_region *r);
 /* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */

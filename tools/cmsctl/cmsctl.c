@@ -16,34 +16,48 @@
 #include "cumemsaver.h"
 #include "driver.h"
 
+#define SHORT_USAGE                                                                        \
+	"usage: cmsctl [--help] [--version] [--socket PATH [--json] [--timeout SECONDS]] " \
+	"<command> [options]\n"
+
+/* After a bad option or command: one line and where the rest is. */
+static int short_usage(void)
+{
+	fprintf(stderr, SHORT_USAGE "Try 'cmsctl --help' for the commands.\n");
+	return 2;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cmsctl [--help] [--version] <command> [options]\n"
-		   "\n"
-		   "commands:\n"
-		   "  demo [--size BYTES] [--sim|--gpu] [--cycles N] [--progress]\n"
-		   "           pause and resume a weights region (HOST policy) and a kv_cache\n"
-		   "           region (DISCARD policy) N times, replaying a CUDA graph captured\n"
-		   "           before the first pause after every resume, and verify that the\n"
-		   "           memory really goes back to the driver and that every address\n"
-		   "           and the weights' content survive. BYTES (16 to 1024T) takes\n"
-		   "           K/M/G/T suffixes, binary (KiB, MB spellings accepted; default 1G\n"
-		   "           on a GPU, 64M on the host simulation); N defaults to 3. Without\n"
-		   "           --sim/--gpu the real driver is tried first and the host\n"
-		   "           simulation used when there is no GPU.\n"
-		   "  version  print the library version and the driver library it would load\n"
-		   "  help     print this text\n"
-		   "\n"
-		   "  --socket PATH [--json] status | pause TAG | resume TAG\n"
-		   "           ask a running process through its control socket\n"
-		   "           (cms_control_create, docs/ipc.md): a table of its regions, or\n"
-		   "           pause / resume a tag when the application consents. Progress\n"
-		   "           on stderr; exit status 1 with the library's message on failure.\n"
-		   "\n"
-		   "environment:\n"
-		   "  CMS_DRIVER_LIBRARY  driver library to load instead of libcuda.so.1\n"
-		   "  CMS_LOG             library log level on stderr (0-3)\n"
-		   "  CMS_SIM_*           settings of the host simulation (docs/simulation.md)\n");
+	fprintf(f, SHORT_USAGE
+		"\n"
+		"commands:\n"
+		"  demo [--size BYTES] [--sim|--gpu] [--cycles N] [--progress]\n"
+		"           pause and resume a weights region (HOST policy) and a kv_cache\n"
+		"           region (DISCARD policy) N times, replaying a CUDA graph captured\n"
+		"           before the first pause after every resume, and verify that the\n"
+		"           memory really goes back to the driver and that every address\n"
+		"           and the weights' content survive. BYTES (16 to 1024T) takes\n"
+		"           K/M/G/T suffixes, binary (KiB, MB spellings accepted; default 1G\n"
+		"           on a GPU, 64M on the host simulation); N defaults to 3. Without\n"
+		"           --sim/--gpu the real driver is tried first and the host\n"
+		"           simulation used when there is no GPU.\n"
+		"  version  print the library version and the driver library it would load\n"
+		"  help     print this text\n"
+		"\n"
+		"  --socket PATH [--json] [--timeout SECONDS] status | pause TAG | resume TAG\n"
+		"           ask a running process through its control socket\n"
+		"           (cms_control_create, docs/ipc.md): a table of its regions, or\n"
+		"           pause / resume a tag when the application consents. Progress\n"
+		"           on stderr; exit status 1 with the library's message on failure.\n"
+		"           --json: one JSON object on stdout, errors included, with a\n"
+		"           \"schema_version\" field; --timeout: how long to wait for the\n"
+		"           answer (default 600 s).\n"
+		"\n"
+		"environment:\n"
+		"  CMS_DRIVER_LIBRARY  driver library to load instead of libcuda.so.1\n"
+		"  CMS_LOG             library log level on stderr (0-3)\n"
+		"  CMS_SIM_*           settings of the host simulation (docs/simulation.md)\n");
 }
 
 static int cmd_version(int argc, char **argv)
@@ -99,20 +113,36 @@ static int cmd_version(int argc, char **argv)
 	return 0;
 }
 
+/* "30" -> 30: a whole number of seconds, 1 to CMSCTL_TIMEOUT_MAX_S. Returns 0 or -1. */
+static int parse_seconds(const char *s, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < 1 || v > CMSCTL_TIMEOUT_MAX_S)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },	     { "version", no_argument, NULL, 'V' },
+		{ "socket", required_argument, NULL, 's' },  { "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 },
 	};
-	const char *cmd, *socket_path = NULL;
-	int c, json = 0;
+	struct cmsctl_remote_opts ro = { .timeout_s = CMSCTL_TIMEOUT_DEFAULT_S };
+	const char *cmd;
+	int c;
 
-	/* "+": stop at the subcommand; its options are its own. */
-	while ((c = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
+	/* "+": stop at the subcommand; its options are its own. ":": we report errors. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -120,22 +150,30 @@ int main(int argc, char **argv)
 		case 'V':
 			return cmd_version(1, argv);
 		case 's':
-			socket_path = optarg;
+			ro.socket = optarg;
 			break;
 		case 'j':
-			json = 1;
+			ro.json = 1;
+			break;
+		case 't':
+			if (parse_seconds(optarg, &ro.timeout_s)) {
+				fprintf(stderr,
+					"cmsctl: --timeout '%s': a whole number of seconds from 1 "
+					"to "
+					"%u\n",
+					optarg, CMSCTL_TIMEOUT_MAX_S);
+				return short_usage();
+			}
 			break;
 		default:
-			usage(stderr);
-			return 2;
+			tool_bad_option("cmsctl", argv, c);
+			return short_usage();
 		}
 	}
-	if (socket_path)
-		return cmsctl_remote(socket_path, json, argc - optind, argv + optind);
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (ro.socket)
+		return cmsctl_remote(&ro, argc - optind, argv + optind);
+	if (optind >= argc)
+		return short_usage();
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
@@ -147,7 +185,6 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "cmsctl: unknown command '%s'\n\n", cmd);
-	usage(stderr);
-	return 2;
+	fprintf(stderr, "cmsctl: unknown command '%s'\n", cmd);
+	return short_usage();
 }

@@ -7,8 +7,23 @@
 
 /* Subcommands: argv[0] is the subcommand's name; return the exit status. */
 int cmsctl_demo(int argc, char **argv);
-/* `cmsctl --socket PATH [--json] status | pause TAG | resume TAG` (cmsctl_remote.c):
- * argv[0] is the operation. Returns the exit status. */
-int cmsctl_remote(const char *path, int json, int argc, char **argv);
+/* Version of the JSON objects `cmsctl --json` prints ("schema_version"): raised when a
+ * field changes meaning or goes away; new fields may appear without a change. */
+#define CMSCTL_JSON_SCHEMA 1
+/* Default and largest --timeout, in seconds. */
+#define CMSCTL_TIMEOUT_DEFAULT_S 600u
+#define CMSCTL_TIMEOUT_MAX_S 604800u
+#define CMSCTL_REMOTE_USAGE \
+	"usage: cmsctl --socket PATH [--json] [--timeout SECONDS] status | pause TAG | resume TAG"
+
+struct cmsctl_remote_opts {
+	const char *socket; /* the process's control socket */
+	int json;	    /* one JSON object on stdout instead of text */
+	unsigned timeout_s; /* how long to wait for the answer, progress included */
+};
+
+/* `cmsctl --socket PATH [--json] [--timeout SECONDS] status | pause TAG | resume TAG`
+ * (cmsctl_remote.c): argv[0] is the operation. Returns the exit status. */
+int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv);
 
 #endif /* CMSCTL_H */

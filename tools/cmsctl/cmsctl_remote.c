@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmsctl_remote.c - `cmsctl --socket PATH [--json] status | pause TAG | resume TAG`:
- * a client of a process's control socket (cms_control_create). Progress lines
- * go to stderr, the result to stdout (a table, or JSON with --json); the exit
- * status is 0 on success, 1 when the process answers with an error (its
- * message on stderr), 2 for a usage error.
+ * cmsctl_remote.c - `cmsctl --socket PATH [--json] [--timeout SECONDS] status |
+ * pause TAG | resume TAG`: a client of a process's control socket
+ * (cms_control_create). Progress lines go to stderr, the result to stdout (a
+ * table, or one JSON object with --json); the exit status is 0 on success, 1
+ * when the socket cannot be reached or the process answers with an error (its
+ * message on stderr), 2 for a usage error. With --json every outcome, errors
+ * included, is one object carrying "schema_version" (CMSCTL_JSON_SCHEMA) and
+ * "status"; an error object has "op", "tag" and "message" as well.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,18 +37,48 @@ static const char *state_name(uint32_t s)
 	return s == CMS_STATE_PAUSED ? "paused" : "active";
 }
 
+/* Indexed by CMS_POLICY_*: what the table and the JSON call each restore policy. */
+static const char *const policy_names[] = {
+	[CMS_POLICY_DISCARD] = "discard",
+	[CMS_POLICY_ZERO] = "zero",
+	[CMS_POLICY_HOST] = "host",
+	[CMS_POLICY_DISK] = "disk",
+};
+
 static const char *policy_name(uint32_t p)
 {
-	return p == CMS_POLICY_HOST ? "host" : p == CMS_POLICY_ZERO ? "zero" : "discard";
+	if (p < sizeof(policy_names) / sizeof(policy_names[0]) && policy_names[p])
+		return policy_names[p];
+	return "unknown";
+}
+
+/* The start of every JSON object cmsctl prints: {"schema_version": N, "status": "..." */
+static void json_open(cms_status st)
+{
+	printf("{\"schema_version\": %d, \"status\": \"%s\"", CMSCTL_JSON_SCHEMA,
+	       cms_status_name(st));
+}
+
+static void json_error(cms_status st, const char *op, const char *tag, const char *message)
+{
+	json_open(st);
+	printf(", \"op\": ");
+	json_str(op);
+	printf(", \"tag\": ");
+	json_str(tag);
+	printf(", \"message\": ");
+	json_str(message);
+	printf("}\n");
 }
 
 static void print_status(const struct cms_ipc_msg *m, int json)
 {
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32];
 	uint32_t i;
 
 	if (json) {
-		printf("{\"status\": \"%s\", \"regions\": [", cms_status_name(m->status));
+		json_open(m->status);
+		printf(", \"regions\": [");
 		for (i = 0; i < m->nregions; i++) {
 			const struct cms_ipc_region_status *r = &m->regions[i];
 
@@ -79,16 +112,17 @@ static void print_status(const struct cms_ipc_msg *m, int json)
 	}
 	if (!m->nregions)
 		printf("(no regions)\n");
-	(void)b3;
 }
 
 static void print_action(const struct cms_ipc_msg *m, const char *op, const char *tag, int json)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], b3[32];
 
 	if (json) {
-		printf("{\"status\": \"%s\", \"op\": \"%s\", \"tag\": ", cms_status_name(m->status),
-		       op);
+		json_open(m->status);
+		printf(", \"op\": ");
+		json_str(op);
+		printf(", \"tag\": ");
 		json_str(tag);
 		printf(", \"message\": ");
 		json_str(m->text);
@@ -105,18 +139,18 @@ static void print_action(const struct cms_ipc_msg *m, const char *op, const char
 		printf("paused \"%s\": %s released in %.3f ms (driver free %s -> %s)\n", tag,
 		       tool_format_bytes(b1, sizeof(b1), m->bytes), (double)m->elapsed_ns / 1e6,
 		       tool_format_bytes(b2, sizeof(b2), m->driver_free_before),
-		       tool_format_bytes(b1, sizeof(b1), m->driver_free_after));
+		       tool_format_bytes(b3, sizeof(b3), m->driver_free_after));
 	else
 		printf("resumed \"%s\": %s backed in %.3f ms\n", tag,
 		       tool_format_bytes(b1, sizeof(b1), m->bytes), (double)m->elapsed_ns / 1e6);
 }
 
-int cmsctl_remote(const char *path, int json, int argc, char **argv)
+int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 {
 	struct cms_ipc_msg q, m;
 	const char *op = argc > 0 ? argv[0] : "";
 	const char *tag = argc > 1 ? argv[1] : "";
-	int fds[CMS_IPC_MAX_FDS], fd, rc = 1;
+	int fds[CMS_IPC_MAX_FDS], fd, rc = 1, json = o->json;
 	int64_t deadline;
 	char why[CMS_IPC_MAX_TEXT + 64];
 	cms_status st;
@@ -130,22 +164,28 @@ int cmsctl_remote(const char *path, int json, int argc, char **argv)
 	else if (!strcmp(op, "resume") && argc == 2)
 		q.op = CMS_IPC_OP_RESUME;
 	else {
-		fprintf(stderr, "usage: cmsctl --socket PATH [--json] status | pause TAG | "
-				"resume TAG\n");
+		if (json)
+			json_error(CMS_ERR_INVALID_ARGUMENT, op, tag, CMSCTL_REMOTE_USAGE);
+		fprintf(stderr, "%s\n", CMSCTL_REMOTE_USAGE);
 		return 2;
 	}
 	if (strlen(tag) > CMS_TAG_MAX) {
-		fprintf(stderr, "cmsctl: tag longer than %d bytes\n", CMS_TAG_MAX);
+		snprintf(why, sizeof(why), "tag longer than %d bytes", CMS_TAG_MAX);
+		if (json)
+			json_error(CMS_ERR_INVALID_ARGUMENT, op, tag, why);
+		fprintf(stderr, "cmsctl: %s\n", why);
 		return 2;
 	}
 	snprintf(q.tag, sizeof(q.tag), "%s", tag);
-	st = cms_ipc_connect(path, &fd, why, sizeof(why));
+	st = cms_ipc_connect(o->socket, &fd, why, sizeof(why));
 	if (st) {
+		if (json)
+			json_error(st, op, tag, why);
 		fprintf(stderr, "cmsctl: %s: %s\n", cms_status_name(st), why);
 		return 1;
 	}
-	/* An operation may take long (a pause copying many GiB): progress keeps us waiting. */
-	deadline = cms_ipc_now_ms() + 600000;
+	/* An operation may take long (a pause copying many GiB): --timeout bounds the wait. */
+	deadline = cms_ipc_now_ms() + (int64_t)o->timeout_s * 1000;
 	st = cms_ipc_send(fd, &q, NULL, deadline, why, sizeof(why));
 	while (!st) {
 		st = cms_ipc_recv(fd, &m, fds, deadline, why, sizeof(why));
@@ -163,7 +203,9 @@ int cmsctl_remote(const char *path, int json, int argc, char **argv)
 			st = CMS_ERR_PROTOCOL;
 			snprintf(why, sizeof(why), "unexpected message type %u", m.type);
 		} else {
-			if (q.op == CMS_IPC_OP_STATUS)
+			if (json && m.status)
+				json_error(m.status, op, tag, m.text);
+			else if (q.op == CMS_IPC_OP_STATUS)
 				print_status(&m, json);
 			else
 				print_action(&m, op, tag, json);
@@ -176,11 +218,8 @@ int cmsctl_remote(const char *path, int json, int argc, char **argv)
 		break;
 	}
 	if (st) {
-		if (json) {
-			printf("{\"status\": \"%s\", \"message\": ", cms_status_name(st));
-			json_str(why);
-			printf("}\n");
-		}
+		if (json)
+			json_error(st, op, tag, why);
 		fprintf(stderr, "cmsctl: %s: %s\n", cms_status_name(st), why);
 		rc = 1;
 	}

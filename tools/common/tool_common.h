@@ -24,7 +24,7 @@ char *tool_format_bytes(char *buf, size_t len, uint64_t bytes);
 
 /*
  * tool_sim_path - path of the host simulation library, found relative to the
- * executable (/proc/self/exe): the installed layout first (bin/../lib, as the
+ * executable (/proc/self/exe): the installed layout first (bin/../lib/cumemsaver, near the
  * $ORIGIN rpath), then the build tree's (bin/../src/sim: every program is
  * built into <build>/bin). When neither file exists, the installed layout's
  * path (so a load error names it). NULL when this build has no simulation.

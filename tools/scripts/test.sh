@@ -4,32 +4,42 @@
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)
 #   build-tsan/  ThreadSanitizer over the same suites (stress and fork included)
 #   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs, tags and the IPC protocol, 60 s each
-# plus the Python package (unittest), and the Rust and Go bindings (tools/scripts/test-bindings.sh).
+# plus the Python package (unittest), the Rust and Go bindings (tools/scripts/test-bindings.sh)
+# and the Debian packages (tools/scripts/test-packages.sh: build, lintian, install, consume,
+# remove). About 25 minutes on CI's machine (docs/testing.md). Every stage prints each of its
+# tests with its result and time, and its own elapsed time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash tools/scripts/deps.sh
 jobs=$(nproc)
+t_all=$SECONDS
+stage_start() { t_stage=$SECONDS; echo "== $1"; }
+stage_end() { echo "== $1: $((SECONDS - t_stage)) s"; }
+# Every test line of a ctest log: "  3/45 Test  #3: name ....   Passed   0.50 sec" (ctest pads
+# the counters with spaces), then the totals.
+tests_of() { grep -E "^ *[0-9]+/[0-9]+ +Test +#[0-9]+:|tests passed|tests failed|\*\*\*" "$1" || true; }
 run() { # dir, cmake args..., -- ctest args...
 	local dir=$1; shift
 	local cm=() ct=()
 	while [ $# -gt 0 ] && [ "$1" != "--" ]; do cm+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	ct=("$@")
-	echo "== $dir"
-	cmake -S . -B "$dir" -G Ninja "${cm[@]}" >/dev/null
+	stage_start "$dir"
+	cmake -S . -B "$dir" -G Ninja -DCMS_WERROR=ON "${cm[@]}" >/dev/null
 	ninja -C "$dir" >/dev/null
 	local rc=0
 	(cd "$dir" && ctest -V -j "$jobs" "${ct[@]}") >"$dir/ctest-full.log" 2>&1 || rc=$?
-	grep -E "^[0-9]+/[0-9]+ Test|tests passed|tests failed|\*\*\*" "$dir/ctest-full.log" || true
+	tests_of "$dir/ctest-full.log"
 	if [ $rc -ne 0 ]; then
 		echo "== $dir: FAILED; the failing tests' output:"
 		grep -E "^[0-9]+: .*(F:|E:|Assertion|FAIL|error|ERROR)" "$dir/ctest-full.log" | head -n 80
 		echo "(full log: $dir/ctest-full.log)"
 		exit $rc
 	fi
+	stage_end "$dir"
 }
 run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-echo "== python (bindings/python against build/ on the host simulation)"
+stage_start "python (bindings/python against build/ on the host simulation)"
 py_rc=0
 CUMEMSAVER_LIBRARY=$PWD/build/libcumemsaver.so.1 CMS_DRIVER_LIBRARY=$PWD/build/src/sim/libcumemsaver-sim.so \
 	CMS_CMSCTL=$PWD/build/bin/cmsctl PYTHONPATH=$PWD/bindings/python python3 -m unittest discover -s bindings/python/tests -v \
@@ -40,8 +50,13 @@ if [ $py_rc -ne 0 ]; then
 	echo "(full log: build/python-tests.log)"
 	exit $py_rc
 fi
-echo "== bindings (C, Rust, Go against a staged install of build/, found through pkg-config)"
+stage_end python
+stage_start "bindings (C, Rust, Go against a staged install of build/, found through pkg-config)"
 bash tools/scripts/test-bindings.sh build
+stage_end bindings
+stage_start "packages (cpack -G DEB, lintian, dpkg -i, consumers, dpkg --purge)"
+bash tools/scripts/test-packages.sh build-deb
+stage_end packages
 awk '/fault sweep: .*: [0-9]+ points/ { for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^points/) n += $i }
      END { print "fault points exercised: " n }' build/ctest-full.log
 grep -hoE "(bad input|stress): .*" build/ctest-full.log | sort -u || true
@@ -51,5 +66,13 @@ TSAN_OPTIONS=halt_on_error=1 \
 	run build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMS_SANITIZE=thread -- -L "unit|sim"
 CC=clang run build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCMS_FUZZ=ON -DCMS_BUILD_TESTS=OFF \
 	"-DCMS_SANITIZE=address;undefined" -- -L fuzz
-grep -hoE "fuzz_[a-z]+ -max|Done [0-9]+ runs in [0-9]+ second" build-fuzz/ctest-full.log | paste - - || true
-echo "all suites passed"
+# Each fuzzer by name with its run count: ctest -V prefixes a test's output with its number.
+awk 'match($0, /^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: [^ ]+/) {
+		split(substr($0, RSTART, RLENGTH), a, /#|: /); name[a[2] + 0] = a[3]
+	}
+	match($0, /^[0-9]+: Done [0-9]+ runs in [0-9]+ second/) {
+		split($0, b, /[: ]+/); runs[b[1] + 0] = b[3]; secs[b[1] + 0] = b[6]
+	}
+	END { for (n in runs) printf "fuzz: %s: %s runs in %s s\n", (n in name ? name[n] : "test " n), runs[n], secs[n] }' \
+	build-fuzz/ctest-full.log | sort
+echo "all suites passed in $((SECONDS - t_all)) s"

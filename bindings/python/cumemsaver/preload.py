@@ -35,7 +35,9 @@ def _loaded_path(name: str) -> Optional[str]:
 
 def library_path() -> str:
     """libcumemsaver-preload.so: $CUMEMSAVER_PRELOAD, else beside the loaded
-    libcumemsaver.so.1, else pkg-config's libdir. Raises FileNotFoundError."""
+    libcumemsaver.so.1 (a build tree) or in cumemsaver/ next to it (installed:
+    <libdir>/cumemsaver/), else in pkg-config's libdir likewise. Raises
+    FileNotFoundError."""
     env = os.environ.get("CUMEMSAVER_PRELOAD")
     if env:
         if not os.path.exists(env):
@@ -48,12 +50,13 @@ def library_path() -> str:
         _lib.lib()
         main = _loaded_path(_lib.SONAME)
         if main:
-            candidates.append(os.path.join(os.path.dirname(main), PRELOAD_NAME))
+            d = os.path.dirname(main)
+            candidates += [os.path.join(d, PRELOAD_NAME), os.path.join(d, "cumemsaver", PRELOAD_NAME)]
     except OSError:
         pass
     libdir = _lib.pkgconfig_libdir()
     if libdir:
-        candidates.append(os.path.join(libdir, PRELOAD_NAME))
+        candidates += [os.path.join(libdir, PRELOAD_NAME), os.path.join(libdir, "cumemsaver", PRELOAD_NAME)]
     for c in candidates:
         if os.path.exists(c):
             return c

@@ -351,7 +351,9 @@ pub struct cms_region_info {
     pub epoch: u64,
     /// Allocation granularity of this region's properties. (since 1.0)
     pub granularity: u64,
-    /// Host memory held by backup buffers (kept across cycles). (since 1.0)
+    /// Host memory held by backup buffers (kept across cycles); at most the live allocations' sizes
+    /// rounded up to the page size plus one buffer's worth (1 GiB; 16 granules on the simulation)
+    /// of freed slices. (since 1.0)
     pub host_bytes: u64,
     /// 1 while an async resume's restore copies may still run. (since 1.0)
     pub restore_pending: u32,

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# cmsctl's command line without a process to ask: a bad option or command prints the
+# one-line usage (not the whole help) and exits 2; --timeout takes whole seconds from 1 to
+# 604800; with --json, a socket that cannot be reached is one JSON error object with the
+# schema version on stdout (exit 1), as are the errors of a reachable one (test_ipc).
+# Usage: cmsctl_cli.sh CMSCTL
+set -u
+cmsctl=$1
+fail=0
+# expect RC WHAT -- ARGS...: runs cmsctl ARGS, keeps stdout in $out and stderr in $err.
+expect() {
+	local want=$1 what=$2 rc
+	shift 3
+	out=$("$cmsctl" "$@" 2>/tmp/cmsctl_cli.$$) && rc=0 || rc=$?
+	err=$(cat /tmp/cmsctl_cli.$$)
+	rm -f /tmp/cmsctl_cli.$$
+	if [ "$rc" != "$want" ]; then
+		echo "FAIL: $what: cmsctl $*: exit $rc, expected $want; stderr: $err"
+		fail=1
+	fi
+}
+short() { # the stderr of a usage error: at most 3 lines, the usage line, not the help
+	local what=$1
+	if [ "$(printf '%s\n' "$err" | wc -l)" -gt 3 ] || ! printf '%s\n' "$err" | grep -q '^usage: cmsctl ' ||
+		printf '%s\n' "$err" | grep -q '^commands:'; then
+		echo "FAIL: $what: expected a short usage on stderr, got:"
+		printf '%s\n' "$err"
+		fail=1
+	fi
+}
+expect 2 "unknown option" -- --bogus
+short "unknown option"
+printf '%s\n' "$err" | grep -q "unknown option '--bogus'" || { echo "FAIL: --bogus not named: $err"; fail=1; }
+expect 2 "unknown command" -- frobnicate
+short "unknown command"
+expect 2 "missing argument" -- --socket
+short "missing argument"
+for t in 0 -1 abc 1.5 604801 99999999999999999999; do
+	expect 2 "--timeout $t" -- --timeout "$t" --socket /nonexistent/cms.sock status
+done
+expect 0 "help" -- --help
+printf '%s\n' "$out" | grep -q -- '--timeout SECONDS' || { echo "FAIL: --help does not document --timeout"; fail=1; }
+sock=/nonexistent-$$/cms.sock
+expect 1 "unreachable socket, text" -- --socket "$sock" --timeout 5 status
+[ -z "$out" ] || { echo "FAIL: text error wrote to stdout: $out"; fail=1; }
+expect 1 "unreachable socket, json" -- --socket "$sock" --json status
+case $out in
+'{"schema_version": 1, "status": "CMS_ERR_NOT_FOUND", "op": "status", "tag": "", "message": "'*'"}') ;;
+*) echo "FAIL: unreachable socket with --json: stdout is not one JSON error object: '$out'"; fail=1 ;;
+esac
+expect 2 "remote usage, json" -- --socket "$sock" --json pause
+case $out in
+'{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", "op": "pause", '*) ;;
+*) echo "FAIL: remote usage error with --json: '$out'"; fail=1 ;;
+esac
+if command -v python3 >/dev/null; then
+	printf '%s\n' "$out" | python3 -c 'import json,sys; json.load(sys.stdin)' ||
+		{ echo "FAIL: not valid JSON: $out"; fail=1; }
+fi
+[ $fail = 0 ] && echo "cmsctl_cli: usage errors, --timeout and JSON errors as documented"
+exit $fail
