@@ -107,18 +107,23 @@ class TestLogging(Base):
         self.assertTrue(all(r.name == "cumemsaver" for r in logs.records))
 
     def test_logging_level_follows_the_logger(self):
+        # log="logging" without log_level asks the library only for what the logger emits
+        # now: record what reaches the bridge (before the logger's own filtering).
+        from cumemsaver import api
+
         log = logging.getLogger("cumemsaver")
-        old = log.level
-        self.addCleanup(log.setLevel, old)
-        log.setLevel(logging.ERROR)
+        self.addCleanup(log.setLevel, log.level)
+        self.addCleanup(setattr, api, "log_to_logging", api.log_to_logging)
         seen = []
-        handler = logging.Handler()
-        handler.emit = seen.append
-        log.addHandler(handler)
-        self.addCleanup(log.removeHandler, handler)
+        api.log_to_logging = lambda level, message: seen.append((level, message))
+        log.setLevel(logging.ERROR)
         with cms.Context(driver_path=SIM, log="logging") as c:
             c.region("quiet")
         self.assertEqual(seen, [])
+        log.setLevel(logging.DEBUG)
+        with cms.Context(driver_path=SIM, log="logging") as c:
+            c.region("loud")
+        self.assertIn(cms.LogLevel.DEBUG, [level for level, _ in seen])
         with self.assertRaises(ValueError):
             cms.Context(driver_path=SIM, log="stderr")
 
