@@ -787,7 +787,8 @@ class Context:
 
 class Region:
     """A region handle (cms_region *), owned by its Context. Two Region objects for the same
-    handle compare equal; destroy() invalidates every one of them in the library's eyes."""
+    handle compare equal; destroy() invalidates every one of them in the library's eyes.
+    As a context manager (with ctx.region(...) as r:) it destroys the region on exit."""
 
     def __init__(self, context: Context, handle: int):
         self._ctx: Context = context
@@ -867,3 +868,12 @@ class Region:
         """Frees every allocation of the region and the region itself."""
         _call("cms_region_destroy", self._h())
         self._handle = None
+
+    def __enter__(self) -> "Region":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Leaving `with ctx.region(...) as r:` destroys the region, unless it or its context
+        is gone already."""
+        if self._handle is not None and not self._ctx.closed:
+            self.destroy()

@@ -98,6 +98,19 @@ class TestPackage(unittest.TestCase):
         self.assertEqual(missing, [])
 
 
+class TestRegionContextManager(Base):
+    def test_with_region_destroys_it(self):
+        with self.ctx.region("scoped", policy=cms.Policy.HOST) as r:
+            r.alloc(MiB)
+            self.assertEqual(self.ctx.find_region("scoped"), r)
+        with self.assertRaises(cms.NotFound):
+            self.ctx.find_region("scoped")
+        with self.assertRaises(ValueError):
+            r.info()
+        with self.ctx.region("gone") as g:
+            g.destroy()  # already destroyed inside: leaving the block does nothing more
+
+
 class TestLogging(Base):
     def test_logging_bridge(self):
         with self.assertLogs("cumemsaver", level="DEBUG") as logs:
