@@ -42,7 +42,7 @@ run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 stage_start "python (bindings/python against build/ on the host simulation)"
 py_rc=0
 CUMEMSAVER_LIBRARY=$PWD/build/libcumemsaver.so.1 CMS_DRIVER_LIBRARY=$PWD/build/src/sim/libcumemsaver-sim.so \
-	PYTHONPATH=$PWD/bindings/python python3 -m unittest discover -s bindings/python/tests -v \
+	CMS_CMSCTL=$PWD/build/bin/cmsctl PYTHONPATH=$PWD/bindings/python python3 -m unittest discover -s bindings/python/tests -v \
 	>build/python-tests.log 2>&1 || py_rc=$?
 echo "python: $(grep -E '^Ran [0-9]+ tests' build/python-tests.log || echo 'no tests ran'), $(tail -n 1 build/python-tests.log)"
 if [ $py_rc -ne 0 ]; then

@@ -2,7 +2,8 @@
 """cumemsaver: release GPU memory and take it back at the same virtual addresses.
 
 Pure-Python ctypes bindings for libcumemsaver.so.1. The library is loaded on first use
-(CUMEMSAVER_LIBRARY, else pkg-config's libdir, else the system loader).
+(CUMEMSAVER_LIBRARY, else pkg-config's libdir, else the system loader). Every status raises
+its own subclass of CumemsaverError, importable from here (ERRORS maps status to class).
 """
 
 from .api import (  # noqa: F401
@@ -12,12 +13,15 @@ from .api import (  # noqa: F401
     CumemsaverError,
     DeviceMemoryInfo,
     DeviceResult,
+    Disconnected,
     DriverError,
     Exists,
     Forked,
     InternalError,
     InvalidArgument,
     InvalidDevice,
+    IOFailure,
+    LayoutChanged,
     LogLevel,
     NoDevice,
     NoDriver,
@@ -28,8 +32,12 @@ from .api import (  # noqa: F401
     OutOfDeviceMemory,
     OutOfHostMemory,
     PauseResult,
+    PeerTimeout,
+    PermissionDenied,
     PointerInfo,
     Policy,
+    ProtocolError,
+    Refused,
     Region,
     RegionInfo,
     RegionPaused,
@@ -38,12 +46,38 @@ from .api import (  # noqa: F401
     RollbackFailed,
     State,
     StructSizeError,
+    last_error,
     last_error_message,
+    log_to_logging,
+    logger,
     status_name,
     status_string,
     version,
     version_string,
     version_tuple,
+)
+
+from .hooks import (  # noqa: F401
+    HookContext,
+    hook_alloc,
+    hook_free,
+    hook_region_current,
+    hook_region_pop,
+    hook_region_push,
+    torch_alloc,
+    torch_free,
+)
+from .ipc import (  # noqa: F401
+    Access,
+    ControlOp,
+    ControlPhase,
+    ControlRequest,
+    ControlSocket,
+    Exporter,
+    Import,
+    ImportEvent,
+    ImportInfo,
+    ImportState,
 )
 
 __version__ = "1.2.0"

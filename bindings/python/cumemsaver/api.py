@@ -3,13 +3,27 @@
 
 import ctypes
 import enum
+import logging
+import os
 import threading
+import weakref
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _lib as L
 
+if TYPE_CHECKING:  # for the annotations only (ipc and hooks import this module)
+    from .hooks import HookContext
+    from .ipc import ControlSocket, Exporter, Import
+
 Tag = Union[str, bytes]
+PathLike = Union[str, bytes, "os.PathLike[str]"]
+
+# The library's log lines (Context(log="logging")) and the errors of Python callbacks that
+# cannot reach the caller go to this logger. A library adds no handler of its own but a
+# NullHandler (the application configures logging).
+logger = logging.getLogger("cumemsaver")
+logger.addHandler(logging.NullHandler())
 
 _U64_MAX = (1 << 64) - 1
 
@@ -38,6 +52,29 @@ class LogLevel(enum.IntEnum):
     DEBUG = L.CMS_LOG_DEBUG
 
 
+_PY_LEVELS = {
+    L.CMS_LOG_ERROR: logging.ERROR,
+    L.CMS_LOG_WARN: logging.WARNING,
+    L.CMS_LOG_INFO: logging.INFO,
+    L.CMS_LOG_DEBUG: logging.DEBUG,
+}
+
+
+def log_to_logging(level: int, message: str) -> None:
+    """A log callback for Context(log=...) that passes the library's lines to the logger
+    "cumemsaver" (CMS_LOG_ERROR -> logging.ERROR, WARN -> WARNING, INFO, DEBUG).
+    Context(log="logging") uses it."""
+    logger.log(_PY_LEVELS.get(level, logging.DEBUG), "%s", message)
+
+
+def _level_of_logger() -> int:
+    """The highest CMS_LOG_* level the "cumemsaver" logger would emit now."""
+    for cms_level in (L.CMS_LOG_DEBUG, L.CMS_LOG_INFO, L.CMS_LOG_WARN):
+        if logger.isEnabledFor(_PY_LEVELS[cms_level]):
+            return cms_level
+    return L.CMS_LOG_ERROR
+
+
 def _enum_or_int(cls, value):
     try:
         return cls(value)
@@ -49,14 +86,30 @@ def _enum_or_int(cls, value):
 
 
 class CumemsaverError(Exception):
-    """A call returned a non-OK status.
+    """A call returned a non-OK status. The base class of every status's exception.
 
     status  -- the cms_status number (negative)
     name    -- cms_status_name(status), e.g. "CMS_ERR_NOT_FOUND"
     message -- the library's message for the failed call (cms_last_error_message)
+    function -- the C function that failed ("" when raised by Python code)
+
+    Each subclass knows its own status, so a callback may raise one without arguments
+    (raise cumemsaver.Refused) or with a message (raise cumemsaver.Refused(message="busy")).
     """
 
-    def __init__(self, status: int, name: str, message: str, function: str = ""):
+    status: int = L.CMS_ERR_INTERNAL
+
+    def __init__(
+        self,
+        status: Optional[int] = None,
+        name: Optional[str] = None,
+        message: str = "",
+        function: str = "",
+    ):
+        if status is None:
+            status = type(self).status
+        if name is None:
+            name = L.STATUS_NAMES.get(status, f"CMS_STATUS_{status}")
         self.status = status
         self.name = name
         self.message = message
@@ -199,6 +252,11 @@ ERRORS = {
 }
 
 
+for _status, _cls in ERRORS.items():
+    _cls.status = _status
+del _status, _cls
+
+
 def _decode(b: Optional[bytes]) -> str:
     return b.decode("utf-8", "replace") if b else ""
 
@@ -209,6 +267,13 @@ def status_name(status: int) -> str:
 
 def status_string(status: int) -> str:
     return _decode(L.lib().cms_status_string(status))
+
+
+def last_error() -> str:
+    """The message of the calling thread's last failed call (cms_last_error, cut at 511
+    bytes; "" before any failure), e.g. after torch_alloc returned 0. last_error_message
+    reads the whole message."""
+    return _decode(L.lib().cms_last_error())
 
 
 def last_error_message() -> str:
@@ -246,7 +311,7 @@ def version_string() -> str:
     return _decode(L.lib().cms_version_string())
 
 
-def version_tuple():
+def version_tuple() -> Tuple[int, int, int]:
     v = version()
     return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
 
@@ -266,6 +331,20 @@ def _i32(value, what: str) -> int:
     if not -(1 << 31) <= value < (1 << 31):
         raise ValueError(f"{what} must fit in int32, got {value}")
     return value
+
+
+def _path(path: PathLike, what: str = "path") -> bytes:
+    b = os.fsencode(path)
+    if b"\0" in b:
+        raise ValueError(f"{what} contains a NUL byte")
+    return b
+
+
+def _status_of(exc: BaseException) -> int:
+    """The status a Python callback's exception answers C with."""
+    if isinstance(exc, CumemsaverError) and exc.status < 0:
+        return exc.status
+    return L.CMS_ERR_INTERNAL
 
 
 def _tag(tag: Optional[Tag]) -> Optional[bytes]:
@@ -378,7 +457,7 @@ class PauseResult:
     elapsed_ns: int
     devices: int  # since 1.1: devices the call worked on (one worker thread each)
     failed_device: int  # -1, or on failure the first device whose own step failed
-    device_results: tuple  # DeviceResult per device, ascending
+    device_results: Tuple[DeviceResult, ...]  # DeviceResult per device, ascending
 
 
 @dataclass(frozen=True)
@@ -390,7 +469,7 @@ class ResumeResult:
     elapsed_ns: int
     devices: int  # since 1.1, as in PauseResult
     failed_device: int
-    device_results: tuple
+    device_results: Tuple[DeviceResult, ...]
 
 
 @dataclass(frozen=True)
@@ -438,22 +517,38 @@ class Context:
 
     driver_path: driver library to load (None: $CMS_DRIVER_LIBRARY, else libcuda.so.1).
     log: callable(level: LogLevel, message: str) receiving the library's log lines up to
-         log_level. It runs on whatever thread calls into the library, with library locks
-         held: it must not call back into cumemsaver. Exceptions it raises are swallowed.
+         log_level, or "logging" to pass them to the logger "cumemsaver" (log_to_logging;
+         log_level then defaults to what that logger emits now). It runs on whatever thread
+         calls into the library, with library locks held: it must not call back into
+         cumemsaver. Exceptions it raises are swallowed. None: no callback (the library
+         prints to stderr only when $CMS_LOG is set).
+    log_level: the highest LogLevel passed to log (default LogLevel.WARN).
+
+    Exporters, imports and control sockets of the context are closed by close() first.
     """
 
     def __init__(
         self,
-        driver_path: Optional[str] = None,
-        log: Optional[Callable[[int, str], None]] = None,
-        log_level: int = LogLevel.WARN,
+        driver_path: Optional[PathLike] = None,
+        log: Union[None, str, Callable[[int, str], None]] = None,
+        log_level: Optional[int] = None,
     ):
         self._handle = None
         self._lock = threading.Lock()
-        self._log = log
         self._log_cb = None  # the CFUNCTYPE object: must live as long as the context
+        self._callbacks: List[Any] = []  # progress CFUNCTYPEs: kept until close()
+        self._children: "weakref.WeakSet[Any]" = weakref.WeakSet()  # exporters, imports, ...
+        if isinstance(log, str):
+            if log != "logging":
+                raise ValueError(f'log must be a callable, "logging" or None, not {log!r}')
+            log = log_to_logging
+            if log_level is None:
+                log_level = _level_of_logger()
+        if log_level is None:
+            log_level = LogLevel.WARN
+        self._log = log
         opts = L.init_struct(L.cms_context_options)
-        self._driver_path = driver_path.encode() if isinstance(driver_path, str) else driver_path
+        self._driver_path = None if driver_path is None else _path(driver_path, "driver_path")
         opts.driver_path = self._driver_path
         opts.log_level = _i32(log_level, "log_level")
         if log is not None:
@@ -491,8 +586,11 @@ class Context:
         with self._lock:
             if self._handle is None:
                 return
+            for child in list(self._children):  # each must go before the context
+                child.close()
             _call("cms_context_destroy", self._handle)
             self._handle = None
+            self._callbacks.clear()
 
     def __enter__(self) -> "Context":
         return self
@@ -505,6 +603,10 @@ class Context:
             # keep_at_exit: left to process exit (cumemsaver.torch sets it at interpreter
             # exit, so that PyTorch's late frees still find the context).
             if self._handle is not None and not getattr(self, "keep_at_exit", False):
+                # collected in one cycle with its exporters / imports / control sockets:
+                # those must still go first
+                for child in list(self._children):
+                    child.close()
                 L.lib().cms_context_destroy(self._handle)
                 self._handle = None
         except Exception:
@@ -521,21 +623,41 @@ class Context:
         policy: Policy = Policy.DISCARD,
         release_host: bool = False,
         coalesce: bool = False,
+        disk_dir: Optional[PathLike] = None,
+        shareable: bool = False,
+        flags: int = 0,
     ) -> "Region":
         """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken.
 
         coalesce=True sets CMS_REGION_COALESCE: a resume backs adjacent allocations with
         shared physical handles (far fewer driver calls for many allocations), and a free
-        inside such a run keeps its device memory until the next pause (retained_bytes)."""
+        inside such a run keeps its device memory until the next pause (retained_bytes).
+        disk_dir: for Policy.DISK, the directory of the region's file, set right after the
+        region is created (cms_region_disk_dir_set); if that fails the region is destroyed
+        again and the error raised. A DISK region needs it (or Region.set_disk_dir) before
+        its first pause. shareable=True sets CMS_REGION_SHAREABLE (Exporter.publish needs
+        it). flags: further CMS_REGION_* bits (e.g. CMS_REGION_SHAREABLE_FABRIC)."""
         opts = L.init_struct(L.cms_region_options)
         opts.device = _i32(device, "device")
         opts.policy = int(policy)
-        opts.flags = L.CMS_REGION_RELEASE_HOST if release_host else 0
+        opts.flags = _u64(flags, "flags")
+        if release_host:
+            opts.flags |= L.CMS_REGION_RELEASE_HOST
         if coalesce:
             opts.flags |= L.CMS_REGION_COALESCE
+        if shareable:
+            opts.flags |= L.CMS_REGION_SHAREABLE
+        dir_bytes = None if disk_dir is None else _path(disk_dir, "disk_dir")
         out = L.cms_region_p()
         _call("cms_region_create", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(out))
-        return Region(self, out.value)
+        region = Region(self, out.value)
+        if dir_bytes is not None:
+            try:
+                _call("cms_region_disk_dir_set", out, dir_bytes)
+            except CumemsaverError:
+                L.lib().cms_region_destroy(out)
+                raise
+        return region
 
     def find_region(self, tag: Tag, device: int = 0) -> "Region":
         """The region with this tag on this device; raises NotFound."""
@@ -558,6 +680,118 @@ class Context:
         opts, res = _resume_args(async_stream)
         _call("cms_resume", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(res))
         return _fields(res, ResumeResult)
+
+    def swap(
+        self,
+        pause_tag: Tag,
+        resume_tag: Tag,
+        stream: int = 0,
+        event: int = 0,
+        no_sync: bool = False,
+    ) -> Tuple[PauseResult, ResumeResult]:
+        """Pauses every active region tagged pause_tag and resumes every paused region tagged
+        resume_tag in one transactional call (cms_swap); returns what each side did.
+        stream / event / no_sync wait for GPU work before the pause side, as in pause()."""
+        popts, pres = _pause_args(stream, event, no_sync)
+        ropts, rres = _resume_args(None)
+        _call(
+            "cms_swap",
+            self._h(),
+            _tag(pause_tag),
+            _tag(resume_tag),
+            ctypes.byref(popts),
+            ctypes.byref(ropts),
+            ctypes.byref(pres),
+            ctypes.byref(rres),
+        )
+        return _fields(pres, PauseResult), _fields(rres, ResumeResult)
+
+    def set_progress(self, fn: Optional[Callable[[str, int, int], None]]) -> None:
+        """Sets the progress callback of later pauses, resumes and swaps of the context
+        (cms_context_progress_set); None clears it. fn(op, done, total): op "pause",
+        "resume" or "swap", done / total bytes of HOST content copied. It runs on the
+        library's threads with region locks held: it may read pointer_info and
+        device_memory_info but must not pause, resume, allocate, free, read region info or
+        destroy. An exception it raises never reaches C: it is logged to the logger
+        "cumemsaver" and the operation goes on."""
+        if fn is None:
+            _call("cms_context_progress_set", self._h(), L.cms_progress_fn(), None)
+            return
+
+        def trampoline(_user, op, done, total, _fn=fn):
+            try:
+                _fn(_decode(op), done, total)
+            except BaseException:  # never let an exception unwind into C
+                logger.exception("cumemsaver: the progress callback raised")
+
+        cb = L.cms_progress_fn(trampoline)
+        with self._lock:
+            _call("cms_context_progress_set", self._h(), cb, None)
+            # an operation already running keeps the callback it started with
+            self._callbacks.append(cb)
+
+    # -- IPC, control socket and hooks (ipc.py, hooks.py)
+    def exporter(
+        self,
+        path: PathLike,
+        allowed_uids: Optional[List[int]] = None,
+        revoke_timeout_ms: int = 0,
+    ) -> "Exporter":
+        """Listens on the Unix socket path for importers (cms_exporter_create); publish
+        regions with Exporter.publish. See cumemsaver.ipc.Exporter."""
+        from .ipc import Exporter
+
+        return Exporter(self, path, allowed_uids, revoke_timeout_ms)
+
+    def open_import(
+        self,
+        path: PathLike,
+        tag: Tag,
+        device: int = 0,
+        exporter_device: int = -1,
+        read_only: bool = False,
+        allowed_uids: Optional[List[int]] = None,
+        timeout_ms: int = 0,
+        on_quiesce: Optional[Callable[[int], Optional[bool]]] = None,
+        on_event: Optional[Callable[[Any, int], None]] = None,
+        name: Optional[str] = None,
+    ) -> "Import":
+        """Maps the region tagged tag that the exporter at path publishes (cms_import_open).
+        See cumemsaver.ipc.Import."""
+        from .ipc import Import
+
+        return Import(
+            self,
+            path,
+            tag,
+            device,
+            exporter_device,
+            read_only,
+            allowed_uids,
+            timeout_ms,
+            on_quiesce,
+            on_event,
+            name,
+        )
+
+    def control_socket(
+        self,
+        path: PathLike,
+        handler: Optional[Callable[[Any], Optional[bool]]] = None,
+        allow_all: bool = False,
+        allowed_uids: Optional[List[int]] = None,
+    ) -> "ControlSocket":
+        """Serves cmsctl --socket path (cms_control_create). See cumemsaver.ipc.ControlSocket."""
+        from .ipc import ControlSocket
+
+        return ControlSocket(self, path, handler, allow_all, allowed_uids)
+
+    def hook_context(self) -> "HookContext":
+        """Makes this the process-wide hook context (cms_hook_context_set) until the
+        returned HookContext is closed. See cumemsaver.hooks.HookContext."""
+        from .hooks import HookContext
+
+        return HookContext(self)
 
     # -- pointers
     def regions(self) -> List[RegionStats]:
@@ -605,10 +839,11 @@ class Context:
 
 class Region:
     """A region handle (cms_region *), owned by its Context. Two Region objects for the same
-    handle compare equal; destroy() invalidates every one of them in the library's eyes."""
+    handle compare equal; destroy() invalidates every one of them in the library's eyes.
+    As a context manager (with ctx.region(...) as r:) it destroys the region on exit."""
 
     def __init__(self, context: Context, handle: int):
-        self._ctx = context
+        self._ctx: Context = context
         self._handle = handle
 
     @property
@@ -654,12 +889,20 @@ class Region:
         _call("cms_region_resume", self._h(), ctypes.byref(opts), ctypes.byref(res))
         return _fields(res, ResumeResult)
 
-    def set_peer_devices(self, devices) -> None:
+    def set_peer_devices(self, devices: Union[int, Iterable[int]]) -> None:
         """Gives other devices read-write access to this region's memory, now and after every
         resume (cms_region_peer_devices_set). devices: an iterable of device ordinals, or a
         bit mask (int); empty / 0: only the region's own device."""
         mask = devices if isinstance(devices, int) else sum(1 << _i32(d, "device") for d in devices)
         _call("cms_region_peer_devices_set", self._h(), _u64(mask, "devices"))
+
+    def set_disk_dir(self, directory: Optional[PathLike]) -> None:
+        """Chooses the directory where this Policy.DISK region keeps its content while paused
+        (cms_region_disk_dir_set): its file is created there and unlinked at once. None
+        closes the region's file. Raises InvalidArgument for another policy, NotFound,
+        PermissionDenied, IOFailure, RegionPaused (while paused)."""
+        arg = None if directory is None else _path(directory, "directory")
+        _call("cms_region_disk_dir_set", self._h(), arg)
 
     def info(self) -> RegionInfo:
         info = L.init_struct(L.cms_region_info)
@@ -683,3 +926,12 @@ class Region:
         """Frees every allocation of the region and the region itself."""
         _call("cms_region_destroy", self._h())
         self._handle = None
+
+    def __enter__(self) -> "Region":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Leaving `with ctx.region(...) as r:` destroys the region, unless it or its context
+        is gone already."""
+        if self._handle is not None and not self._ctx.closed:
+            self.destroy()
