@@ -52,8 +52,8 @@ static void remove_dir(uint32_t policy)
 		ck_assert_int_eq(rmdir(dir), 0);
 }
 
-/* Sizes: two guard pieces and a part of a third (the last piece maps part of the zero
- * handle), and one smaller than a granule. */
+/* Sizes: two 32-granule guard pieces and the rest in smaller zero handles (4 granules: one
+ * piece), and one smaller than a granule. */
 static void sizes_of(cms_region *r, uint64_t sz[2])
 {
 	uint64_t g = granularity(r);
@@ -253,6 +253,50 @@ START_TEST(failed_calls_keep_the_guard)
 }
 END_TEST
 
+/* A pause whose guard step fails and whose rollback fails too (CMS_ERR_ROLLBACK_FAILED)
+ * leaves the region PAUSED with its allocations guarded: they read as zeros, and the next
+ * resume restores the content. */
+START_TEST(failed_rollback_leaves_it_guarded)
+{
+	const struct t_sim *sim;
+	cms_context *ctx;
+	cms_region *r;
+	cms_region_info ri = { .struct_size = sizeof(ri) };
+	uint64_t sz[2], p[2];
+	int i;
+
+	if (!t_is_sim()) /* a GPU: nothing to inject faults with */
+		return;
+	sim = t_sim();
+	ctx = t_ctx();
+	r = guarded_region(ctx, "kv", CMS_POLICY_HOST);
+	sizes_of(r, sz);
+	for (i = 0; i < 2; i++) {
+		ck_ok(cms_alloc(r, sz[i], &p[i]));
+		ck_assert_int_eq(t_fill(0, p[i], sz[i] & ~3ull, (uint32_t)(20 + i)), 0);
+	}
+	/* the first guard piece fails, then the rollback's first cuMemCreate */
+	ck_assert_int_eq(sim->fail_call("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemCreate", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_ROLLBACK_FAILED);
+	sim->clear_faults();
+	ck_ok(cms_region_info_get(r, &ri));
+	ck_assert_uint_eq(ri.state, CMS_STATE_PAUSED);
+	for (i = 0; i < 2; i++) { /* mapped again, or guarded: readable either way */
+		void *buf = malloc(sz[i]);
+
+		ck_assert_ptr_nonnull(buf);
+		ck_assert_msg(t_read(0, buf, p[i], sz[i]) == 0,
+			      "allocation %d unreadable after a failed rollback", i);
+		free(buf);
+	}
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(t_check(0, p[i], sz[i] & ~3ull, (uint32_t)(20 + i)), -1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("guard");
@@ -264,6 +308,7 @@ static Suite *make(void)
 	tcase_add_loop_test(tc, swap_guarded, 0, 2); /* DISCARD, HOST */
 	tcase_add_test(tc, free_and_destroy_paused);
 	tcase_add_test(tc, failed_calls_keep_the_guard);
+	tcase_add_test(tc, failed_rollback_leaves_it_guarded);
 	suite_add_tcase(s, tc);
 	return s;
 }
