@@ -72,7 +72,7 @@ pub fn version() -> u32 {
     unsafe { sys::cms_version() as u32 }
 }
 
-/// The loaded library's version as text ("1.1.0").
+/// The loaded library's version as text ("1.2.0").
 pub fn version_string() -> &'static str {
     c_str_static(unsafe { sys::cms_version_string() })
 }
@@ -94,6 +94,17 @@ pub(crate) fn path_cstring(what: &str, p: &Path) -> Result<CString> {
             &format!("{} contains a NUL byte", what),
         )
     })
+}
+
+/// The text of a NUL-terminated tag array of a C struct (lossy UTF-8; the whole array
+/// when no NUL).
+pub(crate) fn c_tag(tag: &[c_char]) -> String {
+    let bytes: Vec<u8> = tag
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Runs `f`, catching a panic (never unwinds into C).
@@ -343,6 +354,41 @@ impl Context {
         Ok(RegionId(raw as usize))
     }
 
+    /// Every live region of the context, in creation order: a copy of each one's
+    /// identity and counters, as [`Region::stats`] (`cms_region_list`, since 1.2). Safe
+    /// while other threads create or destroy regions (one destroyed meanwhile is left
+    /// out); use `(tag, device)` with [`find_region`](Context::find_region) to name one.
+    /// Must not be called from a progress or control callback.
+    pub fn regions(&self) -> Result<Vec<RegionStats>> {
+        loop {
+            let mut total = 0usize;
+            check(unsafe {
+                sys::cms_region_list(
+                    self.inner.raw,
+                    ptr::null_mut(),
+                    0,
+                    ptr::null_mut(),
+                    &mut total,
+                )
+            })?;
+            let cap = total + 4; // room for regions created meanwhile
+            let mut v = vec![sys::cms_region_stats::default(); cap];
+            let mut written = 0usize;
+            check(unsafe {
+                sys::cms_region_list(
+                    self.inner.raw,
+                    v.as_mut_ptr(),
+                    cap,
+                    &mut written,
+                    &mut total,
+                )
+            })?;
+            if total <= cap {
+                return Ok(v.iter().take(written).map(RegionStats::from_sys).collect());
+            }
+        }
+    }
+
     fn pause_raw(&self, tag: Option<&str>, opts: &PauseOptions) -> Result<PauseResult> {
         let ctag = tag.map(|t| cstring("tag", t)).transpose()?;
         let o = opts.to_sys();
@@ -589,9 +635,8 @@ impl Region {
     pub fn info(&self) -> Result<RegionInfo> {
         let mut i = sys::cms_region_info::default();
         check(unsafe { sys::cms_region_info_get(self.raw.as_ptr(), &mut i) })?;
-        let tag = unsafe { CStr::from_ptr(i.tag.as_ptr() as *const c_char) };
         Ok(RegionInfo {
-            tag: tag.to_string_lossy().into_owned(),
+            tag: c_tag(&i.tag),
             device: i.device as i32,
             policy: Policy::from_raw(i.policy as u32),
             state: State::from_raw(i.state as u32),
@@ -610,6 +655,16 @@ impl Region {
             pinned_bytes: i.pinned_bytes as u64,
             retained_bytes: i.retained_bytes as u64,
         })
+    }
+
+    /// The region's identity and cumulative counters since its creation: pauses,
+    /// resumes, swaps, failures by status, bytes released / backed / copied, time
+    /// (`cms_region_stats_get`, since 1.2); a consistent snapshot taken under the
+    /// region's lock (waits for a pause or resume of it in progress).
+    pub fn stats(&self) -> Result<RegionStats> {
+        let mut s = sys::cms_region_stats::default();
+        check(unsafe { sys::cms_region_stats_get(self.raw.as_ptr(), &mut s) })?;
+        Ok(RegionStats::from_sys(&s))
     }
 
     /// Chooses the directory of a DISK region's file (`cms_region_disk_dir_set`);

@@ -156,6 +156,9 @@ pub const REGION_SHAREABLE: u64 = sys::CMS_REGION_SHAREABLE as u64;
 pub const REGION_SHAREABLE_FABRIC: u64 = sys::CMS_REGION_SHAREABLE_FABRIC as u64;
 /// Region flag (1.1): a resume may back adjacent allocations with one physical handle.
 pub const REGION_COALESCE: u64 = sys::CMS_REGION_COALESCE as u64;
+/// Region flag (1.2): while paused, the region's address ranges stay mapped read-only to
+/// zeros (a stray read gets zeros instead of faulting); costs zero-filled handles per device.
+pub const REGION_GUARD: u64 = sys::CMS_REGION_GUARD as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
 /// `RegionInfo::handle_types` bit: fabric handles.
@@ -168,6 +171,8 @@ pub const RESUME_ASYNC: u64 = sys::CMS_RESUME_ASYNC as u64;
 pub const IMPORT_READ_ONLY: u64 = sys::CMS_IMPORT_READ_ONLY as u64;
 /// Control flag: without a handler, act on every pause/resume request.
 pub const CONTROL_ALLOW_ALL: u64 = sys::CMS_CONTROL_ALLOW_ALL as u64;
+/// Entries of [`RegionStats::failures_by_status`] (1.2).
+pub const STATS_STATUS_SLOTS: usize = sys::CMS_STATS_STATUS_SLOTS as usize;
 /// Longest tag in bytes.
 pub const TAG_MAX: usize = sys::CMS_TAG_MAX as usize;
 /// Deepest per-thread stack of hook regions.
@@ -414,4 +419,83 @@ pub struct RegionInfo {
     /// Device bytes of freed allocations still held in handles shared with live
     /// neighbours (since 1.1).
     pub retained_bytes: u64,
+}
+
+/// Identity and cumulative counters of a region since its creation (`cms_region_stats`,
+/// since 1.2): [`Region::stats`](crate::Region::stats), [`Context::regions`](crate::Context::regions).
+/// A pause (resume) is a committed transition of the region to paused (active); a call
+/// that skips the region, already in the target state, counts nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionStats {
+    pub tag: String,
+    pub device: i32,
+    pub policy: Policy,
+    /// State when read.
+    pub state: State,
+    /// Creation number, unique in its context, ascending (not a [`RegionId`]).
+    pub region_id: u64,
+    /// Committed pauses (`cms_pause`, `cms_region_pause`, the pause side of `cms_swap`).
+    pub pauses: u64,
+    /// Committed resumes.
+    pub resumes: u64,
+    /// Of `pauses + resumes`, those made by `cms_swap`.
+    pub swaps: u64,
+    /// Failed pause, resume and swap calls that were to change this region.
+    pub failures: u64,
+    /// Failures by status: entry k counts status -k; entry 0 the statuses below
+    /// `-(STATS_STATUS_SLOTS - 1)`. See [`RegionStats::failures_of`].
+    pub failures_by_status: [u64; STATS_STATUS_SLOTS],
+    /// Physical bytes released by its pauses (`cuMemRelease`).
+    pub bytes_released: u64,
+    /// Physical bytes created and mapped by its resumes.
+    pub bytes_backed: u64,
+    /// Content bytes its pauses copied to its store (HOST, DISK).
+    pub bytes_to_store: u64,
+    /// Content bytes its resumes copied back from its store.
+    pub bytes_from_store: u64,
+    /// Nanoseconds of its device's work in the calls that paused it (not divided among
+    /// the regions of a call).
+    pub pause_ns: u64,
+    /// Nanoseconds of its device's work in the calls that resumed it.
+    pub resume_ns: u64,
+}
+
+impl RegionStats {
+    /// Failed calls that ended with `status` (a negative `cms_status`: a
+    /// [`status`](crate::status) constant or [`ErrorKind::status`](crate::ErrorKind::status));
+    /// the statuses below `-(STATS_STATUS_SLOTS - 1)` share one count; 0 for a status >= 0.
+    pub fn failures_of(&self, status: i32) -> u64 {
+        if status >= 0 {
+            0
+        } else if status <= -(STATS_STATUS_SLOTS as i32) {
+            self.failures_by_status[0]
+        } else {
+            self.failures_by_status[(-status) as usize]
+        }
+    }
+
+    pub(crate) fn from_sys(s: &sys::cms_region_stats) -> RegionStats {
+        let mut by_status = [0u64; STATS_STATUS_SLOTS];
+        for (d, v) in by_status.iter_mut().zip(s.failures_by_status.iter()) {
+            *d = *v as u64;
+        }
+        RegionStats {
+            tag: crate::c_tag(&s.tag),
+            device: s.device as i32,
+            policy: Policy::from_raw(s.policy as u32),
+            state: State::from_raw(s.state as u32),
+            region_id: s.region_id as u64,
+            pauses: s.pauses as u64,
+            resumes: s.resumes as u64,
+            swaps: s.swaps as u64,
+            failures: s.failures as u64,
+            failures_by_status: by_status,
+            bytes_released: s.bytes_released as u64,
+            bytes_backed: s.bytes_backed as u64,
+            bytes_to_store: s.bytes_to_store as u64,
+            bytes_from_store: s.bytes_from_store as u64,
+            pause_ns: s.pause_ns as u64,
+            resume_ns: s.resume_ns as u64,
+        }
+    }
 }
