@@ -332,13 +332,13 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  * the library fails (cuMemHostUnregister of a DISK region's page-locked
  * staging buffers, cuEventDestroy, or the cuCtxPushCurrent before them), the
  * object is kept and the call tried again at the start of the context's next
- * pause, resume or swap (a failure there does not fail that call) and here,
- * instead of being leaked for the life of the process.
+ * pause, resume or swap (a failure there does not fail that call) and a
+ * last time here; what fails here again is logged (CMS_LOG_ERROR) and
+ * leaked, as are the streams and events of a device whose cuCtxPushCurrent
+ * fails here: once its regions are destroyed the context always goes.
  *   ctx: NULL is accepted (CMS_OK, nothing done).
  * Ownership: on success ctx is freed. On failure it stays valid, holding the
  * regions and allocations not yet freed (each as it was): a retry continues.
- * After a failure past the regions (a device's cuCtxPushCurrent, or a cleanup
- * that fails again), only cms_context_destroy may be called again.
  * In a forked child the call returns CMS_ERR_FORKED and the child's copy of
  * the context is leaked, by design.
  * Threads: not thread-safe against any other call on ctx or on its regions,
@@ -350,8 +350,7 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT (since 1.1): an exporter, import or control socket
  *     of the context is still open; nothing was touched.
- *   driver statuses: freeing an allocation failed, pushing a device's
- *     primary context failed, or a kept cleanup failed again (see
+ *   driver statuses: freeing an allocation of a region failed (see
  *     Ownership).
  */
 CMS_API cms_status cms_context_destroy(cms_context *ctx);

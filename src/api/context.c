@@ -92,9 +92,11 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 
 		if (!d->ready)
 			continue;
-		st = cms_push(ctx, i);
-		if (st)
-			return st;	    /* a retry continues */
+		if (cms_push(ctx, i)) { /* nothing can be done without it: logged, leaked */
+			cms_log(ctx, CMS_LOG_ERROR, "device %d: streams and events leaked: %s", i,
+				cms_last_error());
+			continue;
+		}
 		cms_vmm_guard_drop(ctx, i); /* every region, so every guard, is gone */
 		for (k = 0; k < CMS_COPY_STREAMS; k++) {
 			if (d->events[k])
@@ -106,10 +108,10 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 		}
 		cms_pop(ctx);
 	}
-	/* Cleanups that failed, before the primary contexts they need go. */
-	st = cms_cleanup_retry(ctx);
-	if (st)
-		return st; /* a retry continues */
+	/* Cleanups that failed, a last time before the primary contexts they need go; what fails
+	 * again is leaked (logged): the context goes in every case. */
+	if (cms_cleanup_retry(ctx))
+		cms_cleanup_abandon(ctx);
 	for (i = 0; i < CMS_MAX_DEVICES; i++) {
 		struct cms_device *d = &ctx->devices[i];
 

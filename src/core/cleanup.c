@@ -134,3 +134,18 @@ cms_status cms_cleanup_retry(cms_context *ctx)
 	}
 	return st;
 }
+
+void cms_cleanup_abandon(cms_context *ctx)
+{
+	struct cms_cleanup *c;
+
+	pthread_mutex_lock(&ctx->cleanup_lock);
+	while ((c = ctx->cleanups)) {
+		ctx->cleanups = c->next;
+		cms_log(ctx, CMS_LOG_ERROR,
+			"%s on device %d failed again at context destroy: leaked", c->ops->call,
+			c->dev);
+		free(c);
+	}
+	pthread_mutex_unlock(&ctx->cleanup_lock);
+}

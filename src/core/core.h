@@ -273,6 +273,9 @@ void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, 
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);
+/* Gives up the kept cleanups (context destroy, after a last retry): each object is logged as
+ * leaked and forgotten. */
+void cms_cleanup_abandon(cms_context *ctx);
 
 /* ---- device.c: driver, devices, fork detection ---- */
 /* Bumped in the child by a pthread_atfork handler. */

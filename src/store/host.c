@@ -429,7 +429,6 @@ static bool pieces_make(cms_context *ctx, struct cms_hostbuf *hb, const struct s
 /* Unregisters hb (page-locked); false, with a log line, when the driver refuses. */
 static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
 {
-	CUcontext popped;
 	CUresult res;
 
 	if (!hb->registered)
@@ -437,7 +436,7 @@ static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_
 	res = ctx->drv.cuCtxPushCurrent(ctx->devices[hb->device].primary);
 	if (res == CUDA_SUCCESS) {
 		res = ctx->drv.cuMemHostUnregister(hb->base);
-		ctx->drv.cuCtxPopCurrent(&popped);
+		cms_pop(ctx); /* retried: never leaves the context on the caller's thread */
 	}
 	if (res != CUDA_SUCCESS) {
 		cms_log(ctx, CMS_LOG_WARN,
