@@ -989,6 +989,63 @@ START_TEST(stalled_clients_delay_nobody)
 }
 END_TEST
 
+/* A control callback that takes longer than the idle timeout (CMS_IPC_IDLE_MS, 5 s). */
+static cms_status slow_refusal(void *user, const cms_control_request *req)
+{
+	(void)user;
+	if (req->phase == CMS_CONTROL_BEFORE)
+		usleep(6500 * 1000);
+	return CMS_ERR_REFUSED;
+}
+
+/*
+ * A request that arrives while the control thread serves a long one (a callback that takes
+ * longer than the idle timeout) is answered, not dropped as idle: deadlines are judged when
+ * the thread's poll returns, not after it has served others.
+ */
+START_TEST(request_during_a_long_one_is_served)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	cms_context *ctx = t_ctx();
+	char why[256];
+	int64_t t0;
+	int a, b;
+
+	co.fn = slow_refusal;
+	ck_ok(cms_control_create(ctx, new_path("slow"), &co, &ctl));
+	t0 = cms_ipc_now_ms();
+	/* b connects first and stays quiet: the thread accepts it, its idle clock runs */
+	ck_assert_int_eq(cms_ipc_connect(sock_path, &b, why, sizeof(why)), CMS_OK);
+	usleep(300 * 1000);
+	ck_assert_int_eq(cms_ipc_connect(sock_path, &a, why, sizeof(why)), CMS_OK);
+	usleep(300 * 1000);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_PAUSE;
+	snprintf(m.tag, sizeof(m.tag), "kv");
+	ck_assert_int_eq(cms_ipc_send(a, &m, NULL, t0 + 20000, why, sizeof(why)), CMS_OK);
+	usleep(1000 * 1000); /* the thread is in a's callback (6.5 s) when b asks */
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	ck_assert_int_eq(cms_ipc_send(b, &m, NULL, t0 + 30000, why, sizeof(why)), CMS_OK);
+	ck_assert_msg(!cms_ipc_recv(b, &m, NULL, t0 + 30000, why, sizeof(why)), "%s", why);
+	ck_assert_msg(m.type == CMS_IPC_CTL_REPLY && m.status == CMS_OK,
+		      "status request answered with type %u status %s: %s", m.type,
+		      cms_status_name(m.status), m.text);
+	cms_ipc_msg_free(&m);
+	ck_assert_msg(!cms_ipc_recv(a, &m, NULL, t0 + 30000, why, sizeof(why)), "%s", why);
+	ck_assert_int_ne(m.status, CMS_ERR_TIMEOUT); /* the long request is answered too */
+	cms_ipc_msg_free(&m);
+	close(a);
+	close(b);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static double cpu_seconds(void)
 {
 	struct timespec ts;
@@ -1526,6 +1583,7 @@ static Suite *make(void)
 	tcase_add_test(t, bound_socket_not_replaced);
 	tcase_add_test(t, relative_socket_paths_resolved_at_the_call);
 	tcase_add_test(t, stalled_clients_delay_nobody);
+	tcase_add_test(t, request_during_a_long_one_is_served);
 	tcase_add_test(t, connection_limit_and_accept_backoff);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);

@@ -349,12 +349,15 @@ static void serve_once(struct cms_control *ctl, struct pollfd *pf, struct ctl_co
 	}
 	if (poll(pf, n, timeout) < 0)
 		return;
+	/* Deadlines are judged at the poll's return: time spent serving a request below (a
+	 * pause's callback and copies) does not expire a connection whose request arrived
+	 * meanwhile; the next poll reads it. */
+	now = cms_ipc_now_ms();
 	if (pf[1].revents)
 		cms_ipc_loop_drain(&ctl->loop);
 	for (i = 2; i < n; i++)
 		if (pf[i].revents && conn_read(ctl, cs[i]))
 			cs[i]->over = true;
-	now = cms_ipc_now_ms();
 	for (pp = &ctl->conns; (c = *pp);) {
 		if (!c->over && now < c->since + CMS_IPC_IDLE_MS) {
 			pp = &c->next;

@@ -517,13 +517,17 @@ static void *server(void *arg)
 
 		if (poll(pf, n, timeout) < 0)
 			continue;
+		/* Deadlines are judged at the poll's return: time spent serving others below
+		 * (a blocked reply, a grant) does not expire a connection whose bytes arrived
+		 * meanwhile; the next poll reads them. */
+		now = cms_ipc_now_ms();
 		if (pf[1].revents)
 			cms_ipc_loop_drain(&exp->loop);
 		for (i = 2; i < n; i++)
 			if (pf[i].revents)
 				conn_read(exp, cs[i]);
 		pthread_mutex_lock(&exp->lock);
-		expire(exp, cms_ipc_now_ms());
+		expire(exp, now);
 		pthread_mutex_unlock(&exp->lock);
 		if (pf[0].revents)
 			accept_all(exp);
