@@ -454,7 +454,9 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * weights were resumed) reads zeros instead of faulting and killing the CUDA
  * context; a write still faults (an illegal-address error, as without the
  * flag). Only the device and the region's peers (cms_region_peer_devices_set)
- * get read access.
+ * get read access: the peers set when the guard was mapped (at the pause); a
+ * peer set changed while the region is paused applies to its guard from the
+ * next pause.
  *
  * Cost: six zero-filled physical handles per device, of 1, 2, 4, 8, 16 and
  * 32 granules (126 MiB at 2 MiB granularity), made by the first
@@ -1224,9 +1226,12 @@ typedef struct cms_region_stats {
 	uint32_t state;	    /* CMS_STATE_* when read */
 	uint32_t reserved;  /* 0 */
 	uint64_t region_id; /* creation number, unique in its context, ascending */
-	uint64_t pauses;    /* committed pauses */
-	uint64_t resumes;   /* committed resumes */
-	uint64_t swaps;	    /* of pauses + resumes, those made by cms_swap */
+	/* Committed pauses / resumes. A pause that fails with CMS_ERR_ROLLBACK_FAILED and
+	 * leaves the region PAUSED counts no pause (it is counted in failures), so the resume
+	 * that completes it makes resumes exceed pauses by one. */
+	uint64_t pauses;
+	uint64_t resumes;
+	uint64_t swaps; /* of pauses + resumes, those made by cms_swap */
 	/*
 	 * Failed pause, resume and swap calls that were to change this region
 	 * (after their argument checks, selection and the skip of regions already
