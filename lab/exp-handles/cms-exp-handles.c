@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cms-exp-handles.c - an experiment, not a benchmark: why the first pause of
+ * 2048 x 8 MiB DISCARD allocations (one physical handle each, released with
+ * cuMemUnmap + cuMemRelease) costs more per handle in cumemsaver than in
+ * torch_memory_saver (issue 17: 80-107 ms against 45-56 ms on an H200).
+ *
+ * Each variant backs N handles of S bytes (cuMemCreate + cuMemMap +
+ * cuMemSetAccess, one per handle: "back") and then releases them
+ * ("release": cuMemUnmap + cuMemRelease of each), raw driver calls in the
+ * device's primary context, and varies one thing at a time:
+ *
+ *   layout  own: one reservation per handle (alignment 0), as the peer does
+ *           arena: 2 GiB reservations aligned to 2 GiB, handles carved in
+ *           order, as src/vmm/arena.c does
+ *           one: a single reservation for all handles (cms-bench's floor)
+ *   gdr     the gpuDirectRDMACapable allocation flag (as the library sets it
+ *           where the device supports it) or not
+ *   touch   every handle written with cuMemsetD8Async (and synchronized)
+ *           before the release, outside the timing, or left untouched
+ *   order   per handle unmap then release (interleaved), or all unmaps
+ *           first then all releases (split)
+ *
+ * Every time is the median of EXP_REPS repetitions after a warm-up, from
+ * before the first driver call to after the last; reservations are made and
+ * freed outside the timings. Exits 0 when every call passed, 1 otherwise.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+#define EXP_TOOL "cms-exp-handles"
+#define EXP_REPS 5u
+#define EXP_ARENA (2ull << 30)
+
+enum exp_layout { L_OWN, L_ARENA, L_ONE };
+
+struct exp_var {
+	const char *id;
+	enum exp_layout layout;
+	bool gdr, touch, split;
+};
+
+struct exp {
+	struct bench b;
+	uint64_t n, size;
+	CUdeviceptr *va;	 /* per handle */
+	CUmemGenericAllocationHandle *h;
+	CUdeviceptr *resv;	 /* reservations */
+	uint64_t *resv_len;
+	uint64_t nresv;
+};
+
+#define CU(x, call)                                                                 \
+	do {                                                                        \
+		CUresult res_ = (call);                                             \
+		if (res_ != CUDA_SUCCESS)                                           \
+			return bench_cu_fail(&(x)->b, res_, #call);                 \
+	} while (0)
+
+static int reserve(struct exp *x, enum exp_layout l)
+{
+	uint64_t i, per;
+
+	x->nresv = 0;
+	if (l == L_OWN) {
+		for (i = 0; i < x->n; i++) {
+			CU(x, x->b.drv.cuMemAddressReserve(&x->resv[i], x->size, 0, 0, 0));
+			x->resv_len[i] = x->size;
+			x->va[i] = x->resv[i];
+			x->nresv++;
+		}
+		return 0;
+	}
+	per = l == L_ONE ? x->n : EXP_ARENA / x->size;
+	if (!per)
+		per = 1;
+	for (i = 0; i < x->n; i++) {
+		if (i % per == 0) {
+			uint64_t len = per * x->size;
+
+			CU(x, x->b.drv.cuMemAddressReserve(&x->resv[x->nresv], len,
+							   l == L_ARENA ? EXP_ARENA : 0, 0, 0));
+			x->resv_len[x->nresv++] = len;
+		}
+		x->va[i] = x->resv[x->nresv - 1] + (i % per) * x->size;
+	}
+	return 0;
+}
+
+static int unreserve(struct exp *x)
+{
+	while (x->nresv) {
+		x->nresv--;
+		CU(x, x->b.drv.cuMemAddressFree(x->resv[x->nresv], x->resv_len[x->nresv]));
+	}
+	return 0;
+}
+
+static int back(struct exp *x, const struct exp_var *v)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc acc;
+	uint64_t i;
+
+	bench_fill_prop(&x->b, &prop, &acc);
+	prop.allocFlags.gpuDirectRDMACapable = (unsigned char)(v->gdr && x->b.gdr);
+	for (i = 0; i < x->n; i++) {
+		CU(x, x->b.drv.cuMemCreate(&x->h[i], x->size, &prop, 0));
+		CU(x, x->b.drv.cuMemMap(x->va[i], x->size, 0, x->h[i], 0));
+		CU(x, x->b.drv.cuMemSetAccess(x->va[i], x->size, &acc, 1));
+	}
+	return 0;
+}
+
+static int touch(struct exp *x)
+{
+	uint64_t i;
+
+	for (i = 0; i < x->n; i++)
+		CU(x, x->b.drv.cuMemsetD8Async(x->va[i], (unsigned char)i, x->size, NULL));
+	CU(x, x->b.drv.cuCtxSynchronize());
+	return 0;
+}
+
+static int release(struct exp *x, const struct exp_var *v)
+{
+	uint64_t i;
+
+	if (v->split) {
+		for (i = 0; i < x->n; i++)
+			CU(x, x->b.drv.cuMemUnmap(x->va[i], x->size));
+		for (i = 0; i < x->n; i++)
+			CU(x, x->b.drv.cuMemRelease(x->h[i]));
+		return 0;
+	}
+	for (i = 0; i < x->n; i++) {
+		CU(x, x->b.drv.cuMemUnmap(x->va[i], x->size));
+		CU(x, x->b.drv.cuMemRelease(x->h[i]));
+	}
+	return 0;
+}
+
+static int run_var(struct exp *x, const struct exp_var *v)
+{
+	static const char *const lname[] = { "own", "arena", "one" };
+	uint64_t tb[EXP_REPS], tr[EXP_REPS], t0, t1, t2;
+	unsigned int rep;
+
+	snprintf(x->b.step, sizeof(x->b.step), "variant %s", v->id);
+	for (rep = 0; rep <= EXP_REPS; rep++) {
+		if (reserve(x, v->layout))
+			return -1;
+		t0 = bench_now_ns();
+		if (back(x, v))
+			return -1;
+		t1 = bench_now_ns();
+		if (v->touch && touch(x))
+			return -1;
+		t2 = bench_now_ns();
+		if (release(x, v))
+			return -1;
+		if (rep) {
+			tb[rep - 1] = t1 - t0;
+			tr[rep - 1] = bench_now_ns() - t2;
+		}
+		if (unreserve(x))
+			return -1;
+	}
+	printf("%-4s %-5s gdr=%d touch=%d order=%-11s back %8.2f ms (%6.2f us/handle)  release "
+	       "%8.2f ms (%6.2f us/handle)\n",
+	       v->id, lname[v->layout], v->gdr && x->b.gdr, v->touch,
+	       v->split ? "split" : "interleaved", bench_median_ns(tb, EXP_REPS) / 1e6,
+	       bench_median_ns(tb, EXP_REPS) / 1e3 / (double)x->n,
+	       bench_median_ns(tr, EXP_REPS) / 1e6,
+	       bench_median_ns(tr, EXP_REPS) / 1e3 / (double)x->n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct exp_var vars[] = {
+		{ "V1", L_OWN, true, false, false },   { "V2", L_ARENA, true, false, false },
+		{ "V3", L_ONE, true, false, false },   { "V4", L_OWN, true, true, false },
+		{ "V5", L_ARENA, true, true, false },  { "V6", L_OWN, false, false, false },
+		{ "V7", L_ARENA, false, false, false }, { "V8", L_ARENA, true, false, true },
+		{ "V9", L_OWN, true, false, true },    { "V10", L_ARENA, false, true, true },
+	};
+	struct exp *x = calloc(1, sizeof(*x));
+	uint64_t count, size;
+	size_t i;
+	int rc = 1, c;
+	struct tm tm;
+	time_t now = time(NULL);
+
+	if (!x)
+		return 1;
+	x->b.tool = EXP_TOOL;
+	x->b.cycles = EXP_REPS + 1;
+	while ((c = getopt(argc, argv, "s:SG")) != -1)
+		if (bench_parse_option(&x->b, c, optarg))
+			goto out;
+	gmtime_r(&now, &tm);
+	strftime(x->b.date, sizeof(x->b.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (bench_choose_driver(&x->b))
+		goto out;
+	if (!x->b.scale_given)
+		x->b.scale = x->b.sim ? BENCH_DEFAULT_SIM_SCALE : 1;
+	if (bench_setup_device(&x->b))
+		goto out;
+	bench_scale(&x->b, 2048, 8ull << 20, &count, &size);
+	x->n = count;
+	x->size = size;
+	x->va = calloc(count, sizeof(*x->va));
+	x->h = calloc(count, sizeof(*x->h));
+	x->resv = calloc(count, sizeof(*x->resv));
+	x->resv_len = calloc(count, sizeof(*x->resv_len));
+	if (!x->va || !x->h || !x->resv || !x->resv_len)
+		goto out;
+	printf("date %s, device %s, %" PRIu64 " handles of %" PRIu64 " MiB, gdr supported %d, "
+	       "medians of %u after a warm-up\n",
+	       x->b.date, x->b.device_name, x->n, x->size >> 20, x->b.gdr, EXP_REPS);
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (run_var(x, &vars[i]))
+			break;
+	rc = x->b.failed;
+	bench_close_driver(&x->b);
+	printf(EXP_TOOL ": %s%s\n", rc ? "FAIL: " : "PASS", rc ? x->b.failure : "");
+out:
+	free(x->va);
+	free(x->h);
+	free(x->resv);
+	free(x->resv_len);
+	free(x);
+	return rc;
+}
