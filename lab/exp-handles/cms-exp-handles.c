@@ -49,18 +49,18 @@ struct exp_var {
 struct exp {
 	struct bench b;
 	uint64_t n, size;
-	CUdeviceptr *va;	 /* per handle */
+	CUdeviceptr *va; /* per handle */
 	CUmemGenericAllocationHandle *h;
-	CUdeviceptr *resv;	 /* reservations */
+	CUdeviceptr *resv; /* reservations */
 	uint64_t *resv_len;
 	uint64_t nresv;
 };
 
-#define CU(x, call)                                                                 \
-	do {                                                                        \
-		CUresult res_ = (call);                                             \
-		if (res_ != CUDA_SUCCESS)                                           \
-			return bench_cu_fail(&(x)->b, res_, #call);                 \
+#define CU(x, call)                                                 \
+	do {                                                        \
+		CUresult res_ = (call);                             \
+		if (res_ != CUDA_SUCCESS)                           \
+			return bench_cu_fail(&(x)->b, res_, #call); \
 	} while (0)
 
 static int reserve(struct exp *x, enum exp_layout l)
@@ -185,11 +185,11 @@ static int run_var(struct exp *x, const struct exp_var *v)
 int main(int argc, char **argv)
 {
 	static const struct exp_var vars[] = {
-		{ "V1", L_OWN, true, false, false },   { "V2", L_ARENA, true, false, false },
-		{ "V3", L_ONE, true, false, false },   { "V4", L_OWN, true, true, false },
-		{ "V5", L_ARENA, true, true, false },  { "V6", L_OWN, false, false, false },
+		{ "V1", L_OWN, true, false, false },	{ "V2", L_ARENA, true, false, false },
+		{ "V3", L_ONE, true, false, false },	{ "V4", L_OWN, true, true, false },
+		{ "V5", L_ARENA, true, true, false },	{ "V6", L_OWN, false, false, false },
 		{ "V7", L_ARENA, false, false, false }, { "V8", L_ARENA, true, false, true },
-		{ "V9", L_OWN, true, false, true },    { "V10", L_ARENA, false, true, true },
+		{ "V9", L_OWN, true, false, true },	{ "V10", L_ARENA, false, true, true },
 	};
 	struct exp *x = calloc(1, sizeof(*x));
 	uint64_t count, size;
