@@ -19,13 +19,16 @@
  *   touch   every handle written with cuMemsetD8Async (and synchronized)
  *           before the release, outside the timing, or left untouched
  *   order   per handle unmap then release (interleaved), or all unmaps
- *           first then all releases (split)
+ *           first then all releases (split; the unmaps' share is printed)
+ *   threads the release spread over T threads, each unmapping and releasing
+ *           a contiguous share of the handles (T = 1 unless said)
  *
  * Every time is the median of EXP_REPS repetitions after a warm-up, from
  * before the first driver call to after the last; reservations are made and
  * freed outside the timings. Exits 0 when every call passed, 1 otherwise.
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,7 @@ struct exp_var {
 	const char *id;
 	enum exp_layout layout;
 	bool gdr, touch, split;
+	unsigned int threads;
 };
 
 struct exp {
@@ -54,7 +58,68 @@ struct exp {
 	CUdeviceptr *resv; /* reservations */
 	uint64_t *resv_len;
 	uint64_t nresv;
+	uint64_t unmap_ns; /* split order: the unmaps' part of the last release */
 };
+
+struct exp_share {
+	struct exp *x;
+	uint64_t lo, hi;
+	CUresult res;
+};
+
+static void *release_share(void *arg)
+{
+	struct exp_share *s = arg;
+	uint64_t i;
+
+	for (i = s->lo; i < s->hi && s->res == CUDA_SUCCESS; i++) {
+		s->res = s->x->b.drv.cuMemUnmap(s->x->va[i], s->x->size);
+		if (s->res == CUDA_SUCCESS)
+			s->res = s->x->b.drv.cuMemRelease(s->x->h[i]);
+	}
+	return NULL;
+}
+
+/* Every thread needs the primary context current: the driver's context is per thread. */
+static void *release_share_ctx(void *arg)
+{
+	struct exp_share *s = arg;
+
+	CUcontext prev;
+
+	s->res = s->x->b.drv.cuCtxPushCurrent(s->x->b.primary);
+	if (s->res != CUDA_SUCCESS)
+		return NULL;
+	release_share(arg);
+	s->x->b.drv.cuCtxPopCurrent(&prev);
+	return NULL;
+}
+
+static int release_threads(struct exp *x, unsigned int t)
+{
+	struct exp_share sh[16];
+	pthread_t th[16];
+	unsigned int k, started = 0;
+	int rc = 0;
+
+	for (k = 0; k < t; k++) {
+		sh[k] = (struct exp_share){ x, x->n * k / t, x->n * (k + 1) / t, CUDA_SUCCESS };
+		if (pthread_create(&th[k], NULL, release_share_ctx, &sh[k]))
+			break;
+		started++;
+	}
+	for (k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	for (k = 0; k < t; k++) {
+		if (k >= started)
+			rc = bench_cu_fail(&x->b, CUDA_ERROR_UNKNOWN, "pthread_create");
+		else if (sh[k].res != CUDA_SUCCESS)
+			rc = bench_cu_fail(&x->b, sh[k].res, "threaded unmap + release");
+		if (rc)
+			break;
+	}
+	return rc;
+}
 
 #define CU(x, call)                                                 \
 	do {                                                        \
@@ -132,9 +197,14 @@ static int release(struct exp *x, const struct exp_var *v)
 {
 	uint64_t i;
 
+	if (v->threads > 1)
+		return release_threads(x, v->threads);
 	if (v->split) {
+		uint64_t t0 = bench_now_ns();
+
 		for (i = 0; i < x->n; i++)
 			CU(x, x->b.drv.cuMemUnmap(x->va[i], x->size));
+		x->unmap_ns = bench_now_ns() - t0;
 		for (i = 0; i < x->n; i++)
 			CU(x, x->b.drv.cuMemRelease(x->h[i]));
 		return 0;
@@ -149,7 +219,7 @@ static int release(struct exp *x, const struct exp_var *v)
 static int run_var(struct exp *x, const struct exp_var *v)
 {
 	static const char *const lname[] = { "own", "arena", "one" };
-	uint64_t tb[EXP_REPS], tr[EXP_REPS], t0, t1, t2;
+	uint64_t tb[EXP_REPS], tr[EXP_REPS], tu[EXP_REPS], t0, t1, t2;
 	unsigned int rep;
 
 	snprintf(x->b.step, sizeof(x->b.step), "variant %s", v->id);
@@ -168,28 +238,42 @@ static int run_var(struct exp *x, const struct exp_var *v)
 		if (rep) {
 			tb[rep - 1] = t1 - t0;
 			tr[rep - 1] = bench_now_ns() - t2;
+			tu[rep - 1] = x->unmap_ns;
 		}
 		if (unreserve(x))
 			return -1;
 	}
-	printf("%-4s %-5s gdr=%d touch=%d order=%-11s back %8.2f ms (%6.2f us/handle)  release "
+	printf("%-4s %-5s gdr=%d touch=%d threads=%u order=%-11s back %8.2f ms (%6.2f us/handle)  "
+	       "release "
 	       "%8.2f ms (%6.2f us/handle)\n",
-	       v->id, lname[v->layout], v->gdr && x->b.gdr, v->touch,
+	       v->id, lname[v->layout], v->gdr && x->b.gdr, v->touch, v->threads ? v->threads : 1,
 	       v->split ? "split" : "interleaved", bench_median_ns(tb, EXP_REPS) / 1e6,
 	       bench_median_ns(tb, EXP_REPS) / 1e3 / (double)x->n,
 	       bench_median_ns(tr, EXP_REPS) / 1e6,
 	       bench_median_ns(tr, EXP_REPS) / 1e3 / (double)x->n);
+	if (v->split && v->threads <= 1)
+		printf("     of which unmaps %8.2f ms\n", bench_median_ns(tu, EXP_REPS) / 1e6);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct exp_var vars[] = {
-		{ "V1", L_OWN, true, false, false },	{ "V2", L_ARENA, true, false, false },
-		{ "V3", L_ONE, true, false, false },	{ "V4", L_OWN, true, true, false },
-		{ "V5", L_ARENA, true, true, false },	{ "V6", L_OWN, false, false, false },
-		{ "V7", L_ARENA, false, false, false }, { "V8", L_ARENA, true, false, true },
-		{ "V9", L_OWN, true, false, true },	{ "V10", L_ARENA, false, true, true },
+		{ "V1", L_OWN, true, false, false },
+		{ "V2", L_ARENA, true, false, false },
+		{ "V3", L_ONE, true, false, false },
+		{ "V4", L_OWN, true, true, false },
+		{ "V5", L_ARENA, true, true, false },
+		{ "V6", L_OWN, false, false, false },
+		{ "V7", L_ARENA, false, false, false },
+		{ "V8", L_ARENA, true, false, true },
+		{ "V9", L_OWN, true, false, true },
+		{ "V10", L_ARENA, false, true, true },
+		{ "V11", L_ARENA, true, false, false, 2 },
+		{ "V12", L_ARENA, true, false, false, 4 },
+		{ "V13", L_ARENA, true, false, false, 8 },
+		{ "V14", L_ARENA, true, true, false, 4 },
+		{ "V15", L_OWN, true, false, false, 4 },
 	};
 	struct exp *x = calloc(1, sizeof(*x));
 	uint64_t count, size;

@@ -16,7 +16,7 @@ if [ -z "${SKIP_BENCH:-}" ]; then
 	timeout 240 build-gpu-lab/bin/cms-bench --gpu --only ${BENCH_ONLY:-b,d,g} --cycles 4 --json "$out/bench.json" >"$out/bench.txt" 2>&1
 	echo "bench rc=$?"; grep -E "^\(|pause|resume|floor" "$out/bench.txt" | head -n 60
 fi
-if [ -d build-peer ]; then
+if [ -d build-peer ] && [ -z "${SKIP_PEER:-}" ]; then
 	w=$(mktemp -d /tmp/peer.XXXX)
 	tar -xzf build-peer/torch_memory_saver-4a43c97.tar.gz -C "$w"
 	(cd "$w/torch_memory_saver-4a43c97" && TMS_CUDA_MAJOR=13 python3 -m pip install -q --no-build-isolation \
