@@ -31,8 +31,14 @@ run() { # dir, cmake args..., -- ctest args...
 	(cd "$dir" && ctest -V -j "$jobs" "${ct[@]}") >"$dir/ctest-full.log" 2>&1 || rc=$?
 	tests_of "$dir/ctest-full.log"
 	if [ $rc -ne 0 ]; then
-		echo "== $dir: FAILED; the failing tests' output:"
-		grep -E "^[0-9]+: .*(F:|E:|Assertion|FAIL|error|ERROR)" "$dir/ctest-full.log" | head -n 80
+		echo "== $dir: FAILED:"
+		sed -n '/The following tests FAILED/,/^Errors while/p' "$dir/ctest-full.log" | head -n 30
+		# each failed test's last lines (ctest -V prefixes a test's output with its number)
+		for n in $(sed -n '/The following tests FAILED/,$s/^[[:space:]]*\([0-9][0-9]*\) - .*/\1/p' \
+			"$dir/ctest-full.log"); do
+			echo "-- test $n, last lines:"
+			grep "^$n: " "$dir/ctest-full.log" | tail -n 40
+		done
 		echo "(full log: $dir/ctest-full.log)"
 		exit $rc
 	fi
