@@ -182,7 +182,9 @@ class Saver:
         atexit.register(_at_exit, weakref.ref(self))
 
     # -- regions and pools
-    def _region(self, tag: str, policy: Policy, device: int) -> Region:
+    def _region(
+        self, tag: str, policy: Policy, device: int, release_host: bool = False, disk_dir=None
+    ) -> Region:
         key = (tag, device)
         with self._lock:
             if key in self._regions:
@@ -194,7 +196,12 @@ class Saver:
                     )
                 return region
             region = self.context.region(
-                tag, device=device, policy=policy, coalesce=self._coalesce
+                tag,
+                device=device,
+                policy=policy,
+                coalesce=self._coalesce,
+                release_host=release_host,
+                disk_dir=disk_dir,
             )
             self._regions[key] = (region, Policy(policy))
             return region
@@ -232,13 +239,23 @@ class Saver:
         return stack
 
     @contextlib.contextmanager
-    def region(self, tag: str = "default", policy: Policy = Policy.DISCARD, device=None):
+    def region(
+        self,
+        tag: str = "default",
+        policy: Policy = Policy.DISCARD,
+        device=None,
+        release_host: bool = False,
+        disk_dir=None,
+    ):
         """Tensors allocated by this thread inside the block come from region (tag, device)
         with the given restore policy. Yields the cumemsaver Region. Blocks nest: an inner
         region() of another tag routes the block's allocations to the inner tag only (PyTorch
-        would otherwise keep serving them from the outer pool)."""
+        would otherwise keep serving them from the outer pool). release_host
+        (CMS_REGION_RELEASE_HOST: host backups freed after each resume; default False keeps
+        them, the fast choice for repeated cycles) and disk_dir (Policy.DISK) apply when the
+        block creates the region; a region that exists keeps its own."""
         dev = _device_index(device)
-        region = self._region(tag, Policy(policy), dev)
+        region = self._region(tag, Policy(policy), dev, release_host, disk_dir)
         pool = self._pool(tag, Policy(policy), dev)
         stack = self._pool_stack()
         if stack and stack[-1] == (dev, pool):  # the same region again: nothing to switch
@@ -269,12 +286,15 @@ class Saver:
         stream=None,
         capture_error_mode: str = "global",
         device=None,
+        release_host: bool = False,
+        disk_dir=None,
     ):
         """torch.cuda.graph(...) whose private memory pool is this tag's pausable pool: the
         memory the captured graph allocates is paused and resumed with tag. Replaying a graph
-        while its tag is paused is an illegal access: resume first."""
+        while its tag is paused is an illegal access: resume first. release_host and
+        disk_dir: as in region()."""
         dev = _device_index(device)
-        region = self._region(tag, Policy(policy), dev)
+        region = self._region(tag, Policy(policy), dev, release_host, disk_dir)
         pool = self._pool(tag, Policy(policy), dev)
         with torch.cuda.device(dev):
             with torch.cuda.graph(
@@ -314,6 +334,11 @@ class Saver:
     def resume(self, tag: Optional[str] = None):
         """Resumes tag's regions at the same addresses; see Context.resume."""
         return self.context.resume(tag)
+
+    def regions(self, tag: Optional[str] = None) -> List[Region]:
+        """The regions this Saver made (of tag on every device; every tag when None)."""
+        with self._lock:
+            return [r for (t, _), (r, _) in self._regions.items() if tag is None or t == tag]
 
     def stats(self) -> List[RegionInfo]:
         """Region info (bytes, state, epoch) of every region this Saver made."""

@@ -10,6 +10,15 @@
         model = ...
     torch_memory_saver.pause("kv_cache"); torch_memory_saver.resume("kv_cache")
 
+Options, as in torch_memory_saver (docs/python.md maps each onto the library):
+- region(enable_cpu_backup=True): Policy.HOST; cpu_backup_backend="pinned" (default, or
+  $TMS_INIT_CPU_BACKUP_BACKEND) or "mmap" (accepted; see the differences below).
+- region(enable_disk_backup=True): Policy.DISK in set_disk_backup_dir()'s directory
+  (default $TMS_DISK_BACKUP_DIR, else /tmp); not combinable with enable_cpu_backup.
+- retain_cpu_backup (default False, or $TMS_RETAIN_CPU_BACKUP): False gives the host backup
+  (and a disk backup's file space) back after each resume (CMS_REGION_RELEASE_HOST), True
+  keeps it for the next cycle.
+
 Differences from torch_memory_saver (docs/python.md has the full list):
 - Errors raise cumemsaver exceptions (subclasses of CumemsaverError, with the status and the
   library's message); nothing ever exits or aborts the process, and a failed pause or resume
@@ -20,28 +29,57 @@ Differences from torch_memory_saver (docs/python.md has the full list):
   not paused) is a no-op, as in torch_memory_saver; other failures raise.
 - cuda_graph(pool=...) is accepted and not used: graphs captured under one tag share that
   tag's pausable pool (the sharing a common pool gives).
-- A tag used with and without enable_cpu_backup becomes two library regions ("tag" and
-  "tag+cpu_backup"), paused and resumed together by pause(tag) (one after the other).
+- A tag used with several kinds of backup becomes one library region per kind ("tag",
+  "tag+cpu_backup", "tag+cpu_backup_mmap", "tag+disk_backup"), paused and resumed together
+  by pause(tag) (one after the other).
+- retain_cpu_backup is fixed per library region when the region is created (the C API has
+  no way yet to change CMS_REGION_RELEASE_HOST later): changing it while backup regions with
+  the other setting exist warns (RuntimeWarning) and applies to regions created afterwards.
+- cpu_backup_backend="mmap" uses the same page-locked host backups as "pinned" (the C API
+  has no pageable, reclaimable host backup yet); it is kept apart in its own region.
 - memory_margin_bytes is checked before a resume: if the driver's free memory minus the
   bytes to back would fall below the margin, resume raises MemoryError and changes nothing.
+  (torch_memory_saver checks it at each allocation inside a region instead: that needs a
+  margin in the C allocation path, which the C API lacks.)
 - get_cpu_backup(x) returns a CPU copy of x while its region is active, and None while it is
-  paused (the backup stays inside the library).
+  paused: the C API has no way to read a paused allocation's host backup yet (zero_copy is
+  accepted; the result is always a copy).
 """
 
 import contextlib
+import os
+import warnings
 from typing import Optional
 
+from . import _lib as L
 from . import preload as _preload
 from .api import AlreadyPaused, NotFound, NotPaused, Policy
 
 __all__ = ["TorchMemorySaver", "torch_memory_saver", "configure_subprocess"]
 
 _TAG_DEFAULT = "default"
-_BACKUP_SUFFIX = "+cpu_backup"
+_BACKENDS = ("pinned", "mmap")
+# (enable_cpu_backup, backend, enable_disk_backup) -> suffix of the library region's tag
+_SUFFIX = {
+    (False, None, False): "",
+    (True, "pinned", False): "+cpu_backup",
+    (True, "mmap", False): "+cpu_backup_mmap",
+    (False, None, True): "+disk_backup",
+}
 
 
-def _ctag(tag: str, enable_cpu_backup: bool) -> str:
-    return tag + _BACKUP_SUFFIX if enable_cpu_backup else tag
+def _env_bool(name: str) -> bool:
+    """torch_memory_saver's reading of a boolean variable: 1, true, TRUE, yes, YES."""
+    return os.environ.get(name, "") in ("1", "true", "TRUE", "yes", "YES")
+
+
+def _default_backend() -> str:
+    backend = os.environ.get("TMS_INIT_CPU_BACKUP_BACKEND") or "pinned"
+    if backend not in _BACKENDS:
+        raise ValueError(
+            f"TMS_INIT_CPU_BACKUP_BACKEND={backend!r}: must be one of {', '.join(_BACKENDS)}"
+        )
+    return backend
 
 
 class TorchMemorySaver:
@@ -50,6 +88,8 @@ class TorchMemorySaver:
         self._margin = 0
         self._saver = None
         self._tags = {}  # user tag -> set of library tags
+        self._retain = _env_bool("TMS_RETAIN_CPU_BACKUP")
+        self._disk_dir = os.environ.get("TMS_DISK_BACKUP_DIR") or "/tmp"
 
     # -- configuration (before first use, as in torch_memory_saver)
     @property
@@ -75,6 +115,46 @@ class TorchMemorySaver:
         self._margin = int(value)
 
     @property
+    def retain_cpu_backup(self) -> bool:
+        """Whether backup regions keep their host buffers (disk file space) after a resume."""
+        return self._retain
+
+    @retain_cpu_backup.setter
+    def retain_cpu_backup(self, value: bool):
+        value = bool(value)
+        if value != self._retain and self._saver is not None:
+            fixed = [
+                r.info().tag
+                for r in self._saver.regions()
+                if r.info().policy in (Policy.HOST, Policy.DISK)
+                and bool(r.info().flags & L.CMS_REGION_RELEASE_HOST) == value
+            ]
+            if fixed:
+                warnings.warn(
+                    f"cumemsaver: retain_cpu_backup={value} applies to regions created from "
+                    f"now on; {', '.join(sorted(fixed))} keep(s) the setting they were created "
+                    "with (the C API cannot change CMS_REGION_RELEASE_HOST yet)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+        self._retain = value
+
+    def set_disk_backup_dir(self, path: str):
+        """The directory of disk backups (created if needed): every enable_disk_backup region,
+        those that exist included (a paused one takes it at its next resume)."""
+        path = os.fspath(path)
+        os.makedirs(path, exist_ok=True)
+        self._disk_dir = path
+        if self._saver is not None:
+            self._apply_disk_dir()
+
+    def _apply_disk_dir(self):
+        for region in self._saver.regions():
+            info = region.info()
+            if info.policy == Policy.DISK and not info.paused:
+                region.set_disk_dir(self._disk_dir)
+
+    @property
     def enabled(self) -> bool:
         return True
 
@@ -91,13 +171,44 @@ class TorchMemorySaver:
         return self._ensure()
 
     # -- regions
-    @contextlib.contextmanager
-    def region(self, tag: str = _TAG_DEFAULT, enable_cpu_backup: bool = False):
-        saver = self._ensure()
-        ctag = _ctag(tag, enable_cpu_backup)
+    def _options(self, tag, enable_cpu_backup, enable_disk_backup, cpu_backup_backend):
+        """(library tag, keyword arguments of Saver.region) for the peer's region options."""
+        if cpu_backup_backend is not None:
+            if not enable_cpu_backup:
+                raise ValueError("cpu_backup_backend requires enable_cpu_backup=True")
+            if cpu_backup_backend not in _BACKENDS:
+                raise ValueError(
+                    f"cpu_backup_backend must be one of {', '.join(_BACKENDS)}, "
+                    f"not {cpu_backup_backend!r}"
+                )
+        if enable_cpu_backup and enable_disk_backup:
+            raise ValueError("enable_cpu_backup and enable_disk_backup are mutually exclusive")
+        backend = (cpu_backup_backend or _default_backend()) if enable_cpu_backup else None
+        ctag = tag + _SUFFIX[(bool(enable_cpu_backup), backend, bool(enable_disk_backup))]
+        kwargs = {"policy": Policy.DISCARD}
+        if enable_cpu_backup:
+            kwargs = {"policy": Policy.HOST, "release_host": not self._retain}
+        elif enable_disk_backup:
+            os.makedirs(self._disk_dir, exist_ok=True)
+            kwargs = {
+                "policy": Policy.DISK,
+                "release_host": not self._retain,
+                "disk_dir": self._disk_dir,
+            }
         self._tags.setdefault(tag, set()).add(ctag)
-        policy = Policy.HOST if enable_cpu_backup else Policy.DISCARD
-        with saver.region(ctag, policy=policy):
+        return ctag, kwargs
+
+    @contextlib.contextmanager
+    def region(
+        self,
+        tag: str = _TAG_DEFAULT,
+        enable_cpu_backup: bool = False,
+        enable_disk_backup: bool = False,
+        cpu_backup_backend: Optional[str] = None,
+    ):
+        saver = self._ensure()
+        ctag, kwargs = self._options(tag, enable_cpu_backup, enable_disk_backup, cpu_backup_backend)
+        with saver.region(ctag, **kwargs):
             yield
 
     @contextlib.contextmanager
@@ -109,17 +220,16 @@ class TorchMemorySaver:
         capture_error_mode="global",
         tag: str = _TAG_DEFAULT,
         enable_cpu_backup: bool = False,
+        cpu_backup_backend: Optional[str] = None,
     ):
         # pool (SGLang passes one shared graph pool for all its captures) is accepted and
         # not used: every graph captured under a tag shares that tag's one pausable pool,
         # which gives the same sharing between captures.
         del pool
         saver = self._ensure()
-        ctag = _ctag(tag, enable_cpu_backup)
-        self._tags.setdefault(tag, set()).add(ctag)
-        policy = Policy.HOST if enable_cpu_backup else Policy.DISCARD
+        ctag, kwargs = self._options(tag, enable_cpu_backup, False, cpu_backup_backend)
         with saver.cuda_graph(
-            cuda_graph, tag=ctag, policy=policy, stream=stream, capture_error_mode=capture_error_mode
+            cuda_graph, tag=ctag, stream=stream, capture_error_mode=capture_error_mode, **kwargs
         ):
             yield
 
@@ -151,6 +261,7 @@ class TorchMemorySaver:
                 saver.resume(ctag)
             except (NotFound, NotPaused):
                 pass
+        self._apply_disk_dir()  # a directory chosen while paused
 
     def _check_margin(self, saver, tag):
         ctags = set(self._ctags(tag))
@@ -166,8 +277,10 @@ class TorchMemorySaver:
                     f"{free - nbytes} bytes free, below memory_margin_bytes={self._margin}"
                 )
 
-    def get_cpu_backup(self, x):
-        """A CPU copy of x while its region is active; None while paused."""
+    def get_cpu_backup(self, x, zero_copy: bool = False):
+        """A CPU copy of x while its region is active; None while paused (the C API cannot
+        read a paused allocation's host backup yet). zero_copy is accepted and ignored."""
+        del zero_copy
         region = self._ensure().region_of(x)
         if region is not None and region.info().paused:
             return None
@@ -180,6 +293,7 @@ torch_memory_saver = TorchMemorySaver()
 @contextlib.contextmanager
 def configure_subprocess():
     """As torch_memory_saver.configure_subprocess: child processes started inside the block
-    load libcumemsaver-preload.so (for hook_mode="preload")."""
+    load libcumemsaver-preload.so first (LD_PRELOAD, restored afterwards; for
+    hook_mode="preload")."""
     with _preload.configure_subprocess():
         yield

@@ -10,6 +10,7 @@ cannot be routed twice. Tensors are just pointers.
 
 import contextlib
 import ctypes
+import importlib.util
 import sys
 import threading
 import types
@@ -125,8 +126,19 @@ def empty(nbytes):
     return _pools[routes[0]].malloc(nbytes)
 
 
+def real_torch() -> bool:
+    """Whether a real torch is importable (the stand-in, once installed, does not count)."""
+    mod = sys.modules.get("torch")
+    if mod is not None:
+        return not getattr(mod, "fake", False)
+    return importlib.util.find_spec("torch") is not None
+
+
 def install():
-    """Puts a fake 'torch' module in sys.modules (only where torch is not installed)."""
+    """Puts a fake 'torch' module in sys.modules (only where torch is not installed); once
+    per process: test modules share it."""
+    if getattr(sys.modules.get("torch"), "fake", False):
+        return sys.modules["torch"]
     torch = types.ModuleType("torch")
     cuda = types.ModuleType("torch.cuda")
     memory = types.ModuleType("torch.cuda.memory")

@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: MIT
+"""cumemsaver.torch_memory_saver's backup options (torch_memory_saver's names and defaults)
+over the stand-in torch on the host simulation: retain_cpu_backup and TMS_RETAIN_CPU_BACKUP
+(CMS_REGION_RELEASE_HOST per region), cpu_backup_backend and TMS_INIT_CPU_BACKUP_BACKEND,
+enable_disk_backup with set_disk_backup_dir and TMS_DISK_BACKUP_DIR, get_cpu_backup's
+signature, configure_subprocess. The peer's own suite runs on the GPU
+(../shared/peer/run-tms-suite.sh)."""
+
+import ctypes
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+import warnings
+
+LIB = os.environ.get("CUMEMSAVER_LIBRARY")
+SIM = os.environ.get("CMS_DRIVER_LIBRARY")
+if not LIB or not SIM:
+    raise unittest.SkipTest("set CUMEMSAVER_LIBRARY and CMS_DRIVER_LIBRARY to run these tests")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_torch  # noqa: E402
+
+if fake_torch.real_torch():
+    raise unittest.SkipTest("real torch installed: the GPU suite covers it")
+
+fake_torch.install()
+
+import cumemsaver as cms  # noqa: E402
+from cumemsaver import _lib as L  # noqa: E402
+from cumemsaver import preload  # noqa: E402
+
+MiB = 1 << 20
+PATTERN = bytes(range(256)) * 64  # 16 KiB
+
+
+class EnvCase(unittest.TestCase):
+    """Each test gets a fresh TorchMemorySaver made under the environment it sets."""
+
+    ENV = ("TMS_RETAIN_CPU_BACKUP", "TMS_INIT_CPU_BACKUP_BACKEND", "TMS_DISK_BACKUP_DIR")
+
+    def setUp(self):
+        os.environ.setdefault("CMS_DRIVER_LIBRARY", SIM)
+        saved = {k: os.environ.get(k) for k in self.ENV}
+        for k in self.ENV:
+            os.environ.pop(k, None)
+
+        def restore():
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+        self.addCleanup(restore)
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def make(self, **env):
+        os.environ.update(env)
+        from cumemsaver.torch_memory_saver import TorchMemorySaver
+
+        tms = TorchMemorySaver()
+        self.addCleanup(lambda: tms._saver and tms._saver.close())
+        return tms
+
+    def region(self, tms, tag):
+        (region,) = tms.saver.regions(tag)
+        return region
+
+    def alloc_filled(self, tms, **kwargs):
+        torch = sys.modules["torch"]
+        with tms.region(**kwargs):
+            ptr = torch.empty(MiB)
+        ctypes.memmove(ptr, PATTERN, len(PATTERN))
+        return ptr
+
+    def cycle(self, tms, tag, ptr):
+        tms.pause(tag)
+        tms.resume(tag)
+        self.assertEqual(ctypes.string_at(ptr, len(PATTERN)), PATTERN)
+
+
+class TestRetain(EnvCase):
+    def test_default_gives_the_host_backup_back_after_resume(self):
+        tms = self.make()
+        self.assertIs(tms.retain_cpu_backup, False)
+        ptr = self.alloc_filled(tms, tag="w", enable_cpu_backup=True)
+        region = self.region(tms, "w+cpu_backup")
+        self.assertEqual(region.info().policy, cms.Policy.HOST)
+        self.assertTrue(region.info().flags & L.CMS_REGION_RELEASE_HOST)
+        tms.pause("w")
+        self.assertGreater(region.info().host_bytes, 0)
+        tms.resume("w")
+        self.assertEqual(region.info().host_bytes, 0)
+        self.assertEqual(ctypes.string_at(ptr, len(PATTERN)), PATTERN)
+
+    def test_retain_keeps_the_host_backup(self):
+        tms = self.make()
+        tms.retain_cpu_backup = True
+        self.assertIs(tms.retain_cpu_backup, True)
+        ptr = self.alloc_filled(tms, tag="w", enable_cpu_backup=True)
+        region = self.region(tms, "w+cpu_backup")
+        self.assertFalse(region.info().flags & L.CMS_REGION_RELEASE_HOST)
+        self.cycle(tms, "w", ptr)
+        self.assertGreater(region.info().host_bytes, 0)
+
+    def test_environment_sets_retention_at_start(self):
+        for value, want in (("1", True), ("true", True), ("YES", True), ("0", False), ("no", False)):
+            tms = self.make(TMS_RETAIN_CPU_BACKUP=value)
+            self.assertIs(tms.retain_cpu_backup, want, value)
+
+    def test_change_with_existing_regions_warns_and_applies_to_new_ones(self):
+        tms = self.make()
+        self.alloc_filled(tms, tag="a", enable_cpu_backup=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tms.retain_cpu_backup = True
+        self.assertEqual(len(caught), 1)
+        self.assertIs(caught[0].category, RuntimeWarning)
+        self.assertIn("a+cpu_backup", str(caught[0].message))
+        self.alloc_filled(tms, tag="b", enable_cpu_backup=True)
+        self.assertTrue(self.region(tms, "a+cpu_backup").info().flags & L.CMS_REGION_RELEASE_HOST)
+        self.assertFalse(self.region(tms, "b+cpu_backup").info().flags & L.CMS_REGION_RELEASE_HOST)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tms.retain_cpu_backup = True  # unchanged: nothing to say
+        self.assertEqual(caught, [])
+
+
+class TestBackend(EnvCase):
+    def test_pinned_and_mmap_are_host_regions_of_their_own(self):
+        tms = self.make()
+        p1 = self.alloc_filled(tms, tag="w", enable_cpu_backup=True, cpu_backup_backend="pinned")
+        p2 = self.alloc_filled(tms, tag="w", enable_cpu_backup=True, cpu_backup_backend="mmap")
+        p3 = self.alloc_filled(tms, tag="w", enable_cpu_backup=True)  # default: pinned
+        self.assertEqual(self.region(tms, "w+cpu_backup").info().allocations, 2)
+        self.assertEqual(self.region(tms, "w+cpu_backup_mmap").info().policy, cms.Policy.HOST)
+        tms.pause("w")
+        self.assertTrue(all(i.paused for i in tms.saver.stats()))
+        tms.resume("w")
+        for ptr in (p1, p2, p3):
+            self.assertEqual(ctypes.string_at(ptr, len(PATTERN)), PATTERN)
+
+    def test_environment_sets_the_default_backend(self):
+        tms = self.make(TMS_INIT_CPU_BACKUP_BACKEND="mmap")
+        self.alloc_filled(tms, tag="w", enable_cpu_backup=True)
+        self.assertEqual([i.tag for i in tms.saver.stats()], ["w+cpu_backup_mmap"])
+
+    def test_invalid_combinations_are_refused(self):
+        tms = self.make()
+        bad = (
+            {"cpu_backup_backend": "pinned"},  # without enable_cpu_backup
+            {"enable_cpu_backup": True, "cpu_backup_backend": "hugepages"},
+            {"enable_cpu_backup": True, "enable_disk_backup": True},
+        )
+        for kwargs in bad:
+            with self.assertRaises(ValueError, msg=str(kwargs)):
+                with tms.region(tag="x", **kwargs):
+                    pass
+        self.assertEqual(tms.saver.stats(), [])  # nothing was created
+
+    def test_invalid_default_backend_is_refused(self):
+        tms = self.make(TMS_INIT_CPU_BACKUP_BACKEND="bogus")
+        with self.assertRaisesRegex(ValueError, "TMS_INIT_CPU_BACKUP_BACKEND"):
+            with tms.region(tag="x", enable_cpu_backup=True):
+                pass
+        self.assertEqual(tms.saver.stats(), [])  # nothing was created
+
+
+class TestDisk(EnvCase):
+    def test_disk_backup_in_the_chosen_directory(self):
+        tms = self.make()
+        d = os.path.join(self.tmp, "a", "b")
+        tms.set_disk_backup_dir(d)
+        self.assertTrue(os.path.isdir(d))  # created, as in torch_memory_saver
+        ptr = self.alloc_filled(tms, tag="w", enable_disk_backup=True)
+        region = self.region(tms, "w+disk_backup")
+        self.assertEqual(region.info().policy, cms.Policy.DISK)
+        self.cycle(tms, "w", ptr)
+        self.cycle(tms, "w", ptr)
+        # a directory chosen later applies to the region that exists
+        d2 = os.path.join(self.tmp, "c")
+        tms.set_disk_backup_dir(d2)
+        os.rmdir(d)  # its file was unlinked at once: the old directory is empty
+        self.cycle(tms, "w", ptr)
+
+    def test_environment_names_the_directory(self):
+        d = os.path.join(self.tmp, "env")
+        tms = self.make(TMS_DISK_BACKUP_DIR=d)
+        ptr = self.alloc_filled(tms, tag="w", enable_disk_backup=True)
+        self.assertTrue(os.path.isdir(d))
+        self.cycle(tms, "w", ptr)
+
+    def test_a_directory_that_cannot_be_made_is_an_error(self):
+        tms = self.make()
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        with self.assertRaises(OSError):
+            tms.set_disk_backup_dir(os.path.join(blocker, "sub"))
+
+
+class TestMisc(EnvCase):
+    def test_get_cpu_backup_takes_zero_copy_and_is_none_while_paused(self):
+        tms = self.make()
+
+        class Tensor:
+            def __init__(self, ptr):
+                self.ptr = ptr
+
+            def data_ptr(self):
+                return self.ptr
+
+        ptr = self.alloc_filled(tms, tag="w", enable_cpu_backup=True)
+        tms.pause("w")
+        self.assertIsNone(tms.get_cpu_backup(Tensor(ptr), zero_copy=True))
+        self.assertIsNone(tms.get_cpu_backup(Tensor(ptr)))
+        tms.resume("w")
+
+    def test_configure_subprocess_prepends_the_interposer_and_restores(self):
+        from cumemsaver.torch_memory_saver import configure_subprocess
+
+        old = os.environ.get("LD_PRELOAD")
+        os.environ["LD_PRELOAD"] = "/x/other.so"
+        try:
+            with configure_subprocess():
+                parts = os.environ["LD_PRELOAD"].replace(":", " ").split()
+                self.assertEqual(parts, [preload.library_path(), "/x/other.so"])
+            self.assertEqual(os.environ["LD_PRELOAD"], "/x/other.so")
+        finally:
+            if old is None:
+                os.environ.pop("LD_PRELOAD", None)
+            else:
+                os.environ["LD_PRELOAD"] = old
+
+
+if __name__ == "__main__":
+    unittest.main()
