@@ -3,7 +3,8 @@
 # `pip install ./bindings/python` brings the C library: in a fresh venv, offline, install the
 # package from the tree (its build step runs CMake), then in a new process with no
 # CUMEMSAVER_LIBRARY import it, check that it loaded the library bundled inside the package,
-# run a HOST pause/resume on the host simulation (also bundled) and find the preload library;
+# run a HOST pause/resume on the host simulation (also bundled), find the preload library
+# and check that a child started with it is interposed;
 # then uninstall and check that the package is gone.
 # Usage: pip_install_check.sh REPO_ROOT [WORK_DIR]   (exit 0 pass, 77 skip, other fail)
 set -eu
@@ -57,6 +58,12 @@ assert region.info().paused
 ctx.resume("weights")
 assert ctypes.string_at(ptr, len(data)) == data, "content lost across pause/resume"
 assert preload.library_path() == os.path.join(native, "libcumemsaver-preload.so")
+# the bundled interposer loads in a child (its RUNPATH finds the bundled library) and
+# shares that library with the bindings
+import subprocess
+out = subprocess.run([sys.executable, "-c", "import cumemsaver.preload as p; print(p.active())"],
+                     env=preload.env(), capture_output=True, text=True, timeout=60)
+assert out.stdout.strip() == "True", (out.stdout, out.stderr)
 print("import, pause/resume on the bundled library and simulation: ok")
 EOF
 "$vpy" -m pip uninstall -y -q cumemsaver
