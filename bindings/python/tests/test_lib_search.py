@@ -48,7 +48,8 @@ class TestLibrarySearch(unittest.TestCase):
         shutil.copyfile(os.path.realpath(LIB), os.path.join(native, "libcumemsaver.so.1"))
         out = run(self.tmp, "/nonexistent/libcumemsaver.so.1")
         self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertEqual(out.stdout.strip(), os.path.realpath(os.path.join(native, "libcumemsaver.so.1")))
+        want = os.path.realpath(os.path.join(native, "libcumemsaver.so.1"))
+        self.assertEqual(out.stdout.strip(), want)
 
     def test_without_bundled_library_cumemsaver_library_is_used(self):
         out = run(self.tmp, LIB)

@@ -106,7 +106,8 @@ class TestRetain(EnvCase):
         self.assertGreater(region.info().host_bytes, 0)
 
     def test_environment_sets_retention_at_start(self):
-        for value, want in (("1", True), ("true", True), ("YES", True), ("0", False), ("no", False)):
+        cases = (("1", True), ("true", True), ("YES", True), ("0", False), ("no", False))
+        for value, want in cases:
             tms = self.make(TMS_RETAIN_CPU_BACKUP=value)
             self.assertIs(tms.retain_cpu_backup, want, value)
 
@@ -120,8 +121,9 @@ class TestRetain(EnvCase):
         self.assertIs(caught[0].category, RuntimeWarning)
         self.assertIn("a+cpu_backup", str(caught[0].message))
         self.alloc_filled(tms, tag="b", enable_cpu_backup=True)
-        self.assertTrue(self.region(tms, "a+cpu_backup").info().flags & L.CMS_REGION_RELEASE_HOST)
-        self.assertFalse(self.region(tms, "b+cpu_backup").info().flags & L.CMS_REGION_RELEASE_HOST)
+        release = L.CMS_REGION_RELEASE_HOST
+        self.assertTrue(self.region(tms, "a+cpu_backup").info().flags & release)
+        self.assertFalse(self.region(tms, "b+cpu_backup").info().flags & release)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             tms.retain_cpu_backup = True  # unchanged: nothing to say
