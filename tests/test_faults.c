@@ -864,44 +864,36 @@ START_TEST(failed_staging_unregister_is_retried)
 }
 END_TEST
 
-/* The same sweeps with allocations that share physical handles since a first cycle. */
 /* The sweeps with CMS_REGION_GUARD: a guard is mapped after the release and unmapped before
  * the re-backing, a free and a destroy unmap it; every step is undone on a failure. Kept
- * cheap: one result per policy with one handle per allocation, then HOST with runs
- * (coalesced: every member unguarded before the run maps) and a second region. */
-START_TEST(pause_sweep_guarded)
+ * cheap: one result per policy with one handle per allocation (loop 0-2), then HOST with runs
+ * (coalesced: every member unguarded before the run maps) and a second region of policy
+ * second (loop 3); run_result is the injected result of that HOST sweep. */
+static void guarded_sweep(int i, enum op op, int run_result, uint32_t second)
 {
 	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
 
 	guarded = 1;
-	if (_i < 3) {
-		total_points += sweep(pol[_i], 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
+	if (i < 3) {
+		total_points += sweep(pol[i], 0, 0, op, CUDA_ERROR_UNKNOWN);
 	} else {
 		coalesced = 2;
-		total_points += sweep(CMS_POLICY_HOST, 0, 0, OP_PAUSE, CUDA_ERROR_UNKNOWN);
-		total_points += sweep(CMS_POLICY_HOST, 1, CMS_POLICY_DISCARD, OP_PAUSE,
-				      CUDA_ERROR_INVALID_VALUE);
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, op, run_result);
+		total_points += sweep(CMS_POLICY_HOST, 1, second, op, CUDA_ERROR_INVALID_VALUE);
 		coalesced = 0;
 	}
 	guarded = 0;
+}
+
+START_TEST(pause_sweep_guarded)
+{
+	guarded_sweep(_i, OP_PAUSE, CUDA_ERROR_UNKNOWN, CMS_POLICY_DISCARD);
 }
 END_TEST
 
 START_TEST(resume_sweep_guarded)
 {
-	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST };
-
-	guarded = 1;
-	if (_i < 3) {
-		total_points += sweep(pol[_i], 0, 0, OP_RESUME, CUDA_ERROR_UNKNOWN);
-	} else {
-		coalesced = 2;
-		total_points += sweep(CMS_POLICY_HOST, 0, 0, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY);
-		total_points += sweep(CMS_POLICY_HOST, 1, CMS_POLICY_ZERO, OP_RESUME,
-				      CUDA_ERROR_INVALID_VALUE);
-		coalesced = 0;
-	}
-	guarded = 0;
+	guarded_sweep(_i, OP_RESUME, CUDA_ERROR_OUT_OF_MEMORY, CMS_POLICY_ZERO);
 }
 END_TEST
 

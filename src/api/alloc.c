@@ -35,7 +35,10 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	a->physical = (size + gran - 1) & ~(gran - 1);
 
 	pthread_mutex_lock(&r->lock);
-	if (r->dead) { /* only a caller holding a reference sees this (cms_hook_alloc) */
+	/* Only a caller holding a reference sees these (cms_hook_alloc): an allocation never
+	 * lands in a region being destroyed, which would otherwise free it, wait for its
+	 * frees, and find a new one each time it looks (a livelock under steady traffic). */
+	if (r->dead || r->dying) {
 		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region \"%s\" was destroyed", r->tag);
 		goto err_unlock;
 	}

@@ -187,8 +187,11 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 	if (st)
 		return st;
 	pthread_mutex_lock(&r->lock);
+	r->dying = true;	/* no new allocation while release_all_locked waits for frees */
 	cms_ipc_region_gone(r); /* importers drop their mappings first (ipc_export.c) */
 	st = release_all_locked(r);
+	if (st)
+		r->dying = false; /* kept as it is: a retry continues */
 	if (!st) {
 		pthread_mutex_lock(&ctx->lock);
 		if (r->prev)

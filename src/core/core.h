@@ -219,6 +219,7 @@ struct cms_region {
 	pthread_mutex_t lock;
 	unsigned refs;		  /* protected by ctx->lock */
 	bool dead;		  /* destroyed; written under lock and ctx->lock */
+	bool dying;		  /* a cms_region_destroy is freeing its allocations; lock */
 	unsigned nclaimed;	  /* allocations claimed by a cms_free() in flight; ctx->lock */
 	pthread_cond_t unclaimed; /* signalled (with lock held) when such a free finishes */
 	uint32_t state;		  /* written under lock, read atomically by cms_pointer_info_get */

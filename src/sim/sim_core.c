@@ -13,6 +13,21 @@
 
 #include "sim_internal.h"
 
+/* ThreadSanitizer: a write-locked read-write lock given up without an unlock (fork_child). */
+#if defined(__SANITIZE_THREAD__)
+#define SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIM_TSAN 1
+#endif
+#endif
+#ifdef SIM_TSAN
+#include <sanitizer/tsan_interface.h>
+#define SIM_TSAN_WRITER_GONE(l) (__tsan_mutex_pre_unlock((l), 0), __tsan_mutex_post_unlock((l), 0))
+#else
+#define SIM_TSAN_WRITER_GONE(l) ((void)(l))
+#endif
+
 struct sim_state sim = {
 	.lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
 };
@@ -655,19 +670,21 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&fault_lock);
 }
 
-/* In the child the forking thread holds them all: initialised again rather than unlocked (a
- * read-write lock knows its writer by thread id, which the child's thread does not share). */
+/* In the child the forking thread holds them all. The mutexes are unlocked; the read-write
+ * lock is initialised again instead (glibc knows its writer by thread id, which the child's
+ * thread does not share), and ThreadSanitizer, which does not see that as an unlock, is told. */
 static void fork_child(void)
 {
 	pthread_rwlockattr_t a;
 
+	SIM_TSAN_WRITER_GONE(&sim.lock);
 	pthread_rwlockattr_init(&a);
 	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&sim.lock, &a);
 	pthread_rwlockattr_destroy(&a);
 	sim_io_fork_child();
-	pthread_mutex_init(&gate_lock, NULL);
-	pthread_mutex_init(&fault_lock, NULL);
+	pthread_mutex_unlock(&gate_lock);
+	pthread_mutex_unlock(&fault_lock);
 }
 
 static int register_atfork(void)

@@ -39,7 +39,7 @@ void sim_io_fork_parent(void)
 
 void sim_io_fork_child(void)
 {
-	pthread_mutex_init(&io_lock, NULL);
+	pthread_mutex_unlock(&io_lock); /* held by the forking thread, whose copy runs here */
 }
 
 SIM_EXPORT int cmssim_io_hook(int op)

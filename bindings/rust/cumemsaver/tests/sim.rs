@@ -7,42 +7,13 @@
 //! Tests that compare the driver's free memory run under one lock: the simulated device
 //! is shared by every context of the process.
 
+mod common;
+use common::*;
 use cumemsaver::{
     status, Context, ContextOptions, LogLevel, PauseOptions, Policy, RegionOptions, State,
     PAUSE_NO_SYNC,
 };
-use std::sync::{Arc, Mutex, MutexGuard};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn ctx() -> Context {
-    let lib = std::env::var("CMS_DRIVER_LIBRARY").unwrap_or_default();
-    assert!(
-        lib.contains("sim"),
-        "run these tests with CMS_DRIVER_LIBRARY=<build>/src/sim/libcumemsaver-sim.so"
-    );
-    Context::new().expect("context")
-}
-
-const MIB: u64 = 1 << 20;
-
-fn fill(ptr: u64, len: u64, seed: u8) {
-    let s = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len as usize) };
-    for (i, b) in s.iter_mut().enumerate() {
-        *b = (i as u8).wrapping_mul(31).wrapping_add(seed);
-    }
-}
-
-fn check(ptr: u64, len: u64, seed: u8) -> bool {
-    let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
-    s.iter()
-        .enumerate()
-        .all(|(i, b)| *b == (i as u8).wrapping_mul(31).wrapping_add(seed))
-}
+use std::sync::{Arc, Mutex};
 
 fn all_bytes(ptr: u64, len: u64, v: u8) -> bool {
     let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
@@ -129,7 +100,7 @@ fn host_policy_keeps_address_and_content_and_frees_device_memory() {
     assert_eq!((r.regions, r.allocations, r.bytes_backed), (1, 1, phys));
     assert!(r.bytes_restored >= size);
     assert_eq!(ctx.pointer_info(ptr).unwrap().base, ptr, "same address");
-    assert!(check(ptr, size, 7), "HOST content survived the cycle");
+    assert!(same(ptr, size, 7), "HOST content survived the cycle");
     let info = weights.info().unwrap();
     assert_eq!(
         (info.state, info.epoch, info.backed_bytes),
@@ -167,7 +138,7 @@ fn zero_policy_reads_zero_and_discard_keeps_the_address() {
     assert!(all_bytes(pz, MIB, 0), "ZERO region reads zero");
     assert_eq!(ctx.pointer_info(pd).unwrap().base, pd);
     fill(pd, MIB, 3); // usable again
-    assert!(check(pd, MIB, 3));
+    assert!(same(pd, MIB, 3));
     assert_eq!(d.info().unwrap().epoch, 1);
     assert_eq!(z.info().unwrap().epoch, 1);
 }
@@ -292,7 +263,7 @@ fn context_and_regions_are_shared_across_threads() {
                     fill(p, 2 * MIB, cycle + i as u8);
                     ctx.pause(r.tag()).unwrap();
                     ctx.resume(r.tag()).unwrap();
-                    assert!(check(p, 2 * MIB, cycle + i as u8));
+                    assert!(same(p, 2 * MIB, cycle + i as u8));
                 }
                 assert_eq!(r.info().unwrap().epoch, 5);
             });

@@ -4,41 +4,12 @@
 //! regions (`Context::regions`) and guarded regions (`REGION_GUARD`: a paused range reads
 //! zeros). On the simulation a device pointer is a host address.
 
+mod common;
+use common::*;
 use cumemsaver::{
     status, Context, ErrorKind, Policy, RegionOptions, RegionStats, State, REGION_GUARD,
     STATS_STATUS_SLOTS,
 };
-use std::sync::{Mutex, MutexGuard};
-
-const MIB: u64 = 1 << 20;
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn ctx() -> Context {
-    let lib = std::env::var("CMS_DRIVER_LIBRARY").unwrap_or_default();
-    assert!(
-        lib.contains("sim"),
-        "run these tests with CMS_DRIVER_LIBRARY=<build>/src/sim/libcumemsaver-sim.so"
-    );
-    Context::new().expect("context")
-}
-
-fn fill(ptr: u64, len: u64, seed: u8) {
-    let s = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len as usize) };
-    for (i, b) in s.iter_mut().enumerate() {
-        *b = (i as u8).wrapping_mul(13).wrapping_add(seed);
-    }
-}
-
-fn same(ptr: u64, len: u64, seed: u8) -> bool {
-    let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
-    s.iter()
-        .enumerate()
-        .all(|(i, b)| *b == (i as u8).wrapping_mul(13).wrapping_add(seed))
-}
 
 fn zeros(ptr: u64, len: u64) -> bool {
     let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, len as usize) };
