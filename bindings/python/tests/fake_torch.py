@@ -101,6 +101,20 @@ def current_device():
     return 0
 
 
+def device_count():
+    return 1
+
+
+empty_cache_calls = 0
+
+
+def empty_cache():
+    """torch.cuda.empty_cache frees unused cached segments; the stand-in's tensors never
+    die, so none is unused: it only counts the calls."""
+    global empty_cache_calls
+    empty_cache_calls += 1
+
+
 class graph:
     def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
         self.pool_id = pool
@@ -148,6 +162,8 @@ def install():
     cuda.use_mem_pool = use_mem_pool
     cuda.device = device
     cuda.current_device = current_device
+    cuda.device_count = device_count
+    cuda.empty_cache = empty_cache
     cuda.graph = graph
     torch.cuda = cuda
     c = types.ModuleType("torch._C")
