@@ -362,7 +362,7 @@ class Saver:
         regions (set_default_region; process-wide while any disable() block runs: other
         threads' allocations outside regions are not cumemsaver's meanwhile either). With
         default regions the block allocates from a fresh PyTorch pool (never from cached
-        segments of a paused default region), freed with its cached memory at the end."""
+        segments of a paused default region), dropped with its cached memory at the end."""
         lib = L.lib()
         stack = self._pool_stack()
         outer = stack[-1] if stack else None
@@ -377,11 +377,13 @@ class Saver:
                     _pool_routing(outer, False)
                 try:
                     if fresh:
+                        # dropping the pool frees its cached segments (MemPool's destructor
+                        # empties that pool only: the default pool's cached segments of a
+                        # paused default region stay, to be restored by the resume)
                         pool = torch.cuda.MemPool()
                         with torch.cuda.use_mem_pool(pool):
                             yield
                         del pool
-                        torch.cuda.empty_cache()
                     else:
                         yield
                 finally:

@@ -105,14 +105,9 @@ def device_count():
     return 1
 
 
-empty_cache_calls = 0
-
-
 def empty_cache():
     """torch.cuda.empty_cache frees unused cached segments; the stand-in's tensors never
-    die, so none is unused: it only counts the calls."""
-    global empty_cache_calls
-    empty_cache_calls += 1
+    die, so none is unused."""
 
 
 class graph:
