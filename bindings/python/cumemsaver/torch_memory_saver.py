@@ -60,7 +60,7 @@ from typing import Optional
 
 from . import _lib as L
 from . import preload as _preload
-from .api import AlreadyPaused, NotFound, NotPaused, NotSupported, Policy
+from .api import AlreadyPaused, NotFound, NotPaused, NotSupported, Policy, _call
 
 __all__ = ["TorchMemorySaver", "torch_memory_saver", "configure_subprocess"]
 
@@ -138,8 +138,8 @@ class TorchMemorySaver:
             raise ValueError("memory_margin_bytes must be >= 0")
         self._margin = int(value)
         if _have("cms_hook_memory_margin_set"):
-            self._ensure()
-            L.lib().cms_hook_memory_margin_set(ctypes.c_uint64(self._margin))
+            self._ensure()  # the hook context the margin belongs to
+            _call("cms_hook_memory_margin_set", ctypes.c_uint64(self._margin))
 
     @property
     def retain_cpu_backup(self) -> bool:
@@ -373,8 +373,10 @@ class TorchMemorySaver:
         """TMS_INIT_ENABLE=1 in a process started with the interposer (configure_subprocess):
         every cudaMalloc outside a region() goes to the tag "default", with a CPU backup
         (TMS_INIT_ENABLE_CPU_BACKUP, backend TMS_INIT_CPU_BACKUP_BACKEND) or a disk backup
-        (TMS_INIT_ENABLE_DISK_BACKUP), through a default region per device. Returns whether
-        it was set up (not in a process without the interposer)."""
+        (TMS_INIT_ENABLE_DISK_BACKUP), through a default region on every visible device
+        (each one's primary context is initialised by its region: cms_region_create sets
+        its device up). Returns whether it was set up (not in a process without the
+        interposer)."""
         if not _env_bool("TMS_INIT_ENABLE") or not _preload.active():
             return False
         if not _have("cms_hook_region_default_set"):
