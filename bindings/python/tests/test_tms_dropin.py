@@ -328,6 +328,7 @@ class TestBackup(EnvCase):
         self.assertIsNone(tms.get_cpu_backup(Tensor(ptr), zero_copy=True))
         self.assertIsNone(tms.get_cpu_backup(Tensor(ptr)))
         tms.resume("w")
+        self.assertIsNone(tms.get_cpu_backup(Tensor(ptr)))  # active: none, as in the peer
 
 
 class TestWholeProcess(EnvCase):
@@ -390,6 +391,14 @@ class TestWholeProcess(EnvCase):
 
 
 class TestMisc(EnvCase):
+    def test_hook_mode_set_again_to_the_same_mode_after_start(self):
+        tms = self.make()
+        tms.saver  # started (as TMS_INIT_ENABLE does at import)
+        tms.hook_mode = "torch"  # what the peer's examples do first: accepted
+        with self.assertRaisesRegex(RuntimeError, "before the first region"):
+            tms.hook_mode = "preload"
+        self.assertEqual(tms.hook_mode, "torch")
+
     def test_configure_subprocess_prepends_the_interposer_and_restores(self):
         from cumemsaver.torch_memory_saver import configure_subprocess
 
