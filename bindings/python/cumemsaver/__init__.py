@@ -9,6 +9,7 @@ its own subclass of CumemsaverError, importable from here (ERRORS maps status to
 from .api import (  # noqa: F401
     ERRORS,
     AlreadyPaused,
+    BackupInfo,
     Context,
     CumemsaverError,
     DeviceMemoryInfo,
@@ -62,6 +63,8 @@ from .hooks import (  # noqa: F401
     hook_alloc,
     hook_free,
     hook_region_current,
+    hook_region_default,
+    hook_region_default_set,
     hook_region_pop,
     hook_region_push,
     torch_alloc,

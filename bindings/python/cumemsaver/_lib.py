@@ -878,7 +878,21 @@ def pkgconfig_libdir():
     return libdir if out.returncode == 0 and libdir else None
 
 
+NATIVE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
+
+
+def bundled_library():
+    """The libcumemsaver.so.1 that `pip install` built into this package (cumemsaver/_native/),
+    or None (a source tree, or a package installed without it)."""
+    path = os.path.join(NATIVE_DIR, SONAME)
+    return path if os.path.exists(path) else None
+
+
 def _candidates():
+    bundled = bundled_library()
+    if bundled:
+        yield bundled
+        return
     env = os.environ.get("CUMEMSAVER_LIBRARY")
     if env:
         yield env
@@ -890,8 +904,9 @@ def _candidates():
 
 
 def load(path=None):
-    """Loads the library (path, else CUMEMSAVER_LIBRARY, else pkg-config's libdir, else the
-    system loader) and declares every function it has. Raises OSError if none loads, or if a
+    """Loads the library (path, else the one bundled in the package by pip install, else
+    CUMEMSAVER_LIBRARY, else pkg-config's libdir, else the system loader) and declares every
+    function it has. Raises OSError if none loads (the message names what to set), or if a
     function of the first release is missing (not this library). Functions of later releases
     that an older library lacks are skipped: available(name, lib) is then False."""
     errors = []
@@ -902,7 +917,12 @@ def load(path=None):
         except OSError as e:
             errors.append(f"{cand}: {e}")
     else:
-        raise OSError("cannot load libcumemsaver: " + "; ".join(errors))
+        raise OSError(
+            f"cannot load {SONAME} (" + "; ".join(errors) + "). Install the package with "
+            "`pip install ./bindings/python` (it builds and bundles the library), or set "
+            f"CUMEMSAVER_LIBRARY=/path/to/{SONAME}, or install the library where pkg-config "
+            "(cumemsaver.pc) or the system loader finds it"
+        )
     missing = set()
     for name, (restype, argtypes) in FUNCTIONS.items():
         try:

@@ -433,6 +433,29 @@ class PointerInfo:
     state: Union[State, int]
 
 
+# Region flags and backup states of release 1.2 (read from _lib once it is regenerated with
+# them; the values are the ABI's).
+REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
+BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
+BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
+
+
+@dataclass(frozen=True)
+class BackupInfo:
+    """The host backup of one allocation (cms_backup_get, since 1.2). host: address of the
+    backup's byte 0 (the byte of base), or 0 when the backup is not in host memory (DISK:
+    use Context.backup_read). state: BACKUP_CURRENT (region paused, the backup is the
+    content) or BACKUP_RETAINED (region active, buffer kept by retention, content as of
+    the last pause). host stays valid until the region's next pause, its next resume that
+    does not retain, a free of the allocation, Region.set_flags or the region's destroy."""
+
+    base: int
+    size: int
+    host: int
+    policy: Union[Policy, int]
+    state: int
+
+
 @dataclass(frozen=True)
 class DeviceResult:
     """One device's part of a pause or resume (cms_device_result, since 1.1)."""
@@ -824,6 +847,33 @@ class Context:
             state=_enum_or_int(State, info.state),
         )
 
+    def backup_info(self, ptr: int) -> BackupInfo:
+        """The host backup of the allocation containing ptr (any address inside it):
+        cms_backup_get, since 1.2. Raises NotFound (not an allocation of this context),
+        NotPaused (no backup now: region active without a retained one, or never paused),
+        NotSupported (the region's policy keeps no content)."""
+        info = L.init_struct(L.cms_backup_info)
+        _call("cms_backup_get", self._h(), _u64(ptr, "ptr"), ctypes.byref(info))
+        return _fields(
+            info, BackupInfo, host=info.host or 0, policy=_enum_or_int(Policy, info.policy)
+        )
+
+    def backup_read(self, ptr: int, length: int, out=None):
+        """Copies length bytes of the backup, from the byte that backs ptr, into out (a
+        writable buffer of at least length bytes) or a new bytearray, which it returns:
+        cms_backup_read, since 1.2 (memcpy from host memory, or a read of a DISK
+        region's file). ptr + length must stay inside the allocation. Raises as backup_info, and
+        InvalidArgument for a range past the allocation's end."""
+        length = _u64(length, "length")
+        if out is None:
+            out = bytearray(length)
+        view = memoryview(out).cast("B")
+        if view.readonly or view.nbytes < length:
+            raise ValueError(f"out must be a writable buffer of at least {length} bytes")
+        buf = (ctypes.c_char * view.nbytes).from_buffer(view) if view.nbytes else None
+        _call("cms_backup_read", self._h(), _u64(ptr, "ptr"), buf, length)
+        return out
+
     def device_memory_info(self, device: int = 0) -> DeviceMemoryInfo:
         """The driver's free/total bytes on device (cuMemGetInfo)."""
         free, total = ctypes.c_uint64(), ctypes.c_uint64()
@@ -903,6 +953,14 @@ class Region:
         PermissionDenied, IOFailure, RegionPaused (while paused)."""
         arg = None if directory is None else _path(directory, "directory")
         _call("cms_region_disk_dir_set", self._h(), arg)
+
+    def set_flags(self, mask: int, flags: int) -> None:
+        """Sets the region flags selected by mask to their values in flags
+        (cms_region_flags_set, since 1.2). Changeable: CMS_REGION_RELEASE_HOST (from the
+        next resume; set on an active region holding retained host buffers, it frees
+        them now) and REGION_HOST_PAGEABLE (RegionPaused while paused). Raises InvalidArgument
+        for any other bit."""
+        _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))
 
     def info(self) -> RegionInfo:
         info = L.init_struct(L.cms_region_info)

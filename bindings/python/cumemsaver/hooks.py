@@ -42,6 +42,23 @@ def hook_region_pop() -> None:
     _call("cms_hook_region_pop")
 
 
+def hook_region_default_set(device: int, region: Optional[Region]) -> None:
+    """Makes region the default region of device in the hook context
+    (cms_hook_region_default_set, since 1.2): cms_hook_alloc (the preload interposer's
+    cudaMalloc, cms_torch_alloc) on a thread with no active region allocates there. None
+    clears it. Destroying the region or changing the hook context clears it too. Raises
+    InvalidArgument (region not of the hook context, or on another device), NotFound (no
+    hook context)."""
+    handle = None if region is None else region._h()
+    _call("cms_hook_region_default_set", _i32(device, "device"), handle)
+
+
+def hook_region_default(device: int) -> Optional[int]:
+    """The raw handle of device's default region (cms_hook_region_default, since 1.2), or
+    None."""
+    return L.lib().cms_hook_region_default(_i32(device, "device")) or None
+
+
 def hook_alloc(size: int, device: int = -1) -> int:
     """cms_hook_alloc: size bytes in the thread's top region (device: the region's device,
     or -1 for any); returns the device pointer. Raises NotFound when no region is active."""
@@ -145,6 +162,8 @@ __all__ = [
     "hook_alloc",
     "hook_free",
     "hook_region_current",
+    "hook_region_default",
+    "hook_region_default_set",
     "hook_region_pop",
     "hook_region_push",
     "torch_alloc",

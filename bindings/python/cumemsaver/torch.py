@@ -177,12 +177,22 @@ class Saver:
                 library_path(), "cms_torch_alloc", "cms_torch_free"
             )
         self._tls = threading.local()
+        self._defaults: Dict[int, Region] = {}  # device -> default region
+        self._disabled = 0  # disable() blocks running (defaults set aside)
         _call("cms_hook_context_set", self.context._h())
         _set_live(self)
         atexit.register(_at_exit, weakref.ref(self))
 
     # -- regions and pools
-    def _region(self, tag: str, policy: Policy, device: int) -> Region:
+    def _region(
+        self,
+        tag: str,
+        policy: Policy,
+        device: int,
+        release_host: bool = False,
+        disk_dir=None,
+        flags: int = 0,
+    ) -> Region:
         key = (tag, device)
         with self._lock:
             if key in self._regions:
@@ -194,7 +204,13 @@ class Saver:
                     )
                 return region
             region = self.context.region(
-                tag, device=device, policy=policy, coalesce=self._coalesce
+                tag,
+                device=device,
+                policy=policy,
+                coalesce=self._coalesce,
+                release_host=release_host,
+                disk_dir=disk_dir,
+                flags=flags,
             )
             self._regions[key] = (region, Policy(policy))
             return region
@@ -232,13 +248,25 @@ class Saver:
         return stack
 
     @contextlib.contextmanager
-    def region(self, tag: str = "default", policy: Policy = Policy.DISCARD, device=None):
+    def region(
+        self,
+        tag: str = "default",
+        policy: Policy = Policy.DISCARD,
+        device=None,
+        release_host: bool = False,
+        disk_dir=None,
+        flags: int = 0,
+    ):
         """Tensors allocated by this thread inside the block come from region (tag, device)
         with the given restore policy. Yields the cumemsaver Region. Blocks nest: an inner
         region() of another tag routes the block's allocations to the inner tag only (PyTorch
-        would otherwise keep serving them from the outer pool)."""
+        would otherwise keep serving them from the outer pool). release_host
+        (CMS_REGION_RELEASE_HOST: host backups freed after each resume; default False keeps
+        them, the fast choice for repeated cycles), disk_dir (Policy.DISK) and flags (further
+        CMS_REGION_* bits, e.g. cumemsaver.api.REGION_HOST_PAGEABLE) apply when the block
+        creates the region; a region that exists keeps its own."""
         dev = _device_index(device)
-        region = self._region(tag, Policy(policy), dev)
+        region = self._region(tag, Policy(policy), dev, release_host, disk_dir, flags)
         pool = self._pool(tag, Policy(policy), dev)
         stack = self._pool_stack()
         if stack and stack[-1] == (dev, pool):  # the same region again: nothing to switch
@@ -269,12 +297,16 @@ class Saver:
         stream=None,
         capture_error_mode: str = "global",
         device=None,
+        release_host: bool = False,
+        disk_dir=None,
+        flags: int = 0,
     ):
         """torch.cuda.graph(...) whose private memory pool is this tag's pausable pool: the
         memory the captured graph allocates is paused and resumed with tag. Replaying a graph
-        while its tag is paused is an illegal access: resume first."""
+        while its tag is paused is an illegal access: resume first. release_host, disk_dir
+        and flags: as in region()."""
         dev = _device_index(device)
-        region = self._region(tag, Policy(policy), dev)
+        region = self._region(tag, Policy(policy), dev, release_host, disk_dir, flags)
         pool = self._pool(tag, Policy(policy), dev)
         with torch.cuda.device(dev):
             with torch.cuda.graph(
@@ -283,10 +315,54 @@ class Saver:
                 with self._pushed(region):
                     yield region
 
+    # -- default regions (whole-process mode)
+    def set_default_region(self, device: int, region: Optional[Region]) -> None:
+        """Makes region (one of this Saver's, on device) the default region of device: in
+        hook_mode="preload", every cudaMalloc of the process made on a thread with no
+        active region() is allocated there (cms_hook_region_default_set, release 1.2). None
+        clears it. disable() sets the defaults aside for its block."""
+        from .hooks import hook_region_default_set
+
+        with self._lock:
+            if self._disabled == 0:
+                hook_region_default_set(device, region)
+            if region is None:
+                self._defaults.pop(device, None)
+            else:
+                self._defaults[device] = region
+
+    def default_regions(self) -> Dict[int, Region]:
+        """device -> default region set with set_default_region."""
+        with self._lock:
+            return dict(self._defaults)
+
+    def _defaults_aside(self, aside: bool) -> bool:
+        """Clears (aside=True) or sets again the default regions, counting nested
+        disable() blocks; returns whether defaults are set (so the block needs a pool of its
+        own)."""
+        from .hooks import hook_region_default_set
+
+        with self._lock:
+            if aside:
+                self._disabled += 1
+                if self._disabled == 1:
+                    for dev in self._defaults:
+                        hook_region_default_set(dev, None)
+            else:
+                self._disabled -= 1
+                if self._disabled == 0:
+                    for dev, region in self._defaults.items():
+                        hook_region_default_set(dev, region)
+            return bool(self._defaults)
+
     @contextlib.contextmanager
     def disable(self):
-        """Inside a region(), allocations of this thread in the block go to PyTorch's own
-        allocator (its default pool) instead of the region."""
+        """Allocations of this thread in the block go to PyTorch's own allocator instead of
+        cumemsaver: the thread's active regions are set aside, and so are the default
+        regions (set_default_region; process-wide while any disable() block runs: other
+        threads' allocations outside regions are not cumemsaver's meanwhile either). With
+        default regions the block allocates from a fresh PyTorch pool (never from cached
+        segments of a paused default region), dropped with its cached memory at the end."""
         lib = L.lib()
         stack = self._pool_stack()
         outer = stack[-1] if stack else None
@@ -295,13 +371,26 @@ class Saver:
             regions.append(lib.cms_hook_region_current())
             lib.cms_hook_region_pop()
         try:
-            if outer:
-                _pool_routing(outer, False)
+            fresh = self._defaults_aside(True)
             try:
-                yield
-            finally:
                 if outer:
-                    _pool_routing(outer, True)
+                    _pool_routing(outer, False)
+                try:
+                    if fresh:
+                        # dropping the pool frees its cached segments (MemPool's destructor
+                        # empties that pool only: the default pool's cached segments of a
+                        # paused default region stay, to be restored by the resume)
+                        pool = torch.cuda.MemPool()
+                        with torch.cuda.use_mem_pool(pool):
+                            yield
+                        del pool
+                    else:
+                        yield
+                finally:
+                    if outer:
+                        _pool_routing(outer, True)
+            finally:
+                self._defaults_aside(False)
         finally:
             for handle in reversed(regions):
                 _call("cms_hook_region_push", handle)
@@ -314,6 +403,11 @@ class Saver:
     def resume(self, tag: Optional[str] = None):
         """Resumes tag's regions at the same addresses; see Context.resume."""
         return self.context.resume(tag)
+
+    def regions(self, tag: Optional[str] = None) -> List[Region]:
+        """The regions this Saver made (of tag on every device; every tag when None)."""
+        with self._lock:
+            return [r for (t, _), (r, _) in self._regions.items() if tag is None or t == tag]
 
     def stats(self) -> List[RegionInfo]:
         """Region info (bytes, state, epoch) of every region this Saver made."""
@@ -334,6 +428,7 @@ class Saver:
         cumemsaver memory must be gone first."""
         with self._lock:
             self._pools.clear()
+            self._defaults.clear()
         if hasattr(torch.cuda, "empty_cache"):
             torch.cuda.empty_cache()
         L.lib().cms_hook_context_set(None)

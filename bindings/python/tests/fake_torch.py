@@ -10,6 +10,7 @@ cannot be routed twice. Tensors are just pointers.
 
 import contextlib
 import ctypes
+import importlib.util
 import sys
 import threading
 import types
@@ -100,6 +101,15 @@ def current_device():
     return 0
 
 
+def device_count():
+    return 1
+
+
+def empty_cache():
+    """torch.cuda.empty_cache frees unused cached segments; the stand-in's tensors never
+    die, so none is unused."""
+
+
 class graph:
     def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
         self.pool_id = pool
@@ -125,8 +135,19 @@ def empty(nbytes):
     return _pools[routes[0]].malloc(nbytes)
 
 
+def real_torch() -> bool:
+    """Whether a real torch is importable (the stand-in, once installed, does not count)."""
+    mod = sys.modules.get("torch")
+    if mod is not None:
+        return not getattr(mod, "fake", False)
+    return importlib.util.find_spec("torch") is not None
+
+
 def install():
-    """Puts a fake 'torch' module in sys.modules (only where torch is not installed)."""
+    """Puts a fake 'torch' module in sys.modules (only where torch is not installed); once
+    per process: test modules share it."""
+    if getattr(sys.modules.get("torch"), "fake", False):
+        return sys.modules["torch"]
     torch = types.ModuleType("torch")
     cuda = types.ModuleType("torch.cuda")
     memory = types.ModuleType("torch.cuda.memory")
@@ -136,6 +157,8 @@ def install():
     cuda.use_mem_pool = use_mem_pool
     cuda.device = device
     cuda.current_device = current_device
+    cuda.device_count = device_count
+    cuda.empty_cache = empty_cache
     cuda.graph = graph
     torch.cuda = cuda
     c = types.ModuleType("torch._C")
