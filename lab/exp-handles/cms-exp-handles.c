@@ -23,6 +23,16 @@
  *   threads the release spread over T threads, each unmapping and releasing
  *           a contiguous share of the handles (T = 1 unless said)
  *
+ * Then the pause of a HOST region of the same allocations in the steady state
+ * (host buffer page-locked beforehand, as retained between cycles), to see
+ * whether releases slow the copies they overlap:
+ *   C1 cuMemcpyDtoHAsync per allocation round-robin on 4 streams, synchronized
+ *      (copies only; the allocations stay mapped)
+ *   C2 as C1, then every handle unmapped and released after the synchronize
+ *   C3 as C1, with an event per stream after every 128 allocations; each
+ *      batch is unmapped and released as soon as its events complete, while
+ *      the later batches copy (what src/engine/overlap.c does)
+ *
  * Every time is the median of EXP_REPS repetitions after a warm-up, from
  * before the first driver call to after the last; reservations are made and
  * freed outside the timings. Exits 0 when every call passed, 1 otherwise.
@@ -33,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "bench.h"
@@ -256,6 +267,99 @@ static int run_var(struct exp *x, const struct exp_var *v)
 	return 0;
 }
 
+#define EXP_LANES 4
+#define EXP_BATCH 128
+
+/* C1-C3: the copies of a HOST pause into host, with no release, releases after, or overlapped. */
+static int run_copy(struct exp *x, void *host, int mode)
+{
+	static const char *const what[] = { "copies only", "copies, then release all",
+					    "copies with batch releases overlapped" };
+	const struct exp_var v = { "C", L_ARENA, true, false, false, 1 };
+	CUstream s[EXP_LANES];
+	CUevent *ev;
+	uint64_t t[EXP_REPS], t0, i, nb = (x->n + EXP_BATCH - 1) / EXP_BATCH;
+	unsigned int rep, q;
+
+	ev = calloc(nb * EXP_LANES, sizeof(*ev));
+	if (!ev)
+		return -1;
+	for (q = 0; q < EXP_LANES; q++)
+		CU(x, x->b.drv.cuStreamCreate(&s[q], CU_STREAM_NON_BLOCKING));
+	for (i = 0; i < nb * EXP_LANES; i++)
+		CU(x, x->b.drv.cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+	for (rep = 0; rep <= EXP_REPS; rep++) {
+		if (reserve(x, L_ARENA) || back(x, &v) || touch(x))
+			return -1;
+		t0 = bench_now_ns();
+		for (i = 0; i < x->n; i++) {
+			CU(x, x->b.drv.cuMemcpyDtoHAsync((char *)host + i * x->size, x->va[i],
+							 x->size, s[i % EXP_LANES]));
+			if (mode == 2 && ((i + 1) % EXP_BATCH == 0 || i + 1 == x->n))
+				for (q = 0; q < EXP_LANES; q++)
+					CU(x, x->b.drv.cuEventRecord(
+						      ev[i / EXP_BATCH * EXP_LANES + q], s[q]));
+		}
+		if (mode == 2) {
+			uint64_t k, lo;
+
+			for (k = 0; k < nb; k++) {
+				for (q = 0; q < EXP_LANES; q++)
+					CU(x, x->b.drv.cuEventSynchronize(ev[k * EXP_LANES + q]));
+				for (lo = k * EXP_BATCH; lo < (k + 1) * EXP_BATCH && lo < x->n;
+				     lo++) {
+					CU(x, x->b.drv.cuMemUnmap(x->va[lo], x->size));
+					CU(x, x->b.drv.cuMemRelease(x->h[lo]));
+				}
+			}
+		} else {
+			for (q = 0; q < EXP_LANES; q++)
+				CU(x, x->b.drv.cuStreamSynchronize(s[q]));
+			if (mode == 1 && release(x, &v))
+				return -1;
+		}
+		if (rep)
+			t[rep - 1] = bench_now_ns() - t0;
+		if (mode == 0 && release(x, &v))
+			return -1;
+		if (unreserve(x))
+			return -1;
+	}
+	for (i = 0; i < nb * EXP_LANES; i++)
+		x->b.drv.cuEventDestroy(ev[i]);
+	for (q = 0; q < EXP_LANES; q++)
+		x->b.drv.cuStreamDestroy(s[q]);
+	free(ev);
+	printf("C%d   %-40s %8.2f ms  %6.2f GB/s\n", mode + 1, what[mode],
+	       bench_median_ns(t, EXP_REPS) / 1e6,
+	       (double)(x->n * x->size) / bench_median_ns(t, EXP_REPS));
+	return 0;
+}
+
+static int run_copies(struct exp *x)
+{
+	uint64_t bytes = x->n * x->size;
+	void *host = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int rc = 0, m;
+	CUresult res;
+
+	if (host == MAP_FAILED)
+		return bench_cu_fail(&x->b, CUDA_ERROR_OUT_OF_MEMORY, "mmap");
+	madvise(host, bytes, MADV_HUGEPAGE);
+	bench_touch(host, bytes, 16);
+	res = x->b.drv.cuMemHostRegister(host, bytes, 0);
+	if (res != CUDA_SUCCESS) {
+		rc = bench_cu_fail(&x->b, res, "cuMemHostRegister");
+		goto out;
+	}
+	for (m = 0; m < 3 && !rc; m++)
+		rc = run_copy(x, host, m);
+	x->b.drv.cuMemHostUnregister(host);
+out:
+	munmap(host, bytes);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct exp_var vars[] = {
@@ -312,6 +416,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		if (run_var(x, &vars[i]))
 			break;
+	if (!x->b.failed)
+		run_copies(x);
 	rc = x->b.failed;
 	bench_close_driver(&x->b);
 	printf(EXP_TOOL ": %s%s\n", rc ? "FAIL: " : "PASS", rc ? x->b.failure : "");
