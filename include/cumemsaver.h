@@ -822,7 +822,8 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
  * live allocation content-free: the next pause of its region neither copies
  * them to its store (CMS_POLICY_HOST, CMS_POLICY_DISK) nor does the resume
  * after it restore them; after that resume they read undefined (as with
- * CMS_POLICY_DISCARD), every other byte as before. The backup keeps the
+ * CMS_POLICY_DISCARD), every other byte as before. So do they after a pause
+ * that failed once memory was released (its rollback restores the rest). The backup keeps the
  * allocation's byte offsets. A pause reports only the bytes it copied
  * (cms_pause_result.bytes_backed_up, cms_resume_result.bytes_restored,
  * cms_region_stats.bytes_to_store / bytes_from_store). Meant for memory an
