@@ -154,6 +154,8 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
 
 	if (!a->ndiscarded)
 		return end - off;
+	if (!off && end == a->size) /* the whole allocation */
+		return a->size - a->discarded_bytes;
 	for (; cms_span_next_live(a, &pos, end, &len); pos += len)
 		sum += len;
 	return sum;
