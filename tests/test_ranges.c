@@ -8,9 +8,11 @@
  * split; they end at the resume, at cms_range_keep and at the free; a paused
  * region refuses them; bad input.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -293,6 +295,92 @@ START_TEST(random_against_a_model)
 }
 END_TEST
 
+/* Threads declaring ranges while others pause/resume the region and free/allocate in it. */
+struct race {
+	struct fx *f;
+	uint64_t p3; /* the allocation freed and made again (atomic) */
+	int stop;    /* atomic */
+	unsigned bad;
+	cms_status bad_status;
+};
+
+static void *race_declare(void *arg)
+{
+	struct race *rc = arg;
+	unsigned seed = (unsigned)(uintptr_t)&seed;
+	int i;
+
+	for (i = 0; i < 4000 && !__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE); i++) {
+		int which = rand_r(&seed) % 3;
+		uint64_t p =
+			which == 2 ? __atomic_load_n(&rc->p3, __ATOMIC_ACQUIRE) : rc->f->p[which];
+		uint64_t off = (uint64_t)(rand_r(&seed) % 64) * 1024,
+			 len = 1 + rand_r(&seed) % 8192;
+		cms_status st = rand_r(&seed) % 2 ? cms_range_discard(rc->f->ctx, p + off, len) :
+						    cms_range_keep(rc->f->ctx, p + off, len);
+
+		/* the allocation may be gone, paused, or made again smaller at the address */
+		if (st && st != CMS_ERR_NOT_FOUND && st != CMS_ERR_PAUSED &&
+		    st != CMS_ERR_INVALID_ARGUMENT) {
+			__atomic_fetch_add(&rc->bad, 1, __ATOMIC_RELAXED);
+			rc->bad_status = st;
+		}
+	}
+	return NULL;
+}
+
+static void *race_cycle(void *arg)
+{
+	struct race *rc = arg;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		if (cms_region_pause(rc->f->r, NULL, NULL) ||
+		    cms_region_resume(rc->f->r, NULL, NULL))
+			__atomic_fetch_add(&rc->bad, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+START_TEST(concurrent_declarations)
+{
+	pthread_t t[4];
+	struct race rc = { 0 };
+	uint64_t out, in, p;
+	struct fx f;
+	int i, k;
+
+	setup(&f, CMS_POLICY_HOST);
+	rc.f = &f;
+	rc.p3 = f.p[2];
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, race_declare, &rc), 0);
+	ck_assert_int_eq(pthread_create(&t[2], NULL, race_cycle, &rc), 0);
+	for (k = 0; k < 30; k++) { /* free and make again allocation 2, of changing sizes */
+		p = __atomic_exchange_n(&rc.p3, 0, __ATOMIC_ACQ_REL);
+		if (p && cms_free(f.ctx, p))
+			rc.bad++;
+		f.size[2] = f.g / 2 + (uint64_t)(k % 3) * f.g;
+		/* refused while the cycler holds the region paused: try again */
+		while (cms_alloc(f.r, f.size[2], &p) == CMS_ERR_PAUSED)
+			sched_yield();
+		__atomic_store_n(&rc.p3, p, __ATOMIC_RELEASE);
+	}
+	pthread_join(t[2], NULL);
+	__atomic_store_n(&rc.stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_msg(!rc.bad, "%u unexpected statuses (last %s)", rc.bad,
+		      cms_status_name(rc.bad_status));
+	f.p[2] = rc.p3;
+	for (i = 0; i < NA; i++) /* every declaration ended: everything is copied */
+		ck_ok(cms_range_keep(f.ctx, f.p[i], f.size[i]));
+	cycle(&f, &out, &in);
+	ck_assert_uint_eq(out, total(&f));
+	teardown(&f);
+}
+END_TEST
+
 START_TEST(paused_and_bad_input)
 {
 	struct fx f;
@@ -330,6 +418,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, free_ends_declaration);
 	tcase_add_test(tc, discard_region_unchanged);
 	tcase_add_test(tc, random_against_a_model);
+	tcase_add_test(tc, concurrent_declarations);
 	tcase_add_test(tc, paused_and_bad_input);
 	suite_add_tcase(s, tc);
 	return s;
