@@ -342,7 +342,10 @@ def peer_path(args):
         raise SystemExit(f"no peer in {d} and no tarball {args.peer_tarball}")
     src = tempfile.mkdtemp(prefix="peer-src-", dir=os.path.dirname(d) or ".")
     with tarfile.open(args.peer_tarball) as tf:
-        tf.extractall(src)
+        try:
+            tf.extractall(src, filter="data")  # no links or paths out of src
+        except TypeError:  # Python without extraction filters
+            tf.extractall(src)
     tops = [os.path.join(src, e) for e in os.listdir(src)]
     top = tops[0] if len(tops) == 1 and os.path.isdir(tops[0]) else src
     env = dict(os.environ, TMS_CUDA_MAJOR="13")
