@@ -334,12 +334,14 @@ def self_check():
 # ---------------------------------------------------------------- parent
 
 def peer_path(args):
-    """DIR with an installed torch_memory_saver, built from the tarball if missing."""
+    """DIR with an installed torch_memory_saver, built from the tarball if missing; None
+    when there is none and it cannot be built (the peer's rows then say so)."""
     d = os.path.abspath(args.peer_dir)
     if os.path.isdir(os.path.join(d, "torch_memory_saver")):
         return d
     if not os.path.isfile(args.peer_tarball):
-        raise SystemExit(f"no peer in {d} and no tarball {args.peer_tarball}")
+        print(f"no peer in {d} and no tarball {args.peer_tarball}", flush=True)
+        return None
     src = tempfile.mkdtemp(prefix="peer-src-", dir=os.path.dirname(d) or ".")
     with tarfile.open(args.peer_tarball) as tf:
         try:
@@ -350,9 +352,9 @@ def peer_path(args):
     top = tops[0] if len(tops) == 1 and os.path.isdir(tops[0]) else src
     env = dict(os.environ, TMS_CUDA_MAJOR="13")
     print(f"building the peer from {args.peer_tarball} into {d}", flush=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-                    "--target", d, "."], cwd=top, env=env, check=True)
-    return d
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                        "--no-deps", "--target", d, "."], cwd=top, env=env, check=False)
+    return d if p.returncode == 0 else None
 
 
 def child_env(impl, peer_dir):
@@ -420,7 +422,8 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     peer_dir = peer_path(args) if any(i in PEER_IMPLS for i in impls) else ""
-    results = [run_child(i, args, child_env(i, peer_dir), args.out) for i in impls]
+    results = [dict(impl=i, error="peer not built") if i in PEER_IMPLS and not peer_dir else
+               run_child(i, args, child_env(i, peer_dir), args.out) for i in impls]
     live = next((r["live_bytes"] for r in results if "live_bytes" in r), 0)
     if not args.floor_bytes:
         args.floor_bytes = live or (1 << 30)
