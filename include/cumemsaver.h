@@ -934,11 +934,13 @@ typedef struct cms_device_result {
 } cms_device_result;
 
 typedef struct cms_pause_result {
-	size_t struct_size;	  /* sizeof(cms_pause_result), set by the caller */
-	uint64_t regions;	  /* regions paused by this call */
-	uint64_t allocations;	  /* allocations paused */
-	uint64_t bytes_released;  /* physical bytes released (cuMemRelease) */
-	uint64_t bytes_backed_up; /* bytes copied to host backups (DISK: written to files) */
+	size_t struct_size;	 /* sizeof(cms_pause_result), set by the caller */
+	uint64_t regions;	 /* regions paused by this call */
+	uint64_t allocations;	 /* allocations paused */
+	uint64_t bytes_released; /* physical bytes released (cuMemRelease) */
+	/* Content bytes copied out of device memory to host backups (DISK: to its file);
+	 * since 1.2 without the ranges declared content-free (cms_range_discard). */
+	uint64_t bytes_backed_up;
 	/*
 	 * cuMemGetInfo free bytes, summed over the devices of the call, before
 	 * and after the release. Measurements only: a failed reading gives 0.
@@ -993,12 +995,14 @@ typedef struct cms_resume_options {
 CMS_API cms_status cms_resume_options_init(cms_resume_options *opts);
 
 typedef struct cms_resume_result {
-	size_t struct_size;	 /* sizeof(cms_resume_result), set by the caller */
-	uint64_t regions;	 /* regions resumed */
-	uint64_t allocations;	 /* allocations re-backed */
-	uint64_t bytes_backed;	 /* physical bytes created and mapped */
-	uint64_t bytes_restored; /* bytes copied back from host backups (DISK: read from files) */
-	uint64_t elapsed_ns;	 /* wall time of the call */
+	size_t struct_size;    /* sizeof(cms_resume_result), set by the caller */
+	uint64_t regions;      /* regions resumed */
+	uint64_t allocations;  /* allocations re-backed */
+	uint64_t bytes_backed; /* physical bytes created and mapped */
+	/* Content bytes copied back from host backups (DISK: from its file); since 1.2
+	 * without the ranges declared content-free. */
+	uint64_t bytes_restored;
+	uint64_t elapsed_ns; /* wall time of the call */
 	/* Since 1.1: as in cms_pause_result. */
 	uint32_t devices;
 	int32_t failed_device;
