@@ -138,5 +138,45 @@ class TestDeclareFreeBlocks(unittest.TestCase):
         self.assertTrue(same(b, 2 * MiB, 0x33))
 
 
+    def test_saver_pause_declares_its_pools_free_blocks(self):
+        import fake_torch
+
+        torch = sys.modules["torch"]
+        free = set()  # segments the stand-in's snapshot reports free ("inactive")
+
+        def snapshot(pool, include_traces=True):
+            return [
+                {
+                    "address": ptr,
+                    "total_size": n,
+                    "blocks": [
+                        {"address": ptr, "size": n,
+                         "state": "inactive" if ptr in free else "active_allocated"}
+                    ],
+                }
+                for ptr, n in pool.segments
+            ]
+
+        fake_torch.MemPool.snapshot = snapshot
+        self.addCleanup(delattr, fake_torch.MemPool, "snapshot")
+        saver = self.cmt.Saver(driver_path=SIM)
+        self.addCleanup(saver.close)
+        with saver.region("w", policy=cms.Policy.HOST):
+            a = torch.empty(4 * MiB)
+            b = torch.empty(2 * MiB)
+        with saver.region("kv", policy=cms.Policy.DISCARD):
+            kv = torch.empty(2 * MiB)
+        fill(a, 4 * MiB, 0x44)
+        free.update((b, kv))
+        self.assertEqual(saver.declare_free_blocks("kv"), 0)  # DISCARD keeps nothing anyway
+        res = saver.pause("w")  # live_only: b is declared first
+        self.assertEqual(res.bytes_backed_up, 4 * MiB)
+        saver.resume("w")
+        self.assertTrue(same(a, 4 * MiB, 0x44))
+        res = saver.pause("w", live_only=False)  # whole segments
+        self.assertEqual(res.bytes_backed_up, 6 * MiB)
+        saver.resume("w")
+
+
 if __name__ == "__main__":
     unittest.main()
