@@ -817,6 +817,64 @@ typedef struct cms_pointer_info {
  */
 CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_pointer_info *info);
 
+/*
+ * cms_range_discard (since 1.2) - declares the bytes [ptr, ptr + size) of one
+ * live allocation content-free: the next pause of its region neither copies
+ * them to its store (CMS_POLICY_HOST, CMS_POLICY_DISK) nor does the resume
+ * after it restore them; after that resume they read undefined (as with
+ * CMS_POLICY_DISCARD), every other byte as before. So do they after a pause
+ * that failed once memory was released (its rollback restores the rest). The backup keeps the
+ * allocation's byte offsets. A pause reports only the bytes it copied
+ * (cms_pause_result.bytes_backed_up, cms_resume_result.bytes_restored,
+ * cms_region_stats.bytes_to_store / bytes_from_store). Meant for memory an
+ * allocator holds but no tensor uses (a free block of a caching allocator).
+ * The declaration ends when the resume after the next pause completes, when
+ * cms_range_keep covers the bytes again, or when the allocation is freed;
+ * declarations that overlap or touch merge into one, and cms_range_keep over
+ * part of one splits it. Data written into a declared range before the pause
+ * is lost unless cms_range_keep covered it after the write: call
+ * cms_range_keep before reusing the bytes. Policies that keep no content
+ * (DISCARD, ZERO) accept declarations and are not changed by them.
+ *   ptr:  a device address inside an allocation of ctx (not only its base).
+ *   size: bytes, > 0; [ptr, ptr + size) must stay inside that allocation.
+ * Ownership: nothing is kept beyond the declaration's bookkeeping (host memory
+ * of the library, freed when the declaration ends).
+ * Threads: thread-safe; takes the context's lock briefly and the region's
+ * lock (waits for a pause or resume of it in progress).
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; size is 0; ptr + size overflows;
+ *     the range crosses the end of the allocation.
+ *   CMS_ERR_NOT_FOUND: ptr is in no allocation of ctx (or it was freed).
+ *   CMS_ERR_PAUSED: the allocation's region is paused (its content is stored
+ *     already).
+ *   CMS_ERR_OUT_OF_HOST_MEMORY: no memory for the bookkeeping (nothing changed).
+ *   CMS_ERR_FORKED: ctx was created in the parent of a fork.
+ */
+CMS_API cms_status cms_range_discard(cms_context *ctx, uint64_t ptr, uint64_t size);
+
+/*
+ * cms_range_keep (since 1.2) - ends the declarations of cms_range_discard over
+ * [ptr, ptr + size): those bytes are copied by the next pause and restored by
+ * the next resume again. Bytes not declared are left as they are (no error);
+ * a declaration covering more than the range keeps the rest (split).
+ *   ptr, size: as in cms_range_discard.
+ * Threads: thread-safe; takes the context's lock briefly and the region's
+ * lock.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; size is 0; ptr + size overflows;
+ *     the range crosses the end of the allocation.
+ *   CMS_ERR_NOT_FOUND: ptr is in no allocation of ctx (or it was freed).
+ *   CMS_ERR_PAUSED: the allocation's region is paused (what it did not copy
+ *     cannot come back).
+ *   CMS_ERR_OUT_OF_HOST_MEMORY: a split needed memory (nothing changed).
+ *   CMS_ERR_FORKED: ctx was created in the parent of a fork.
+ */
+CMS_API cms_status cms_range_keep(cms_context *ctx, uint64_t ptr, uint64_t size);
+
 /* ---- Pause and resume ------------------------------------------------------ */
 
 /* Pause flag: the caller guarantees no GPU work uses the memory; skip waiting. */
@@ -876,11 +934,13 @@ typedef struct cms_device_result {
 } cms_device_result;
 
 typedef struct cms_pause_result {
-	size_t struct_size;	  /* sizeof(cms_pause_result), set by the caller */
-	uint64_t regions;	  /* regions paused by this call */
-	uint64_t allocations;	  /* allocations paused */
-	uint64_t bytes_released;  /* physical bytes released (cuMemRelease) */
-	uint64_t bytes_backed_up; /* bytes copied to host backups (DISK: written to files) */
+	size_t struct_size;	 /* sizeof(cms_pause_result), set by the caller */
+	uint64_t regions;	 /* regions paused by this call */
+	uint64_t allocations;	 /* allocations paused */
+	uint64_t bytes_released; /* physical bytes released (cuMemRelease) */
+	/* Content bytes copied out of device memory to host backups (DISK: to its file);
+	 * since 1.2 without the ranges declared content-free (cms_range_discard). */
+	uint64_t bytes_backed_up;
 	/*
 	 * cuMemGetInfo free bytes, summed over the devices of the call, before
 	 * and after the release. Measurements only: a failed reading gives 0.
@@ -935,12 +995,14 @@ typedef struct cms_resume_options {
 CMS_API cms_status cms_resume_options_init(cms_resume_options *opts);
 
 typedef struct cms_resume_result {
-	size_t struct_size;	 /* sizeof(cms_resume_result), set by the caller */
-	uint64_t regions;	 /* regions resumed */
-	uint64_t allocations;	 /* allocations re-backed */
-	uint64_t bytes_backed;	 /* physical bytes created and mapped */
-	uint64_t bytes_restored; /* bytes copied back from host backups (DISK: read from files) */
-	uint64_t elapsed_ns;	 /* wall time of the call */
+	size_t struct_size;    /* sizeof(cms_resume_result), set by the caller */
+	uint64_t regions;      /* regions resumed */
+	uint64_t allocations;  /* allocations re-backed */
+	uint64_t bytes_backed; /* physical bytes created and mapped */
+	/* Content bytes copied back from host backups (DISK: from its file); since 1.2
+	 * without the ranges declared content-free. */
+	uint64_t bytes_restored;
+	uint64_t elapsed_ns; /* wall time of the call */
 	/* Since 1.1: as in cms_pause_result. */
 	uint32_t devices;
 	int32_t failed_device;

@@ -168,6 +168,23 @@ long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed)
 	return bad;
 }
 
+long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi)
+{
+	uint32_t *buf = malloc(n);
+	long bad = -1;
+	size_t i;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(t_read(dev, buf, ptr, n), 0);
+	for (i = 0; i < n / 4; i++)
+		if ((4 * i < lo || 4 * i >= hi) && buf[i] != t_pattern(seed, i)) {
+			bad = (long)i;
+			break;
+		}
+	free(buf);
+	return bad;
+}
+
 int t_is_zero(int dev, uint64_t ptr, size_t n)
 {
 	unsigned char *buf = malloc(n);

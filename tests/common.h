@@ -49,6 +49,8 @@ int t_read(int dev, void *dst, uint64_t src, size_t n);
 int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed);
 /* Returns the index of the first mismatching word, or -1 when all match. */
 long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed);
+/* t_check over the words outside bytes [lo, hi) (multiples of 4): the first mismatch or -1. */
+long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi);
 /* Returns 1 when all n bytes are zero. */
 int t_is_zero(int dev, uint64_t ptr, size_t n);
 uint32_t t_pattern(uint32_t seed, size_t i);

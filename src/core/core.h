@@ -163,7 +163,18 @@ struct cms_alloc {
 	/* CMS_REGION_GUARD: pieces of the device's zero handle mapped read-only over
 	 * [base, base + physical), from base up (vmm/guard.c); exact on every failure path. */
 	size_t guarded;
+	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
+	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
+	 * cms_range_keep or the free (span.c). */
+	struct cms_span *discarded;
+	size_t ndiscarded, discarded_cap;
+	uint64_t discarded_bytes;
 	struct cms_alloc *prev, *next;
+};
+
+/* [off, off + len) of an allocation. */
+struct cms_span {
+	uint64_t off, len;
 };
 
 /* Address space of a region: reservations that allocations are carved from, so that
@@ -327,6 +338,20 @@ void cms_region_unlink_alloc(struct cms_region *r, struct cms_alloc *a);
 /* Accounting follows the state: change mapped and saved only through these. */
 void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
 void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
+
+/* ---- span.c: content-free ranges of an allocation (region lock held) ---- */
+/* Declares [off, off + len) content-free (inside the allocation, len > 0): merged with the
+ * ranges it touches; CMS_ERR_OUT_OF_HOST_MEMORY changes nothing. */
+cms_status cms_span_discard(struct cms_alloc *a, uint64_t off, uint64_t len);
+/* Ends the declaration over [off, off + len): ranges split; CMS_ERR_OUT_OF_HOST_MEMORY (a
+ * split needing room) changes nothing. */
+cms_status cms_span_keep(struct cms_alloc *a, uint64_t off, uint64_t len);
+/* Ends every declaration of a (a resume completed, the allocation goes). */
+void cms_span_clear(struct cms_alloc *a);
+/* The first live piece of [*off, end): *off its start, *len its bytes; false when none. */
+bool cms_span_next_live(const struct cms_alloc *a, uint64_t *off, uint64_t end, uint64_t *len);
+/* Live bytes of [off, end). */
+uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t end);
 
 /* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
 /* Loads the hook context for a caller that will use it, counting the caller in flight in the

@@ -25,9 +25,12 @@ void cms_commit(struct cms_work *w, bool async)
 	for (i = 0; i < w->ni; i++)
 		cms_alloc_set_saved(w->vi[i], false);
 	for (i = 0; i < w->nin; i++)
-		for (a = w->in[i]->allocs; a; a = a->next)
+		for (a = w->in[i]->allocs; a; a = a->next) {
 			if (a->mapped)
 				cms_alloc_set_saved(a, false);
+			cms_span_clear(
+				a); /* a declaration lasts until the resume (cms_range_discard) */
+		}
 	cms_store_resumed(w->ctx, w->vi, w->ni, w->in, w->nin);
 	for (i = 0; i < w->nin; i++) {
 		__atomic_store_n(&w->in[i]->state, CMS_STATE_ACTIVE, __ATOMIC_RELAXED);

@@ -38,6 +38,7 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 		cms_run_retire(a);
 		cms_store_forget(ctx, a);
 		cms_store_trim(a->region);
+		cms_span_clear(a);
 		return CMS_OK;
 	}
 	if (!st)
@@ -51,6 +52,7 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 			/* Only now: the content is kept until nothing can fail. */
 			cms_store_forget(ctx, a);
 			cms_store_trim(a->region);
+			cms_span_clear(a);
 			return CMS_OK;
 		}
 		cms_store_forget_cancel(ctx, a);

@@ -482,12 +482,15 @@ static cms_status plan_make(struct cms_alloc **v, size_t n, bool (*want)(struct 
 		for (off = 0; off < a->size; off += chunk) {
 			struct piece *pc = &pl->p[pl->np];
 			struct batch *last = pl->nb ? &pl->b[pl->nb - 1] : NULL;
-			uint64_t alen;
+			uint64_t alen, live;
 
 			pc->a = a;
 			pc->off = off;
 			pc->len = a->size - off < chunk ? a->size - off : chunk;
 			pc->foff = a->disk_off + off;
+			live = cms_span_live_bytes(a, off, off + pc->len);
+			if (!live) /* declared content-free (cms_range_discard): no I/O */
+				continue;
 			alen = align_up(pc->len);
 			if (last && pl->p[last->first].a->region == a->region &&
 			    last->foff + last->len == pc->foff && last->len + alen <= chunk) {
@@ -501,7 +504,7 @@ static cms_status plan_make(struct cms_alloc **v, size_t n, bool (*want)(struct 
 				last->len = alen;
 			}
 			pl->np++;
-			pl->bytes += pc->len;
+			pl->bytes += live;
 		}
 	}
 	return CMS_OK;
@@ -571,25 +574,47 @@ static bool wants_save(struct cms_alloc *a)
 	return a->mapped;
 }
 
-/* Enqueues the device copies of batch b into (save) or out of (restore) staging buffer k. */
+/* The device copies of a batch between its pieces and a staging buffer. */
+struct stage_copy {
+	cms_context *ctx;
+	struct piece *pc;
+	char *h; /* the staging byte of the piece's first byte */
+	bool save;
+	CUstream s;
+};
+
+/* One live piece of pc (cms_store_pieces), offsets from the allocation's base. */
+static cms_status stage_piece(void *arg, uint64_t off, uint64_t len)
+{
+	struct stage_copy *c = arg;
+	CUdeviceptr d = c->pc->a->base + off;
+	char *h = c->h + (off - c->pc->off);
+	cms_context *ctx = c->ctx;
+	cms_status st = CMS_OK;
+
+	if (c->save)
+		CU_TRY(ctx, cuMemcpyDtoHAsync(h, d, len, c->s), st, out);
+	else
+		CU_TRY(ctx, cuMemcpyHtoDAsync(d, h, len, c->s), st, out);
+out:
+	return st;
+}
+
+/* Enqueues the device copies of batch b into (save) or out of (restore) staging buffer buf:
+ * the live pieces only (ranges declared content-free are left out). */
 static cms_status batch_copies(cms_context *ctx, struct plan *pl, struct batch *b, char *buf,
 			       bool save, CUstream s)
 {
+	struct stage_copy c = { .ctx = ctx, .save = save, .s = s };
 	cms_status st = CMS_OK;
+	uint64_t unused = 0;
 	size_t j;
 
-	for (j = b->first; j < b->first + b->n; j++) {
-		struct piece *pc = &pl->p[j];
-		char *h = buf + (pc->foff - b->foff);
-
-		if (save)
-			CU_TRY(ctx, cuMemcpyDtoHAsync(h, pc->a->base + pc->off, pc->len, s), st,
-			       out);
-		else
-			CU_TRY(ctx, cuMemcpyHtoDAsync(pc->a->base + pc->off, h, pc->len, s), st,
-			       out);
+	for (j = b->first; j < b->first + b->n && !st; j++) {
+		c.pc = &pl->p[j];
+		c.h = buf + (c.pc->foff - b->foff);
+		st = cms_store_pieces(&c.pc->a, 1, c.pc->off, c.pc->len, stage_piece, &c, &unused);
 	}
-out:
 	return st;
 }
 

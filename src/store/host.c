@@ -687,10 +687,36 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 	return CMS_OK;
 }
 
+/* The copies of a save (out) or a restore between a group's device bytes and its backups,
+ * which follow each other on both sides (cms_backup_adjacent); a its first allocation. */
+struct copy {
+	struct cms_lanes *l;
+	struct cms_alloc *a;
+	bool out;
+};
+
+/* One live piece of the group (cms_store_pieces), offsets from a's base. */
+static cms_status copy_piece(void *arg, uint64_t off, uint64_t len)
+{
+	struct copy *c = arg;
+	cms_context *ctx = c->l->ctx;
+	char *h = (char *)c->a->backup + off;
+	cms_status st = CMS_OK;
+
+	if (c->out)
+		CU_TRY(ctx, cuMemcpyDtoHAsync(h, c->a->base + off, len, cms_lane(c->l)), st, out);
+	else
+		CU_TRY(ctx, cuMemcpyHtoDAsync(c->a->base + off, h, len, cms_lane(c->l)), st, out);
+	cms_progress_note(len); /* issued (progress.c) */
+out:
+	return st;
+}
+
 static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	cms_context *ctx = l->ctx;
 	struct prep w = { .ctx = ctx };
+	struct copy c = { .l = l, .out = true };
 	pthread_t threads[MAX_WORKERS];
 	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
@@ -749,14 +775,13 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 				b++; /* last allocation of this buffer */
 		}
 		pin_on_use(ctx, a);
-		CU_TRY(ctx, cuMemcpyDtoHAsync(a->backup, a->base, len, cms_lane(l)), st, out_join);
-		for (m = k; m < j; m++) {
+		c.a = a; /* its live pieces only (cms_range_discard) */
+		st = cms_store_pieces(v + k, j - k, 0, len, copy_piece, &c, bytes);
+		if (st)
+			break;
+		for (m = k; m < j; m++)
 			cms_alloc_set_saved(v[m], true);
-			*bytes += v[m]->size;
-		}
-		cms_progress_note(len); /* issued (progress.c) */
 	}
-out_join:
 	/* Workers finish the slices they took; the rest is skipped after a failure. */
 	if (st)
 		atomic_store(&w.next, w.first_slice[w.n]);
@@ -776,32 +801,31 @@ out_free:
 	return st;
 }
 
-/* HOST allocations whose backups are restored by one copy (cms_backup_adjacent). */
+/* HOST allocations whose backups are restored together (cms_backup_adjacent). */
 struct restore_group {
-	struct cms_alloc *first, *last;
+	struct cms_alloc **v; /* its first member, in the caller's list; n consecutive ones */
+	size_t n;
 	uint64_t len;
 };
 
-/* Enqueues the copy of the group, if any, and empties it. */
+/* Enqueues the copies of the group's live pieces, if any, and empties it. */
 static cms_status group_flush(struct cms_lanes *l, struct restore_group *g, uint64_t *restored)
 {
-	cms_context *ctx = l->ctx;
-	struct cms_alloc *a = g->first;
-	cms_status st = CMS_OK;
+	struct copy c = { .l = l, .out = false };
+	cms_status st;
 
-	if (!a)
+	if (!g->n)
 		return CMS_OK;
-	CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, g->len, cms_lane(l)), st, out);
-	*restored += g->len;
-	cms_progress_note(g->len); /* issued (progress.c) */
-	g->first = g->last = NULL;
+	c.a = g->v[0];
+	st = cms_store_pieces(g->v, g->n, 0, g->len, copy_piece, &c, restored);
+	g->n = 0;
 	g->len = 0;
-out:
 	return st;
 }
 
 /* Copies the saved backups back; allocations adjacent on both sides share one copy of up to
- * CMS_COPY_MERGE_MAX bytes. One never saved (see cms_alloc_release) keeps undefined content. */
+ * CMS_COPY_MERGE_MAX bytes (their ranges declared content-free left out). One never saved (see
+ * cms_alloc_release) keeps undefined content. */
 static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	struct restore_group g = { 0 };
@@ -813,16 +837,16 @@ static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 
 		if (!a->saved)
 			continue;
-		if (!g.first || !cms_backup_adjacent(g.last, a) ||
+		if (!g.n || !cms_backup_adjacent(g.v[g.n - 1], a) ||
 		    g.len + a->size > CMS_COPY_MERGE_MAX)
 			st = group_flush(l, &g, bytes);
 		if (st)
 			break;
-		if (!g.first) {
+		if (!g.n) {
 			pin_on_use(l->ctx, a);
-			g.first = a;
+			g.v = v + i;
 		}
-		g.last = a;
+		g.n++;
 		g.len += a->size;
 	}
 	if (!st)
@@ -837,7 +861,7 @@ static bool host_save_ready(const struct cms_alloc *a)
 
 static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
 {
-	return (out ? a->mapped : a->saved) ? a->size : 0;
+	return (out ? a->mapped : a->saved) ? cms_span_live_bytes(a, 0, a->size) : 0;
 }
 
 /* After a resume that gave the buffers back (CMS_REGION_RELEASE_HOST, never async): the

@@ -228,5 +228,5 @@ uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out)
 {
 	if (!cms_store_of(a->region)->save)
 		return 0;
-	return (out ? a->mapped : a->saved) ? a->size : 0;
+	return (out ? a->mapped : a->saved) ? cms_span_live_bytes(a, 0, a->size) : 0;
 }

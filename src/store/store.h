@@ -128,6 +128,23 @@ uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool ou
  * from its store; 0 for a policy that keeps nothing (counters, cms_region_stats). */
 uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out);
 
+/* ---- piece.c: the live pieces of a copy (content-free ranges left out, core/span.c) ---- */
+
+/* Moves [off, off + len) of a copy, offsets from the first allocation's base. */
+typedef cms_status (*cms_piece_fn)(void *arg, uint64_t off, uint64_t len);
+/*
+ * Calls fn, in address order, for each live piece of [off, off + len) of the
+ * consecutive allocations v[0..n) (each one's bytes directly follow the previous
+ * one's on both sides of the copy: cms_backup_adjacent, or n == 1), offsets
+ * from v[0]->base; pieces that touch across allocations are one. Every copy
+ * list of a store goes through it, so that bytes declared content-free
+ * (cms_range_discard) are neither saved nor restored; without declarations it
+ * is one call for the whole range. *bytes += the live bytes; stops at the
+ * first failure of fn and returns it.
+ */
+cms_status cms_store_pieces(struct cms_alloc *const *v, size_t n, uint64_t off, uint64_t len,
+			    cms_piece_fn fn, void *arg, uint64_t *bytes);
+
 /* ---- host.c: host backup buffers (the HOST policy) ---- */
 
 /*

@@ -565,6 +565,8 @@ _Static_assert(CMS_PROBE_TYPE(&cms_swap, cms_status (*)(cms_context *, const cha
 _Static_assert(CMS_PROBE_TYPE(&cms_context_progress_set, cms_status (*)(cms_context *, cms_progress_fn, void *)), "cms_context_progress_set prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_region_stats_get, cms_status (*)(cms_region *, cms_region_stats *)), "cms_region_stats_get prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_region_list, cms_status (*)(cms_context *, cms_region_stats *, size_t, size_t *, size_t *)), "cms_region_list prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_range_discard, cms_status (*)(cms_context *, uint64_t, uint64_t)), "cms_range_discard prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_range_keep, cms_status (*)(cms_context *, uint64_t, uint64_t)), "cms_range_keep prototype");
 
 int main(void)
 {
@@ -621,6 +623,8 @@ int main(void)
 	cms_status (*p_cms_context_progress_set)(cms_context *, cms_progress_fn, void *) = cms_context_progress_set;
 	cms_status (*p_cms_region_stats_get)(cms_region *, cms_region_stats *) = cms_region_stats_get;
 	cms_status (*p_cms_region_list)(cms_context *, cms_region_stats *, size_t, size_t *, size_t *) = cms_region_list;
+	cms_status (*p_cms_range_discard)(cms_context *, uint64_t, uint64_t) = cms_range_discard;
+	cms_status (*p_cms_range_keep)(cms_context *, uint64_t, uint64_t) = cms_range_keep;
 	(void)p_cms_version;
 	(void)p_cms_version_string;
 	(void)p_cms_status_name;
@@ -673,7 +677,9 @@ int main(void)
 	(void)p_cms_context_progress_set;
 	(void)p_cms_region_stats_get;
 	(void)p_cms_region_list;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 15, 73, 52);
+	(void)p_cms_range_discard;
+	(void)p_cms_range_keep;
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 15, 73, 54);
 	return 0;
 }
 /* clang-format on */

@@ -813,3 +813,13 @@ func c_cms_region_stats_get(region *C.cms_region, stats *C.cms_region_stats) C.c
 func c_cms_region_list(ctx *C.cms_context, v *C.cms_region_stats, cap C.size_t, written *C.size_t, total *C.size_t) C.cms_status {
 	return C.cms_region_list(ctx, v, cap, written, total)
 }
+
+// c_cms_range_discard calls cms_range_discard (since 1.2).
+func c_cms_range_discard(ctx *C.cms_context, ptr C.uint64_t, size C.uint64_t) C.cms_status {
+	return C.cms_range_discard(ctx, ptr, size)
+}
+
+// c_cms_range_keep calls cms_range_keep (since 1.2).
+func c_cms_range_keep(ctx *C.cms_context, ptr C.uint64_t, size C.uint64_t) C.cms_status {
+	return C.cms_range_keep(ctx, ptr, size)
+}

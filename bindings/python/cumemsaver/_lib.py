@@ -782,6 +782,8 @@ FUNCTIONS = {
         cms_status,
         [cms_context_p, P(cms_region_stats), _c.c_size_t, P(_c.c_size_t), P(_c.c_size_t)],
     ),
+    "cms_range_discard": (cms_status, [cms_context_p, _c.c_uint64, _c.c_uint64]),
+    "cms_range_keep": (cms_status, [cms_context_p, _c.c_uint64, _c.c_uint64]),
 }
 # The release each function appeared in.
 SINCE = {
@@ -837,6 +839,8 @@ SINCE = {
     "cms_context_progress_set": "1.1",
     "cms_region_stats_get": "1.2",
     "cms_region_list": "1.2",
+    "cms_range_discard": "1.2",
+    "cms_range_keep": "1.2",
 }
 del P, _c
 

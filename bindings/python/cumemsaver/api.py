@@ -836,6 +836,19 @@ class Context:
         """Frees the allocation whose base is ptr (cms_free)."""
         _call("cms_free", self._h(), _u64(ptr, "ptr"))
 
+    def range_discard(self, ptr: int, size: int) -> None:
+        """Declares [ptr, ptr + size) of one live allocation content-free (cms_range_discard,
+        ABI 1.2): the next pause of its region does not copy those bytes (HOST, DISK) and the
+        resume after it does not restore them. The declaration ends at that resume, at
+        range_keep over the bytes, or at the free: call range_keep before writing bytes
+        that must survive. Raises NotFound, InvalidArgument (size 0, overflow, past the
+        allocation's end) or Paused (region paused)."""
+        _call("cms_range_discard", self._h(), _u64(ptr, "ptr"), _u64(size, "size"))
+
+    def range_keep(self, ptr: int, size: int) -> None:
+        """Ends the range_discard declarations over [ptr, ptr + size) (cms_range_keep)."""
+        _call("cms_range_keep", self._h(), _u64(ptr, "ptr"), _u64(size, "size"))
+
     def pointer_info(self, ptr: int) -> PointerInfo:
         """The allocation containing ptr; raises NotFound if it is not ours."""
         info = L.init_struct(L.cms_pointer_info)

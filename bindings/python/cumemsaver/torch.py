@@ -35,9 +35,16 @@ import torch
 
 from . import _lib as L
 from . import preload as _preload
-from .api import Context, Policy, Region, RegionInfo, _call
+from .api import Context, NotFound, Policy, Region, RegionInfo, RegionPaused, _call
 
-__all__ = ["Saver", "Policy", "check_allocator_config", "library_path"]
+__all__ = [
+    "Saver",
+    "Policy",
+    "check_allocator_config",
+    "declare_free_blocks",
+    "free_blocks",
+    "library_path",
+]
 
 
 def check_allocator_config() -> None:
@@ -119,6 +126,69 @@ def _pool_routing(entry, on: bool) -> None:
     else:
         end(dev, pool.id)
         release(dev, pool.id)
+
+
+# Blocks smaller than this are not worth a declaration: each splits a copy in two.
+FREE_BLOCK_MIN = 1 << 20
+
+
+def _pool_segments(pool) -> list:
+    """The segments of a torch.cuda.MemPool as memory_snapshot() describes them (dicts with
+    "address", "total_size", "blocks": [{"address", "size", "state"}, ...]). torch 2.11:
+    MemPool.snapshot(include_traces=False); older ones: without the argument, or the
+    process-wide torch.cuda.memory_snapshot() filtered by the pool's id; none without
+    either."""
+    snap = getattr(pool, "snapshot", None)
+    if snap is not None:
+        try:
+            return list(snap(include_traces=False))
+        except TypeError:
+            return list(snap())
+    if not hasattr(torch.cuda, "memory_snapshot"):
+        return []  # no way to see the pool's blocks: nothing is declared
+    pool_id = tuple(pool.id)
+    return [
+        s
+        for s in torch.cuda.memory_snapshot()
+        if tuple(s.get("segment_pool_id", ())) == pool_id
+    ]
+
+
+def free_blocks(segments, min_bytes: int = FREE_BLOCK_MIN):
+    """(address, size) of each block of segments (memory_snapshot's format) that the caching
+    allocator holds free ("inactive": no tensor, no stream use pending), at least min_bytes.
+    A block without an "address" (older snapshots) starts where the previous one ended."""
+    for seg in segments:
+        addr = seg.get("address")
+        for b in seg.get("blocks", ()):
+            size = int(b["size"])
+            at = int(b["address"]) if b.get("address") is not None else addr
+            if at is not None and b.get("state") == "inactive" and size >= min_bytes and size:
+                yield at, size
+            addr = None if at is None else at + size
+
+
+def declare_free_blocks(context, pools, min_bytes: int = FREE_BLOCK_MIN) -> int:
+    """Declares the free blocks of pools (a torch.cuda.MemPool or several, made over
+    cumemsaver's allocator) content-free (cms_range_discard, ABI 1.2), so that the next
+    pause of their regions copies only the blocks tensors use and the resume restores only
+    those; a freed block's bytes read undefined after that resume (PyTorch writes a block
+    before it reads it). Call it right before the pause, with no thread allocating from
+    those pools in between: a block handed to a tensor after the declaration loses what is
+    written into it before the pause. context: the cumemsaver.Context the segments belong
+    to (anything with range_discard(ptr, size)). Blocks of segments not in context, or of a
+    region paused already, are skipped. Returns the bytes declared."""
+    if not hasattr(pools, "__iter__"):
+        pools = (pools,)
+    declared = 0
+    for pool in pools:
+        for at, size in free_blocks(_pool_segments(pool), min_bytes):
+            try:
+                context.range_discard(at, size)
+            except (NotFound, RegionPaused):
+                continue
+            declared += size
+    return declared
 
 
 class Saver:
@@ -396,9 +466,26 @@ class Saver:
                 _call("cms_hook_region_push", handle)
 
     # -- pause / resume / stats
-    def pause(self, tag: Optional[str] = None):
-        """Pauses tag's regions on every device (every tag when None); see Context.pause."""
+    def pause(self, tag: Optional[str] = None, live_only: bool = True):
+        """Pauses tag's regions on every device (every tag when None); see Context.pause.
+        live_only (the default, with a 1.2 library): first declares the free blocks of
+        tag's pools content-free (declare_free_blocks), so that HOST and DISK tags copy and
+        restore only the blocks tensors use; do not allocate from those pools on another
+        thread meanwhile."""
+        if live_only and L.available("cms_range_discard"):
+            self.declare_free_blocks(tag)
         return self.context.pause(tag)
+
+    def declare_free_blocks(self, tag: Optional[str] = None) -> int:
+        """declare_free_blocks over the pools of tag (every tag when None) of this Saver's
+        HOST and DISK regions; returns the bytes declared."""
+        with self._lock:
+            pools = [
+                pool
+                for (t, policy, _), pool in self._pools.items()
+                if (tag is None or t == tag) and policy in (Policy.HOST, Policy.DISK)
+            ]
+        return declare_free_blocks(self.context, pools) if pools else 0
 
     def resume(self, tag: Optional[str] = None):
         """Resumes tag's regions at the same addresses; see Context.resume."""

@@ -1137,4 +1137,16 @@ extern "C" {
         written: *mut usize,
         total: *mut usize,
     ) -> cms_status;
+
+    /// Declares [ptr, ptr + size) of one live allocation content-free: the next pause of its region
+    /// (HOST, DISK) does not copy those bytes and the resume after it does not restore them; the
+    /// declaration ends at that resume, at cms_range_keep or at the free. Declarations merge and
+    /// split by range. No CUDA call. Thread safety: Thread-safe; takes the region's lock (waits for
+    /// a pause or resume of it in progress). (since 1.2)
+    pub fn cms_range_discard(ctx: *mut cms_context, ptr: u64, size: u64) -> cms_status;
+
+    /// Ends the cms_range_discard declarations over [ptr, ptr + size) (a declaration covering more
+    /// keeps the rest). No CUDA call. Thread safety: Thread-safe; takes the region's lock. (since
+    /// 1.2)
+    pub fn cms_range_keep(ctx: *mut cms_context, ptr: u64, size: u64) -> cms_status;
 }

@@ -442,9 +442,11 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
         ("cms_context_progress_set", cms_context_progress_set as *const () as usize),
         ("cms_region_stats_get", cms_region_stats_get as *const () as usize),
         ("cms_region_list", cms_region_list as *const () as usize),
+        ("cms_range_discard", cms_range_discard as *const () as usize),
+        ("cms_range_keep", cms_range_keep as *const () as usize),
     ]
 }
 
 pub const STRUCT_COUNT: usize = 15;
 pub const CONST_COUNT: usize = 73;
-pub const FUNCTION_COUNT: usize = 52;
+pub const FUNCTION_COUNT: usize = 54;
