@@ -386,6 +386,25 @@ class RegionInfo:
 
 
 @dataclass(frozen=True)
+class BackupInfo:
+    """Where an allocation's backup is (since 1.2: cms_backup_get). host: the address of its
+    byte 0 in host memory (None for Policy.DISK: use Context.backup_read); valid until the
+    region's next pause, its next resume that does not retain, a free of the allocation,
+    Region.set_flags or the region's destroy. current: the region is paused and the backup
+    is the content (CMS_BACKUP_CURRENT); else it is a retained copy of the last pause."""
+
+    base: int
+    size: int
+    host: Optional[int]
+    policy: Union[Policy, int]
+    state: int  # CMS_BACKUP_CURRENT or CMS_BACKUP_RETAINED
+
+    @property
+    def current(self) -> bool:
+        return self.state == L.CMS_BACKUP_CURRENT
+
+
+@dataclass(frozen=True)
 class RegionStats:
     """Identity and cumulative counters of a region (since 1.2: cms_region_stats)."""
 
@@ -824,6 +843,27 @@ class Context:
             state=_enum_or_int(State, info.state),
         )
 
+    def backup(self, ptr: int) -> BackupInfo:
+        """Where the backup of the allocation containing ptr is (cms_backup_get, since 1.2).
+        Raises NotFound, NotSupported (DISCARD, ZERO), NotPaused (no backup now)."""
+        info = L.init_struct(L.cms_backup_info)
+        _call("cms_backup_get", self._h(), _u64(ptr, "ptr"), ctypes.byref(info))
+        return BackupInfo(
+            base=info.base,
+            size=info.size,
+            host=info.host or None,
+            policy=_enum_or_int(Policy, info.policy),
+            state=info.state,
+        )
+
+    def backup_read(self, ptr: int, length: int) -> bytes:
+        """length bytes of the backup of the allocation containing ptr, from the byte that
+        backs ptr (cms_backup_read, since 1.2; HOST or DISK)."""
+        n = _u64(length, "length")
+        buf = ctypes.create_string_buffer(max(n, 1))
+        _call("cms_backup_read", self._h(), _u64(ptr, "ptr"), buf, n)
+        return buf.raw[:n]
+
     def device_memory_info(self, device: int = 0) -> DeviceMemoryInfo:
         """The driver's free/total bytes on device (cuMemGetInfo)."""
         free, total = ctypes.c_uint64(), ctypes.c_uint64()
@@ -895,6 +935,13 @@ class Region:
         bit mask (int); empty / 0: only the region's own device."""
         mask = devices if isinstance(devices, int) else sum(1 << _i32(d, "device") for d in devices)
         _call("cms_region_peer_devices_set", self._h(), _u64(mask, "devices"))
+
+    def set_flags(self, mask: int, flags: int) -> None:
+        """Sets the retention flags selected by mask to their values in flags
+        (cms_region_flags_set, since 1.2): CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE.
+        On an active region, asking to keep less gives the kept backups back now. Raises
+        InvalidArgument (another bit), RegionPaused (HOST_PAGEABLE changed while paused)."""
+        _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))
 
     def set_disk_dir(self, directory: Optional[PathLike]) -> None:
         """Chooses the directory where this Policy.DISK region keeps its content while paused

@@ -37,6 +37,18 @@ def hook_region_push(region: Region) -> None:
     _call("cms_hook_region_push", region._h())
 
 
+def hook_region_default_set(device: int, region: Optional[Region]) -> None:
+    """Makes region (None: none) device's default region for hooked allocations of threads
+    without an active region (cms_hook_region_default_set, since 1.2); cleared by the
+    region's destroy and by every cms_hook_context_set."""
+    _call("cms_hook_region_default_set", _i32(device, "device"), None if region is None else region._h())
+
+
+def hook_region_default(device: int) -> Optional[int]:
+    """The raw handle of device's default region (cms_hook_region_default), or None."""
+    return L.lib().cms_hook_region_default(_i32(device, "device")) or None
+
+
 def hook_region_pop() -> None:
     """Removes the calling thread's top active region; raises NotFound when none."""
     _call("cms_hook_region_pop")
@@ -129,6 +141,19 @@ class HookContext:
         handle = hook_region_current()
         return None if handle is None else Region(self.context, handle)
 
+    def set_default_region(self, device: int, region: Optional[Region]) -> None:
+        """Makes region (of this context, on device) the device's default for threads with
+        no active region; None clears it (cms_hook_region_default_set, since 1.2)."""
+        if region is not None and region.context is not self.context:
+            raise ValueError("the region belongs to another context than the hook context")
+        hook_region_default_set(device, region)
+
+    def default_region(self, device: int) -> Optional[Region]:
+        """The device's default region, or None (cms_hook_region_default)."""
+        self.context  # raises ValueError once closed
+        handle = hook_region_default(device)
+        return None if handle is None else Region(self.context, handle)
+
     def alloc(self, size: int, device: int = -1) -> int:
         """hook_alloc (cms_hook_alloc) while this hook context is set."""
         self.context  # raises ValueError once closed
@@ -145,6 +170,8 @@ __all__ = [
     "hook_alloc",
     "hook_free",
     "hook_region_current",
+    "hook_region_default",
+    "hook_region_default_set",
     "hook_region_pop",
     "hook_region_push",
     "torch_alloc",
