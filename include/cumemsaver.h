@@ -474,6 +474,12 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * CMS_ERR_OUT_OF_DEVICE_MEMORY).
  */
 #define CMS_REGION_GUARD 0x10ull
+/*
+ * Region flag (since 1.2): HOST backups in pageable host memory (anonymous
+ * mmap, never page-locked); copies go through the library's pinned staging
+ * buffers. Changeable between cycles with cms_region_flags_set.
+ */
+#define CMS_REGION_HOST_PAGEABLE 0x20ull
 
 /*
  * Handle types of a region's physical allocations (cms_region_info.handle_types,
@@ -728,6 +734,37 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  */
 CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
 
+/*
+ * cms_region_flags_set (since 1.2) - changes the region's retention flags
+ * between cycles: sets the flags selected by mask to their values in flags.
+ * Changeable: CMS_REGION_RELEASE_HOST and CMS_REGION_HOST_PAGEABLE. A change
+ * takes effect from the next pause or resume: CMS_REGION_RELEASE_HOST set on
+ * a paused region applies at its resume (which then gives the backups back);
+ * set on an active region, it gives back now what the region keeps from its
+ * last pause (host backup buffers, as a resume with the flag does; a DISK
+ * region's file space). Changing CMS_REGION_HOST_PAGEABLE on an active region
+ * gives its kept host buffers back now (the next pause makes them anew, of
+ * the new kind); on a paused one it is refused. Clearing
+ * CMS_REGION_RELEASE_HOST makes later resumes keep the backups.
+ * cms_region_info.flags reports the flags. A host buffer whose
+ * cuMemHostUnregister fails is kept (logged) until a later resume or free, as
+ * after a resume with CMS_REGION_RELEASE_HOST; the call still succeeds.
+ *   mask:  the flags to change; only the two above.
+ *   flags: their new values; no bit outside mask.
+ * Threads: thread-safe; takes the region's lock (waits for a pause, resume or
+ * swap of it in progress); must not run concurrently with cms_region_destroy
+ * of the region.
+ * CUDA: cuStreamSynchronize (an asynchronous restore still in flight, before
+ * anything is given back), cuMemHostUnregister (buffers given back).
+ * Returns (on failure nothing changed):
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: region is NULL; mask has a bit other than the
+ *     changeable ones; flags has a bit outside mask.
+ *   CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change on a paused region.
+ *   driver statuses: waiting for an asynchronous restore failed.
+ */
+CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint64_t flags);
+
 /* ---- Allocations ----------------------------------------------------------- */
 
 /*
@@ -874,6 +911,84 @@ CMS_API cms_status cms_range_discard(cms_context *ctx, uint64_t ptr, uint64_t si
  *   CMS_ERR_FORKED: ctx was created in the parent of a fork.
  */
 CMS_API cms_status cms_range_keep(cms_context *ctx, uint64_t ptr, uint64_t size);
+/* cms_backup_info.state (since 1.2) */
+#define CMS_BACKUP_CURRENT 0u  /* region paused: the backup IS the allocation's content */
+#define CMS_BACKUP_RETAINED 1u /* region active: kept by retention, content of the last pause */
+
+/* Where an allocation's backup is (cms_backup_get, since 1.2). */
+typedef struct cms_backup_info {
+	size_t struct_size; /* sizeof(cms_backup_info), set by the caller */
+	uint64_t base;	    /* the allocation's base (device virtual address) */
+	uint64_t size;	    /* the allocation's size in bytes = the backup's size */
+	/*
+	 * Host address of the backup's byte 0: host + (ptr - base) is the byte
+	 * of ptr. NULL when the backup is not in host memory (CMS_POLICY_DISK:
+	 * use cms_backup_read).
+	 */
+	void *host;
+	uint32_t policy; /* the region's CMS_POLICY_* */
+	uint32_t state;	 /* CMS_BACKUP_* */
+} cms_backup_info;
+
+/*
+ * cms_backup_get (since 1.2) - where the backup of the allocation containing
+ * ptr is: the bytes a HOST or DISK region's pause copied out of it. While the
+ * region is paused the backup is the allocation's content
+ * (CMS_BACKUP_CURRENT); while it is active, a backup kept by retention (a
+ * region without CMS_REGION_RELEASE_HOST keeps its buffers and file space
+ * from one cycle to the next) holds the content as of the last pause
+ * (CMS_BACKUP_RETAINED; after a failed pause, possibly partly that pause's).
+ * The backup keeps the allocation's byte offsets whatever the store's
+ * packing. A HOST backup is readable in place at info->host; a DISK one only
+ * with cms_backup_read.
+ *   ptr:  any address inside a live allocation of ctx (not only its base).
+ *   info: struct_size set by the caller; written up to it (on CMS_OK only).
+ * Ownership: info->host points into the region's buffer, owned by the
+ * library: valid until the region's next pause, its next resume that does
+ * not retain, a cms_free of the allocation, cms_region_flags_set, or the
+ * region's destroy; the caller orders those after its reads. Reads only:
+ * writing through it changes what a resume restores (while paused) or what
+ * nothing reads (while active).
+ * Threads: thread-safe; takes the context's lock briefly and the region's
+ * lock (waits for a pause, resume or swap of it in progress).
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx or info is NULL.
+ *   CMS_ERR_STRUCT_SIZE: info->struct_size.
+ *   CMS_ERR_NOT_FOUND: ptr is in no allocation of ctx.
+ *   CMS_ERR_NOT_SUPPORTED: the region's policy keeps no content
+ *     (CMS_POLICY_DISCARD, CMS_POLICY_ZERO).
+ *   CMS_ERR_NOT_PAUSED: the allocation has no backup now (the region is
+ *     active and keeps none: never paused since the allocation was made, or
+ *     CMS_REGION_RELEASE_HOST gave it back).
+ */
+CMS_API cms_status cms_backup_get(cms_context *ctx, uint64_t ptr, cms_backup_info *info);
+
+/*
+ * cms_backup_read (since 1.2) - copies len bytes of the backup (see
+ * cms_backup_get) of the allocation containing ptr, starting at the byte
+ * that backs ptr, into buf: memcpy from a HOST buffer, pread from a DISK
+ * region's file (through an aligned bounce buffer when the file is opened
+ * with O_DIRECT; the file's mode does not change).
+ *   ptr: any address inside a live allocation of ctx; ptr + len must not
+ *        pass the allocation's end.
+ *   buf: len bytes, the caller's; len 0 copies nothing (the other checks
+ *        still apply).
+ * Threads: thread-safe; takes the context's lock briefly and the region's
+ * lock for the whole copy (a pause, resume or swap of the region waits).
+ * CUDA: none (the file system for DISK).
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx or buf is NULL; ptr + len passes the end
+ *     of the allocation.
+ *   CMS_ERR_NOT_FOUND: ptr is in no allocation of ctx.
+ *   CMS_ERR_NOT_SUPPORTED: the region's policy keeps no content.
+ *   CMS_ERR_NOT_PAUSED: the allocation has no backup now.
+ *   CMS_ERR_IO, CMS_ERR_OUT_OF_HOST_MEMORY: reading the DISK file failed
+ *     (the message names the file and errno); buf is then undefined.
+ */
+CMS_API cms_status cms_backup_read(cms_context *ctx, uint64_t ptr, void *buf, uint64_t len);
 
 /* ---- Pause and resume ------------------------------------------------------ */
 

@@ -92,11 +92,53 @@ CMS_API cms_status cms_hook_region_pop(void);
 CMS_API cms_region *cms_hook_region_current(void);
 
 /*
+ * cms_hook_region_default_set (since 1.2) - makes region the default region
+ * of device for hooked allocations: cms_hook_alloc (so the preload's
+ * cudaMalloc and cms_torch_alloc) on a thread with no active region
+ * (cms_hook_region_push) allocates on device in it. This puts a whole
+ * process's allocations on a device into one region without a push on each
+ * thread. A thread's active region, when it has one, comes first.
+ *   device: CUDA device ordinal, 0 <= device < 64.
+ *   region: a live region of the hook context on device; NULL clears the
+ *           device's default.
+ * Ownership: region is borrowed. The default is cleared when the region is
+ * destroyed (cms_region_destroy, cms_context_destroy) and by every
+ * cms_hook_context_set (all devices' defaults, also when the same context is
+ * set again), so it never names a destroyed region.
+ * Threads: thread-safe, also against a concurrent destroy of the region: the
+ * region is looked up among the hook context's live regions (under its lock)
+ * before it is touched, so it is either refused or set and then cleared by
+ * the destroy; takes the hook context's lock briefly.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: device is out of range; no hook context is set
+ *     (with a non-NULL region); the region belongs to another context, is on
+ *     another device or was destroyed.
+ *   CMS_ERR_FORKED: the hook context was created before a fork().
+ */
+CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *region);
+
+/*
+ * cms_hook_region_default (since 1.2) - the default region of device
+ * (cms_hook_region_default_set).
+ * Ownership: borrowed (owned by its context); a concurrent destroy may free
+ * it after the call returns: use it only where the caller orders it before
+ * such a destroy.
+ * Threads: thread-safe; takes the hook context's lock briefly. CUDA: none.
+ * Returns: the region, or NULL when the device has none, device is out of
+ * range, no hook context is set, or in a child after fork(); never fails.
+ */
+CMS_API cms_region *cms_hook_region_default(int32_t device);
+
+/*
  * cms_hook_alloc - allocates size bytes with cms_alloc in the calling
- * thread's active region.
+ * thread's active region or, when the thread has none (since 1.2), in the
+ * default region of device (cms_hook_region_default_set).
  *   size:   bytes, > 0.
  *   device: the CUDA device ordinal the memory must be on (the active region's
- *           device); negative: any.
+ *           device); negative: any (with no active region: no default region
+ *           applies, CMS_ERR_NOT_FOUND).
  *   ptr:    receives the device pointer; 0 on failure.
  * Ownership: the allocation belongs to the region until cms_hook_free /
  * cms_free (or the region's or context's destroy).
@@ -105,7 +147,8 @@ CMS_API cms_region *cms_hook_region_current(void);
  * cuMemSetAccess).
  * Returns:
  *   CMS_OK
- *   CMS_ERR_NOT_FOUND: no region is active on this thread (not ours to serve).
+ *   CMS_ERR_NOT_FOUND: no region is active on this thread and device has no
+ *     default region (not ours to serve).
  *   CMS_ERR_INVALID_DEVICE: the active region is on another device.
  *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; size is 0; no hook context is set;
  *     the active region was destroyed or is not in the hook context.
@@ -147,7 +190,8 @@ CMS_API cms_status cms_hook_free(void *ptr);
 /*
  * cms_torch_alloc - PyTorch CUDAPluggableAllocator allocation entry point
  * (signature fixed by PyTorch): cms_hook_alloc of size bytes on device
- * ordinal device.
+ * ordinal device (in the thread's active region, else in the device's default
+ * region).
  *   size:   bytes, > 0.
  *   device: CUDA device ordinal, >= 0; must be the active region's.
  *   stream: ignored (the memory is usable from any stream).
@@ -155,9 +199,9 @@ CMS_API cms_status cms_hook_free(void *ptr);
  * Threads: thread-safe.
  * CUDA: as cms_alloc.
  * Returns: the device pointer, or NULL (PyTorch then reports out-of-memory)
- * when no region is active, size <= 0, device < 0 or differs from the
- * region's, the region is paused or destroyed, or the allocation fails; the
- * reason is in cms_last_error().
+ * when no region is active and the device has no default region, size <= 0, device < 0 or differs
+ * from the region's, the region is paused or destroyed, or the allocation fails; the reason is in
+ * cms_last_error().
  */
 CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream);
 

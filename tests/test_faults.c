@@ -550,6 +550,85 @@ START_TEST(free_sweep)
 }
 END_TEST
 
+/*
+ * cms_region_flags_set giving a retaining HOST region's buffers back (since 1.2), after a
+ * plain (_i 0) or an asynchronous (_i 1: its copies are waited for first) resume, with each
+ * driver call failed in turn: a failed wait changes nothing (flags, buffers); a failed
+ * cuMemHostUnregister keeps that buffer, page-locked and counted, with the flag set; either
+ * way the content survives and the next releasing resume gives everything back.
+ */
+START_TEST(flags_set_sweep)
+{
+	const struct t_sim *sim = t_sim();
+	cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+	unsigned points = 0, absorbed = 0, kept = 0;
+	uint64_t calls, i;
+	cms_region_info ri;
+	cms_status st;
+	struct fixture f;
+	cmssim_counters c0;
+
+	ro.flags = _i ? CMS_RESUME_ASYNC : 0;
+	setup(&f, CMS_POLICY_HOST, 0, 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_ok(cms_region_resume(f.r[0], &ro, NULL));
+	calls = sim->call_count();
+	ck_ok(cms_region_flags_set(f.r[0], CMS_REGION_RELEASE_HOST, CMS_REGION_RELEASE_HOST));
+	calls = sim->call_count() - calls;
+	ck_assert_uint_gt(calls, 0);
+	ck_ok(cms_context_destroy(f.ctx));
+	for (i = 1; i <= calls; i++) {
+		setup(&f, CMS_POLICY_HOST, 0, 0);
+		ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+		/* Read before the resume: an info call may find the async copies done. */
+		ri = (cms_region_info){ .struct_size = sizeof(ri) };
+		ck_ok(cms_region_info_get(f.r[0], &ri));
+		ck_ok(cms_region_resume(f.r[0], &ro, NULL));
+		c0 = t_counters();
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		st = cms_region_flags_set(f.r[0], CMS_REGION_RELEASE_HOST, CMS_REGION_RELEASE_HOST);
+		ck_assert_int_eq(sim->armed_faults(), 0);
+		points++;
+		pinned_matches(&f, "flags_set");
+		{
+			cms_region_info now = { .struct_size = sizeof(now) };
+			cmssim_counters c1 = t_counters();
+
+			ck_ok(cms_region_info_get(f.r[0], &now));
+			if (st == CMS_OK) { /* a buffer that could not be unregistered stays */
+				absorbed++;
+				ck_assert_uint_le(c1.host_buffers, c0.host_buffers);
+				ck_assert_uint_eq(now.flags, CMS_REGION_RELEASE_HOST);
+				ck_assert_uint_le(now.host_bytes, ri.host_bytes);
+				/* kept: page-locked still (never unmapped so), freed by the resume
+				 */
+				kept += now.host_bytes > 0;
+				ck_assert_uint_eq(now.pinned_bytes, now.host_bytes);
+			} else { /* nothing changed */
+				same_counts(&c0, &c1, "failed flags_set");
+				ck_assert_uint_eq(now.flags, 0);
+				ck_assert_uint_eq(now.host_bytes, ri.host_bytes);
+				ck_assert_uint_eq(now.pinned_bytes, ri.pinned_bytes);
+				ck_ok(cms_region_flags_set(f.r[0], CMS_REGION_RELEASE_HOST,
+							   CMS_REGION_RELEASE_HOST));
+			}
+		}
+		check_content(&f, 0);
+		ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+		ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+		check_content(&f, 0);
+		ri = (cms_region_info){ .struct_size = sizeof(ri) };
+		ck_ok(cms_region_info_get(f.r[0], &ri));
+		ck_assert_uint_eq(ri.host_bytes, 0);
+		ck_ok(cms_context_destroy(f.ctx));
+		ck_assert_uint_eq(t_counters().host_registered_bytes, 0);
+	}
+	ck_assert_uint_gt(kept, 0); /* the sweep reached cuMemHostUnregister */
+	printf("fault sweep: flags_set after a%s resume: %u points (%u absorbed, %u kept)\n",
+	       _i ? "n async" : "", points, absorbed, kept);
+}
+END_TEST
+
 /* Destroys a region (policy x state) with each driver call failed in turn; a retry finishes. */
 START_TEST(destroy_sweep)
 {
@@ -1026,6 +1105,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, destroy_sweep_guarded, 0, 6);
 	tcase_add_loop_test(tc, pause_sweep_declared, 0, 3); /* separate, cycled, coalesced */
 	tcase_add_loop_test(tc, resume_sweep_declared, 0, 3);
+	tcase_add_loop_test(tc, flags_set_sweep, 0, 2); /* after a plain, an async resume */
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, out_of_memory_on_resume);
 	suite_add_tcase(s, tc);

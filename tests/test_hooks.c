@@ -3,7 +3,7 @@
  * test_hooks.c - the allocator hooks (since 1.1): hook context, per-thread
  * region stack, and PyTorch's pluggable-allocator entry points, called the
  * way PyTorch calls them (allocation on the region's thread, frees from any
- * thread).
+ * thread), and the default regions of devices (since 1.2).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -524,6 +524,238 @@ START_TEST(retired_address_reused_by_others_is_not_ours)
 }
 END_TEST
 
+/* ---- default regions (since 1.2) ---- */
+
+static cms_region *region_of(cms_context *ctx, uint64_t p)
+{
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+
+	ck_ok(cms_pointer_info_get(ctx, p, &pi));
+	return pi.region;
+}
+
+/* A thread with no active region allocates in its device's default region; a pushed region
+ * comes first; another device, or none given, is not served. */
+START_TEST(default_region_serves_threads_without_one)
+{
+	cms_context *ctx = t_ctx(), *other = t_ctx();
+	cms_region *r = t_region(ctx, "all", 0, CMS_POLICY_DISCARD);
+	cms_region *top = t_region(ctx, "top", 0, CMS_POLICY_DISCARD);
+	cms_region *foreign = t_region(other, "x", 0, CMS_POLICY_DISCARD);
+	uint64_t p = 1;
+	void *tp;
+
+	/* No hook context: nothing to set; clearing is fine. */
+	ck_status(cms_hook_region_default_set(0, r), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_hook_region_default_set(0, NULL));
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_ok(cms_hook_context_set(ctx));
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_NOT_FOUND); /* no default yet */
+	ck_assert_uint_eq(p, 0);
+	ck_status(cms_hook_region_default_set(-1, r), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_set(64, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_set(1, r), CMS_ERR_INVALID_ARGUMENT); /* on device 0 */
+	ck_status(cms_hook_region_default_set(0, foreign), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_assert_ptr_null(cms_hook_region_default(-1));
+	ck_assert_ptr_null(cms_hook_region_default(64));
+
+	ck_ok(cms_hook_region_default_set(0, r));
+	ck_assert_ptr_eq(cms_hook_region_default(0), r);
+	ck_assert_ptr_null(cms_hook_region_default(1));
+	ck_ok(cms_hook_alloc(MiB, 0, &p));
+	ck_assert_ptr_eq(region_of(ctx, p), r);
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	tp = cms_torch_alloc((ssize_t)MiB, 0, NULL);
+	ck_assert_ptr_nonnull(tp);
+	ck_assert_ptr_eq(region_of(ctx, (uint64_t)(uintptr_t)tp), r);
+	cms_torch_free(tp, (ssize_t)MiB, 0, NULL);
+	ck_status(cms_hook_alloc(MiB, 1, &p), CMS_ERR_NOT_FOUND);  /* device 1 has none */
+	ck_status(cms_hook_alloc(MiB, -1, &p), CMS_ERR_NOT_FOUND); /* no device: none */
+	ck_status(cms_hook_alloc(0, 0, &p), CMS_ERR_INVALID_ARGUMENT);
+
+	/* The thread's own region first. */
+	ck_ok(cms_hook_region_push(top));
+	ck_ok(cms_hook_alloc(MiB, 0, &p));
+	ck_assert_ptr_eq(region_of(ctx, p), top);
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	ck_ok(cms_hook_region_pop());
+
+	/* A paused default refuses, as cms_alloc does. */
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_PAUSED);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+
+	ck_ok(cms_hook_region_default_set(0, NULL));
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(other));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static void *thread_allocates_in_default(void *arg)
+{
+	uint64_t p = 0;
+
+	if (cms_hook_alloc(MiB, 0, &p) || region_of(arg, p) != cms_hook_region_default(0))
+		return (void *)1;
+	return (void *)(uintptr_t)p;
+}
+
+/* Every thread without a region uses the default; a destroy and cms_hook_context_set clear
+ * it. */
+START_TEST(default_region_cleared_by_destroy_and_context_set)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "all", 0, CMS_POLICY_DISCARD);
+	uint64_t p = 0;
+	pthread_t th;
+	void *ret;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_default_set(0, r));
+	ck_assert_int_eq(pthread_create(&th, NULL, thread_allocates_in_default, ctx), 0);
+	ck_assert_int_eq(pthread_join(th, &ret), 0);
+	ck_assert_ptr_ne(ret, (void *)1);
+	ck_ok(cms_free(ctx, (uint64_t)(uintptr_t)ret));
+
+	ck_ok(cms_region_destroy(r));
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_NOT_FOUND);
+	ck_status(cms_hook_region_default_set(0, r = t_region(ctx, "all", 0, CMS_POLICY_DISCARD)),
+		  CMS_OK);
+	ck_assert_ptr_eq(cms_hook_region_default(0), r);
+	ck_ok(cms_hook_context_set(ctx)); /* the same context again: cleared all the same */
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_hook_region_default_set(0, r));
+	ck_ok(cms_hook_context_set(NULL));
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_ok(cms_hook_context_set(ctx));
+	ck_assert_ptr_null(cms_hook_region_default(0)); /* not back with its context */
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+struct default_race {
+	cms_region *region;
+	atomic_int go, stop, bad;
+};
+
+/* Allocates and frees through the default region until told to stop. */
+static void *default_alloc_loop(void *arg)
+{
+	struct default_race *dr = arg;
+	uint64_t p = 0;
+
+	while (!atomic_load(&dr->stop)) {
+		cms_status st = cms_hook_alloc(256 * 1024, 0, &p);
+
+		if (!st)
+			cms_hook_free((void *)(uintptr_t)p); /* ours, or retired by the destroy */
+		else if (st != CMS_ERR_NOT_FOUND && st != CMS_ERR_INVALID_ARGUMENT)
+			atomic_store(&dr->bad, st);
+		atomic_store(&dr->go, 1);
+	}
+	return NULL;
+}
+
+/* Sets the region as the default until told to stop: OK while it lives, refused after. */
+static void *default_set_loop(void *arg)
+{
+	struct default_race *dr = arg;
+
+	while (!atomic_load(&dr->stop)) {
+		cms_status st = cms_hook_region_default_set(0, dr->region);
+
+		if (st && st != CMS_ERR_INVALID_ARGUMENT)
+			atomic_store(&dr->bad, st);
+		atomic_store(&dr->go, 1);
+		if (st)
+			break; /* destroyed: the handle must not be used any more */
+	}
+	return NULL;
+}
+
+/* A default region destroyed while hooked allocations use it and another thread sets it
+ * again: no allocation lands in a dead region, none touches a freed one (ASan, TSan), and no
+ * default is left naming it. */
+START_TEST(default_region_destroy_races)
+{
+	cms_context *ctx = t_ctx();
+	int i;
+
+	ck_ok(cms_hook_context_set(ctx));
+	for (i = 0; i < 100; i++) {
+		struct default_race dr = { .region = t_region(ctx, "all", 0, CMS_POLICY_DISCARD) };
+		pthread_t a, s;
+
+		ck_ok(cms_hook_region_default_set(0, dr.region));
+		ck_assert_int_eq(pthread_create(&a, NULL, default_alloc_loop, &dr), 0);
+		ck_assert_int_eq(pthread_create(&s, NULL, default_set_loop, &dr), 0);
+		while (!atomic_load(&dr.go))
+			sched_yield();
+		ck_ok(cms_region_destroy(dr.region));
+		ck_assert_int_eq(pthread_join(s, NULL), 0); /* it stops once refused */
+		ck_assert_ptr_null(cms_hook_region_default(0));
+		atomic_store(&dr.stop, 1);
+		ck_assert_int_eq(pthread_join(a, NULL), 0);
+		ck_assert_int_eq(atomic_load(&dr.bad), 0);
+	}
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) { /* nothing allocated into a destroyed region is left behind */
+		cmssim_counters c = t_counters();
+
+		ck_assert_uint_eq(c.mappings, 0);
+		ck_assert_uint_eq(c.handles, 0);
+		ck_assert_uint_eq(c.reservations, 0);
+	}
+}
+END_TEST
+
+/* cms_hook_context_set racing a default_set of a call that entered before it: the default
+ * it writes is stale at once (never seen under the new context). */
+static void *default_set_forever(void *arg)
+{
+	struct default_race *dr = arg;
+
+	while (!atomic_load(&dr->stop)) {
+		cms_status st = cms_hook_region_default_set(0, dr->region);
+
+		if (st && st != CMS_ERR_INVALID_ARGUMENT) /* no hook context for a moment */
+			atomic_store(&dr->bad, st);
+		atomic_store(&dr->go, 1);
+	}
+	return NULL;
+}
+
+START_TEST(default_region_context_set_races)
+{
+	cms_context *ctx = t_ctx();
+	struct default_race dr = { .region = t_region(ctx, "all", 0, CMS_POLICY_DISCARD) };
+	pthread_t s;
+	int i;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_assert_int_eq(pthread_create(&s, NULL, default_set_forever, &dr), 0);
+	while (!atomic_load(&dr.go))
+		sched_yield();
+	for (i = 0; i < 2000; i++)
+		ck_ok(cms_hook_context_set(i % 2 ? ctx : NULL));
+	atomic_store(&dr.stop, 1);
+	ck_assert_int_eq(pthread_join(s, NULL), 0);
+	ck_assert_int_eq(atomic_load(&dr.bad), 0);
+	ck_ok(cms_hook_context_set(ctx));
+	ck_assert_ptr_null(cms_hook_region_default(0)); /* whatever the thread set is gone */
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hooks");
@@ -541,6 +773,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, context_set_returns_under_steady_traffic);
 	tcase_add_test(tc, child_clears_hook_context_forked_under_traffic);
 	tcase_add_test(tc, retired_address_reused_by_others_is_not_ours);
+	tcase_add_test(tc, default_region_serves_threads_without_one);
+	tcase_add_test(tc, default_region_cleared_by_destroy_and_context_set);
+	tcase_add_test(tc, default_region_destroy_races);
+	tcase_add_test(tc, default_region_context_set_races);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -142,6 +142,35 @@ static void region_put(cms_context *ctx, cms_region *r)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* A hooked allocation of a thread without an active region: in device's default region of
+ * the hook context, if it has one (cms_hook_region_default_set). */
+static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
+{
+	struct cms_region *r = NULL;
+	cms_context *ctx;
+	unsigned ticket;
+	cms_status st;
+
+	ctx = cms_hookctx_enter(&ticket);
+	/* A forked child has none (the parent's are not its own): its lock is not taken. */
+	if (ctx && !cms_check_fork(ctx) && device >= 0 && device < CMS_MAX_DEVICES)
+		r = cms_hook_default_get(ctx, ticket, device, true);
+	st = CMS_OK;
+	if (!r)
+		st = cms_set_error(CMS_ERR_NOT_FOUND,
+				   "no region is active on this thread and device %d has no "
+				   "default region",
+				   (int)device);
+	if (!st && !size)
+		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
+	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */
+		st = cms_alloc(r, size, ptr);
+	if (r)
+		region_put(ctx, r);
+	cms_hookctx_leave(ticket);
+	return st;
+}
+
 CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 {
 	struct hook_entry e;
@@ -154,7 +183,7 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	*ptr = 0;
 	hook_tls_check();
 	if (!hook_tls.depth)
-		return cms_set_error(CMS_ERR_NOT_FOUND, "no region is active on this thread");
+		return default_alloc(size, device, ptr);
 	if (!size)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	e = hook_tls.stack[hook_tls.depth - 1];
@@ -176,6 +205,46 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	region_put(ctx, e.region);
 	cms_hookctx_leave(ticket);
 	return st;
+}
+
+CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *region)
+{
+	cms_context *ctx;
+	unsigned ticket;
+	cms_status st;
+
+	if (device < 0 || device >= CMS_MAX_DEVICES)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "device %d", (int)device);
+	ctx = cms_hookctx_enter(&ticket);
+	if (!ctx) {
+		cms_hookctx_leave(ticket);
+		if (!region)
+			return CMS_OK; /* no hook context: no default to clear */
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "no hook context: call cms_hook_context_set first");
+	}
+	st = cms_check_fork(ctx);
+	/* Looks region up in the context's list under its lock before touching it: a region
+	 * of another context, or one destroyed meanwhile, is refused unread. */
+	if (!st)
+		st = cms_hook_default_set(ctx, ticket, device, region);
+	cms_hookctx_leave(ticket);
+	return st;
+}
+
+CMS_API cms_region *cms_hook_region_default(int32_t device)
+{
+	struct cms_region *r = NULL;
+	cms_context *ctx;
+	unsigned ticket;
+
+	if (device < 0 || device >= CMS_MAX_DEVICES)
+		return NULL;
+	ctx = cms_hookctx_enter(&ticket);
+	if (ctx && !cms_check_fork(ctx))
+		r = cms_hook_default_get(ctx, ticket, device, false);
+	cms_hookctx_leave(ticket);
+	return r;
 }
 
 CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream)

@@ -5,7 +5,9 @@
  * allocator hooks.
  *
  * cudaMalloc on a thread with an active region (cms_hook_region_push) is
- * served by cms_alloc in that region; every other call goes to the real
+ * served by cms_alloc in that region, on a thread without one by the default
+ * region of the runtime's current device if it has one
+ * (cms_hook_region_default_set, since 1.2); every other call goes to the real
  * function. cudaFree of a pointer of the hook context goes to cms_free; any
  * other pointer (and NULL, which programs use to create the runtime's
  * context) goes to the real function.
@@ -123,15 +125,18 @@ CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size)
 {
 	uint64_t dptr = 0;
 	cms_status st;
+	int dev = -1;
 
-	if (!cms_hook_region_current())
+	/* Ours with an active region, else with a default region for the thread's device. */
+	if (!cms_hook_region_current() &&
+	    ((dev = rt_device()) < 0 || !cms_hook_region_default(dev)))
 		return real_cuda_malloc(ptr, size);
 	if (!ptr)
 		return RT_INVALID_VALUE;
 	*ptr = NULL;
 	if (!size)
 		return RT_SUCCESS; /* the runtime's answer to a 0-byte request */
-	st = cms_hook_alloc(size, rt_device(), &dptr);
+	st = cms_hook_alloc(size, dev >= 0 ? dev : rt_device(), &dptr);
 	switch (st) {
 	case CMS_OK:
 		*ptr = (void *)(uintptr_t)dptr;

@@ -203,6 +203,7 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 		else
 			ctx->regions_tail = r->prev;
 		r->dead = true;
+		cms_hook_default_drop_locked(ctx, r); /* no default names it from now on */
 		pthread_mutex_unlock(&ctx->lock);
 		cms_arena_drop_all(r);	   /* none left unless bookkeeping failed (arena.c) */
 		cms_store_region_close(r); /* a file's space goes back now */

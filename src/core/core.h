@@ -272,6 +272,10 @@ struct cms_context {
 	void *progress_user;
 	pthread_mutex_t cleanup_lock; /* cleanups (cleanup.c); a leaf lock */
 	struct cms_cleanup *cleanups; /* driver cleanups that failed, tried again later */
+	/* Default region of each device for hooked allocations (hookctx.c; since 1.2), valid
+	 * only in hook generation hook_default_gen[d]; under lock. */
+	struct cms_region *hook_default[CMS_MAX_DEVICES];
+	unsigned hook_default_gen[CMS_MAX_DEVICES];
 };
 
 /* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
@@ -355,7 +359,7 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
 
 /* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
 /* Loads the hook context for a caller that will use it, counting the caller in flight in the
- * current generation (*ticket); pair with cms_hookctx_leave(*ticket). */
+ * current generation (*ticket: that generation); pair with cms_hookctx_leave(*ticket). */
 cms_context *cms_hookctx_enter(unsigned *ticket);
 void cms_hookctx_leave(unsigned ticket);
 /* In a forked child: no hooked call is in flight (called by the atfork handler). */
@@ -376,6 +380,19 @@ void cms_hook_forget_context(cms_context *ctx);
 void cms_hook_retire(cms_context *ctx, uint64_t ptr);
 /* Forgets ptr as retired (its address is an allocation again). */
 void cms_hook_unretire(uint64_t ptr);
+/*
+ * Default regions of the hook context (cms_hook_region_default_set): ctx is the hook context
+ * a caller entered in generation ticket (cms_hookctx_enter). A default set in an earlier
+ * generation is none: replacing the hook context clears every default. Each takes ctx->lock.
+ */
+/* Makes r (NULL: none) device dev's default; CMS_ERR_INVALID_ARGUMENT if r is not a live
+ * region of ctx on dev. */
+cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
+				struct cms_region *r);
+/* Device dev's default region, or NULL; with ref, referenced (cms_region_unref_locked). */
+struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32_t dev, bool ref);
+/* r is being destroyed: it is no device's default any more (ctx->lock held). */
+void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
 
 /* ---- stats.c: cumulative counters of regions (their locks held) ---- */
 /* What one committed side of an engine call did to one region. */
@@ -390,6 +407,7 @@ void cms_counters_fail(struct cms_region **v, size_t n, cms_status st);
 /* Fills the stats of r (struct_size and every field of ours). */
 void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
 #define CMS_REGION_STATS_SIZE_VER0 sizeof(cms_region_stats) /* 1.2 */
+#define CMS_BACKUP_INFO_SIZE_VER0 sizeof(cms_backup_info)   /* 1.2 */
 
 /* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
 /* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */

@@ -14,7 +14,11 @@
  * CUDA runtime, was handed the freed address): that free is not ours, and
  * swallowing it would leak the other allocator's memory. Both live here,
  * below the API, because destroying a region or a context (api/) must update
- * them.
+ * them. So do the default regions of the hook context's devices (a region destroy
+ * drops its own), kept in the context under its lock and stamped with the generation they
+ * were set in: a replacement of the hook context bumps the generation, which clears them all
+ * at once (a default set by a call that entered before the bump is stale as soon as it is
+ * written).
  */
 #include <dlfcn.h>
 #include <sched.h>
@@ -59,7 +63,7 @@ cms_context *cms_hookctx_enter(unsigned *ticket)
 			break;
 		atomic_fetch_sub(&hook_inflight[g & 1], 1);
 	}
-	*ticket = g & 1;
+	*ticket = g;		       /* its parity names the counter */
 	return atomic_load(&hook_ctx); /* stored before the generation it is counted in began */
 }
 
@@ -203,4 +207,47 @@ void cms_hook_forget_context(cms_context *ctx)
 cms_context *cms_hookctx_peek(void)
 {
 	return atomic_load(&hook_ctx);
+}
+
+cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
+				struct cms_region *r)
+{
+	struct cms_region *it = NULL;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (r)
+		for (it = ctx->regions; it && it != r; it = it->next)
+			;
+	if (r && (!it || it->dead || it->device != dev)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "the region is not a live region of the hook context (it "
+				     "belongs to another context or was destroyed) on device %d",
+				     (int)dev);
+	}
+	ctx->hook_default[dev] = r;
+	ctx->hook_default_gen[dev] = ticket;
+	pthread_mutex_unlock(&ctx->lock);
+	return CMS_OK;
+}
+
+struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32_t dev, bool ref)
+{
+	struct cms_region *r;
+
+	pthread_mutex_lock(&ctx->lock);
+	r = ctx->hook_default_gen[dev] == ticket ? ctx->hook_default[dev] : NULL;
+	if (r && ref)
+		r->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+	return r;
+}
+
+void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r)
+{
+	int32_t d;
+
+	for (d = 0; d < CMS_MAX_DEVICES; d++)
+		if (ctx->hook_default[d] == r)
+			ctx->hook_default[d] = NULL;
 }

@@ -741,6 +741,78 @@ out_stage:
 	return st;
 }
 
+/* Paused: the saved slot; active: a slot kept from the last pause (the file keeps it). */
+static bool disk_backup_held(const struct cms_alloc *a, void **host)
+{
+	*host = NULL;
+	return a->disk_slot && a->region->disk &&
+	       (a->saved || a->region->state == CMS_STATE_ACTIVE);
+}
+
+#define READ_BOUNCE (1u << 20) /* bytes of an aligned buffer for reads through O_DIRECT */
+
+/* pread of up to len bytes at off, EINTR retried: bytes read (0 at the end), or -1 (errno). */
+static ssize_t read_some(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	do
+		n = pread(fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/*
+ * Copies len bytes of a's slot from offset off into buf: straight into buf from a buffered
+ * file, through an aligned buffer (whole CMS_DISK_ALIGN blocks) from an O_DIRECT one. The
+ * file's mode stays as it is.
+ */
+static cms_status disk_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len)
+{
+	struct cms_region *r = a->region;
+	struct cms_disk *d = r->disk;
+	uint64_t pos = a->disk_off + off, end = pos + len;
+	char *out = buf, *bounce = NULL;
+	cms_status st = CMS_OK;
+	int err = 0;
+
+	if (r->ctx->drv.io_hook)
+		err = r->ctx->drv.io_hook(2); /* CMSSIM_IO_READ */
+	if (!err && d->direct && !(bounce = aligned_alloc(CMS_DISK_ALIGN, READ_BOUNCE)))
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a read buffer");
+	while (!err && pos < end) {
+		uint64_t from = d->direct ? pos & ~(uint64_t)(CMS_DISK_ALIGN - 1) : pos;
+		uint64_t want = end - from, skip = pos - from;
+		ssize_t n;
+
+		if (d->direct && want > READ_BOUNCE)
+			want = READ_BOUNCE;
+		n = read_some(d->fd, d->direct ? bounce : out, d->direct ? align_up(want) : want,
+			      from);
+		if (n < 0 || (uint64_t)n <= skip) {
+			err = n < 0 ? errno : ENODATA; /* the file ends before the slot */
+			break;
+		}
+		if ((uint64_t)n - skip < want - skip)
+			want = (uint64_t)n;
+		if (d->direct)
+			memcpy(out, bounce + skip, want - skip);
+		out += want - skip;
+		pos += want - skip;
+	}
+	if (err)
+		st = io_error(r, false, len, a->disk_off + off, err);
+	free(bounce);
+	return st;
+}
+
+/* Empties active region r's file when asked for files (CMS_REGION_RELEASE_HOST). */
+static void disk_release_kept(struct cms_region *r, bool files)
+{
+	if (files)
+		disk_trim(r, true);
+}
+
 const struct cms_store_ops cms_store_disk = {
 	.name = "disk",
 	.save = disk_save,
@@ -752,4 +824,7 @@ const struct cms_store_ops cms_store_disk = {
 	.check = disk_check,
 	.dir_set = disk_dir_set,
 	.region_close = disk_region_close,
+	.backup_held = disk_backup_held,
+	.backup_read = disk_backup_read,
+	.release_kept = disk_release_kept,
 };

@@ -872,6 +872,43 @@ static void host_region_resumed(struct cms_region *r)
 		region_trim(r);
 }
 
+/* Paused: the saved slice; active: a slice kept by retention (content of the last pause). */
+static bool host_backup_held(const struct cms_alloc *a, void **host)
+{
+	bool held = a->backup && (a->saved || a->region->state == CMS_STATE_ACTIVE);
+
+	*host = held ? a->backup : NULL;
+	return held;
+}
+
+static cms_status host_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len)
+{
+	memcpy(buf, (const char *)a->backup + off, len);
+	return CMS_OK;
+}
+
+/* Gives back every slice of active region r, as a resume with CMS_REGION_RELEASE_HOST does. */
+static void host_release_kept(struct cms_region *r, bool files)
+{
+	struct cms_alloc *a;
+	size_t kept = 0;
+
+	(void)files;
+	for (a = r->allocs; a; a = a->next) {
+		if (!a->hostbuf)
+			continue;
+		if (backup_unpin(r->ctx, a))
+			kept++; /* never unmap page-locked memory */
+		else
+			slice_put(r->ctx, a);
+	}
+	region_trim(r);
+	if (kept)
+		cms_log(r->ctx, CMS_LOG_WARN,
+			"region \"%s\": %zu host backups stay until a later resume or free: %s",
+			r->tag, kept, cms_last_error());
+}
+
 const struct cms_store_ops cms_store_host = {
 	.name = "host",
 	.save = host_save,
@@ -884,4 +921,7 @@ const struct cms_store_ops cms_store_host = {
 	.forget = slice_put,
 	.forget_cancel = backup_repin,
 	.progress_bytes = host_progress_bytes,
+	.backup_held = host_backup_held,
+	.backup_read = host_backup_read,
+	.release_kept = host_release_kept,
 };

@@ -230,3 +230,35 @@ uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out)
 		return 0;
 	return (out ? a->mapped : a->saved) ? cms_span_live_bytes(a, 0, a->size) : 0;
 }
+
+cms_status cms_store_backup(const struct cms_alloc *a, void **host)
+{
+	const struct cms_store_ops *ops = cms_store_of(a->region);
+
+	*host = NULL;
+	if (!ops->backup_held)
+		return cms_set_error(CMS_ERR_NOT_SUPPORTED,
+				     "region \"%s\" has policy %s: it keeps no content",
+				     a->region->tag, ops->name);
+	if (!ops->backup_held(a, host))
+		return cms_set_error(CMS_ERR_NOT_PAUSED,
+				     "0x%llx has no backup now (region \"%s\" %s)",
+				     (unsigned long long)a->base, a->region->tag,
+				     a->region->state == CMS_STATE_PAUSED ?
+					     "is paused but kept no content of it" :
+					     "is active and keeps no backup of it");
+	return CMS_OK;
+}
+
+cms_status cms_store_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len)
+{
+	return cms_store_of(a->region)->backup_read(a, off, buf, len);
+}
+
+void cms_store_release_kept(struct cms_region *r, bool files)
+{
+	const struct cms_store_ops *ops = cms_store_of(r);
+
+	if (ops->release_kept)
+		ops->release_kept(r, files);
+}

@@ -79,6 +79,19 @@ struct cms_store_ops {
 	void (*region_close)(struct cms_region *r);
 	/* Bytes of a that a pause (out) or resume (!out) reports through the progress callback. */
 	uint64_t (*progress_bytes)(const struct cms_alloc *a, bool out);
+	/*
+	 * cms_backup_get / cms_backup_read (since 1.2). backup_held: whether a's storage holds
+	 * a backup now (the content of its region's last pause: paused, the content itself;
+	 * active, storage kept by retention) and, in *host, its byte 0 in host memory (NULL:
+	 * not in host memory). backup_read copies len bytes of it from offset off into buf.
+	 * NULL: the policy keeps no content.
+	 */
+	bool (*backup_held)(const struct cms_alloc *a, void **host);
+	cms_status (*backup_read)(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len);
+	/* cms_region_flags_set: gives back the storage that active region r keeps between
+	 * cycles (no copy runs): host buffers, and with files too the space of its file. Best
+	 * effort: what fails stays (logged) until a later resume, free or trim. */
+	void (*release_kept)(struct cms_region *r, bool files);
 };
 
 /* The policies, by their CMS_POLICY_* number (store.c). */
@@ -120,6 +133,13 @@ void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a);
 void cms_store_trim(struct cms_region *r);
 cms_status cms_store_dir_set(struct cms_region *r, const char *dir);
 void cms_store_region_close(struct cms_region *r);
+/* Whether a has a backup now (backup_held): CMS_OK with *host (NULL: not in host memory),
+ * CMS_ERR_NOT_SUPPORTED (its policy keeps no content) or CMS_ERR_NOT_PAUSED, with a message. */
+cms_status cms_store_backup(const struct cms_alloc *a, void **host);
+/* Copies len bytes of a's backup (cms_store_backup CMS_OK) from offset off into buf. */
+cms_status cms_store_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len);
+/* Its policy's release_kept, if any. */
+void cms_store_release_kept(struct cms_region *r, bool files);
 /* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */
 uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
 				  bool (*want)(const struct cms_alloc *a));

@@ -141,6 +141,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_COALESCE) == 1, "CMS_REGION_COALESC
 _Static_assert(CMS_REGION_GUARD == 16u, "CMS_REGION_GUARD == 16");
 _Static_assert(sizeof(CMS_REGION_GUARD) == sizeof(uint64_t), "CMS_REGION_GUARD has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_GUARD) == 1, "CMS_REGION_GUARD is unsigned");
+_Static_assert(CMS_REGION_HOST_PAGEABLE == 32u, "CMS_REGION_HOST_PAGEABLE == 32");
+_Static_assert(sizeof(CMS_REGION_HOST_PAGEABLE) == sizeof(uint64_t), "CMS_REGION_HOST_PAGEABLE has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_HOST_PAGEABLE) == 1, "CMS_REGION_HOST_PAGEABLE is unsigned");
 _Static_assert(CMS_HANDLE_TYPE_POSIX_FD == 1u, "CMS_HANDLE_TYPE_POSIX_FD == 1");
 _Static_assert(sizeof(CMS_HANDLE_TYPE_POSIX_FD) == sizeof(uint32_t), "CMS_HANDLE_TYPE_POSIX_FD has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_HANDLE_TYPE_POSIX_FD) == 1, "CMS_HANDLE_TYPE_POSIX_FD is unsigned");
@@ -213,6 +216,12 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_CONTROL_ALLOW_ALL) == 1, "CMS_CONTROL_ALLO
 _Static_assert(CMS_STATS_STATUS_SLOTS == 32, "CMS_STATS_STATUS_SLOTS == 32");
 _Static_assert(sizeof(CMS_STATS_STATUS_SLOTS) == sizeof(int32_t), "CMS_STATS_STATUS_SLOTS has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_STATS_STATUS_SLOTS) == 0, "CMS_STATS_STATUS_SLOTS is signed");
+_Static_assert(CMS_BACKUP_CURRENT == 0u, "CMS_BACKUP_CURRENT == 0");
+_Static_assert(sizeof(CMS_BACKUP_CURRENT) == sizeof(uint32_t), "CMS_BACKUP_CURRENT has the size of uint32_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_BACKUP_CURRENT) == 1, "CMS_BACKUP_CURRENT is unsigned");
+_Static_assert(CMS_BACKUP_RETAINED == 1u, "CMS_BACKUP_RETAINED == 1");
+_Static_assert(sizeof(CMS_BACKUP_RETAINED) == sizeof(uint32_t), "CMS_BACKUP_RETAINED has the size of uint32_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_BACKUP_RETAINED) == 1, "CMS_BACKUP_RETAINED is unsigned");
 
 /* ---- callbacks */
 _Static_assert(CMS_PROBE_TYPE((cms_log_fn)0, void (*)(void *, int32_t, const char *)), "cms_log_fn prototype");
@@ -511,6 +520,19 @@ _Static_assert(offsetof(cms_region_stats, pause_ns) == 416, "offsetof(cms_region
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->pause_ns, uint64_t *), "cms_region_stats.pause_ns is uint64_t");
 _Static_assert(offsetof(cms_region_stats, resume_ns) == 424, "offsetof(cms_region_stats, resume_ns) == 424");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->resume_ns, uint64_t *), "cms_region_stats.resume_ns is uint64_t");
+_Static_assert(sizeof(cms_backup_info) == 40, "sizeof(cms_backup_info) == 40");
+_Static_assert(offsetof(cms_backup_info, struct_size) == 0, "offsetof(cms_backup_info, struct_size) == 0");
+_Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->struct_size, size_t *), "cms_backup_info.struct_size is size_t");
+_Static_assert(offsetof(cms_backup_info, base) == 8, "offsetof(cms_backup_info, base) == 8");
+_Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->base, uint64_t *), "cms_backup_info.base is uint64_t");
+_Static_assert(offsetof(cms_backup_info, size) == 16, "offsetof(cms_backup_info, size) == 16");
+_Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->size, uint64_t *), "cms_backup_info.size is uint64_t");
+_Static_assert(offsetof(cms_backup_info, host) == 24, "offsetof(cms_backup_info, host) == 24");
+_Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->host, void **), "cms_backup_info.host is void *");
+_Static_assert(offsetof(cms_backup_info, policy) == 32, "offsetof(cms_backup_info, policy) == 32");
+_Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->policy, uint32_t *), "cms_backup_info.policy is uint32_t");
+_Static_assert(offsetof(cms_backup_info, state) == 36, "offsetof(cms_backup_info, state) == 36");
+_Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->state, uint32_t *), "cms_backup_info.state is uint32_t");
 
 /* ---- functions: exact prototypes */
 _Static_assert(CMS_PROBE_TYPE(&cms_version, uint32_t (*)(void)), "cms_version prototype");
@@ -567,6 +589,11 @@ _Static_assert(CMS_PROBE_TYPE(&cms_region_stats_get, cms_status (*)(cms_region *
 _Static_assert(CMS_PROBE_TYPE(&cms_region_list, cms_status (*)(cms_context *, cms_region_stats *, size_t, size_t *, size_t *)), "cms_region_list prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_range_discard, cms_status (*)(cms_context *, uint64_t, uint64_t)), "cms_range_discard prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_range_keep, cms_status (*)(cms_context *, uint64_t, uint64_t)), "cms_range_keep prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_backup_get, cms_status (*)(cms_context *, uint64_t, cms_backup_info *)), "cms_backup_get prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_backup_read, cms_status (*)(cms_context *, uint64_t, void *, uint64_t)), "cms_backup_read prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_region_flags_set, cms_status (*)(cms_region *, uint64_t, uint64_t)), "cms_region_flags_set prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default_set, cms_status (*)(int32_t, cms_region *)), "cms_hook_region_default_set prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default, cms_region *(*)(int32_t)), "cms_hook_region_default prototype");
 
 int main(void)
 {
@@ -625,6 +652,11 @@ int main(void)
 	cms_status (*p_cms_region_list)(cms_context *, cms_region_stats *, size_t, size_t *, size_t *) = cms_region_list;
 	cms_status (*p_cms_range_discard)(cms_context *, uint64_t, uint64_t) = cms_range_discard;
 	cms_status (*p_cms_range_keep)(cms_context *, uint64_t, uint64_t) = cms_range_keep;
+	cms_status (*p_cms_backup_get)(cms_context *, uint64_t, cms_backup_info *) = cms_backup_get;
+	cms_status (*p_cms_backup_read)(cms_context *, uint64_t, void *, uint64_t) = cms_backup_read;
+	cms_status (*p_cms_region_flags_set)(cms_region *, uint64_t, uint64_t) = cms_region_flags_set;
+	cms_status (*p_cms_hook_region_default_set)(int32_t, cms_region *) = cms_hook_region_default_set;
+	cms_region *(*p_cms_hook_region_default)(int32_t) = cms_hook_region_default;
 	(void)p_cms_version;
 	(void)p_cms_version_string;
 	(void)p_cms_status_name;
@@ -679,7 +711,12 @@ int main(void)
 	(void)p_cms_region_list;
 	(void)p_cms_range_discard;
 	(void)p_cms_range_keep;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 15, 73, 54);
+	(void)p_cms_backup_get;
+	(void)p_cms_backup_read;
+	(void)p_cms_region_flags_set;
+	(void)p_cms_hook_region_default_set;
+	(void)p_cms_hook_region_default;
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 76, 59);
 	return 0;
 }
 /* clang-format on */

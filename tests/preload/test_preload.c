@@ -115,6 +115,39 @@ START_TEST(another_device_goes_to_the_runtime)
 }
 END_TEST
 
+/* Whole-process mode (since 1.2): a thread with no active region allocates in the default
+ * region of the runtime's current device; another device, or no default, goes to the
+ * runtime. */
+START_TEST(default_region_serves_threads_without_one)
+{
+	struct consumer c = consumer();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "all", 0, CMS_POLICY_HOST);
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+	void *p = NULL;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_default_set(0, r));
+	ck_assert_int_eq(c.malloc_fn(&p, 3 * MiB), 0);
+	ck_assert_int_eq(c.calls(0), 0);
+	ck_ok(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &pi));
+	ck_assert_ptr_eq(pi.region, r);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_assert_int_eq(c.calls(1), 0);
+	c.set_device(1); /* no default there: the runtime's */
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
+	ck_assert_int_eq(c.calls(0), 1);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	c.set_device(0);
+	ck_ok(cms_hook_region_default_set(0, NULL));
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
+	ck_assert_int_eq(c.calls(0), 2);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* PyTorch frees a pool's segments after the context is gone (interpreter exit, close()
  * with live tensors): the interposer must answer success, never hand our addresses to the
  * runtime (which refuses them; PyTorch then terminates the process). */
@@ -146,6 +179,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, outside_a_region_the_real_runtime_serves);
 	tcase_add_test(tc, inside_a_region_the_library_serves);
 	tcase_add_test(tc, another_device_goes_to_the_runtime);
+	tcase_add_test(tc, default_region_serves_threads_without_one);
 	tcase_add_test(tc, free_after_context_destroy_stays_ours);
 	suite_add_tcase(s, tc);
 	return s;

@@ -207,6 +207,10 @@ const (
 	// cuMemMap + cuMemSetAccess per piece (per 32 granules, then one per set bit of the rest in
 	// granules) at a pause and one cuMemUnmap per piece at a resume.
 	RegionGuard RegionFlags = 0x10
+	// RegionHostPageable is CMS_REGION_HOST_PAGEABLE (since 1.2): HOST backups in pageable host
+	// memory (anonymous mmap, never page-locked); copies go through the library's pinned staging
+	// buffers. Changeable between cycles (cms_region_flags_set).
+	RegionHostPageable RegionFlags = 0x20
 )
 
 // PauseFlags is a value of group pause_flag (a C uint64_t): cms_pause_options.flags.
@@ -328,6 +332,19 @@ const (
 	ControlAllowAll ControlFlags = 0x1
 )
 
+// BackupState is a value of group backup_state (a C uint32_t): cms_backup_info.state: whether a
+// backup is the allocation's content or a retained copy.
+type BackupState uint32
+
+const (
+	// BackupCurrent is CMS_BACKUP_CURRENT (since 1.2): The region is paused: the backup IS the
+	// allocation's content.
+	BackupCurrent BackupState = 0
+	// BackupRetained is CMS_BACKUP_RETAINED (since 1.2): The region is active: a buffer (or file
+	// space) kept by retention, with the content as of the last pause.
+	BackupRetained BackupState = 1
+)
+
 // String is the value's name (error, warn, ...), or LogLevel(n) for a value this package does not know.
 func (v LogLevel) String() string {
 	switch v {
@@ -394,6 +411,10 @@ func (v RegionFlags) String() string {
 	if v&RegionGuard != 0 {
 		s = append(s, "guard")
 		v &^= RegionGuard
+	}
+	if v&RegionHostPageable != 0 {
+		s = append(s, "host_pageable")
+		v &^= RegionHostPageable
 	}
 	if v != 0 {
 		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
@@ -552,6 +573,17 @@ func (v ControlFlags) String() string {
 		s = append(s, fmt.Sprintf("0x%x", uint64(v)))
 	}
 	return strings.Join(s, "|")
+}
+
+// String is the value's name (current, retained, ...), or BackupState(n) for a value this package does not know.
+func (v BackupState) String() string {
+	switch v {
+	case BackupCurrent:
+		return "current"
+	case BackupRetained:
+		return "retained"
+	}
+	return fmt.Sprintf("BackupState(%d)", uint32(v))
 }
 
 // c_cms_version calls cms_version (since 1.0).
@@ -822,4 +854,29 @@ func c_cms_range_discard(ctx *C.cms_context, ptr C.uint64_t, size C.uint64_t) C.
 // c_cms_range_keep calls cms_range_keep (since 1.2).
 func c_cms_range_keep(ctx *C.cms_context, ptr C.uint64_t, size C.uint64_t) C.cms_status {
 	return C.cms_range_keep(ctx, ptr, size)
+}
+
+// c_cms_backup_get calls cms_backup_get (since 1.2).
+func c_cms_backup_get(ctx *C.cms_context, ptr C.uint64_t, info *C.cms_backup_info) C.cms_status {
+	return C.cms_backup_get(ctx, ptr, info)
+}
+
+// c_cms_backup_read calls cms_backup_read (since 1.2).
+func c_cms_backup_read(ctx *C.cms_context, ptr C.uint64_t, buf unsafe.Pointer, len C.uint64_t) C.cms_status {
+	return C.cms_backup_read(ctx, ptr, buf, len)
+}
+
+// c_cms_region_flags_set calls cms_region_flags_set (since 1.2).
+func c_cms_region_flags_set(region *C.cms_region, mask C.uint64_t, flags C.uint64_t) C.cms_status {
+	return C.cms_region_flags_set(region, mask, flags)
+}
+
+// c_cms_hook_region_default_set calls cms_hook_region_default_set (since 1.2).
+func c_cms_hook_region_default_set(device C.int32_t, region *C.cms_region) C.cms_status {
+	return C.cms_hook_region_default_set(device, region)
+}
+
+// c_cms_hook_region_default calls cms_hook_region_default (since 1.2).
+func c_cms_hook_region_default(device C.int32_t) *C.cms_region {
+	return C.cms_hook_region_default(device)
 }

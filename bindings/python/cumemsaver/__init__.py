@@ -26,6 +26,7 @@ from .api import (  # noqa: F401
     LogLevel,
     NoDevice,
     NoDriver,
+    BackupInfo,
     NotBase,
     NotFound,
     NotPaused,

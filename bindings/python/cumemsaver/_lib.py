@@ -97,6 +97,9 @@ CMS_REGION_COALESCE = 0x8  # uint64_t, since 1.1
 # zeros and a write faults; costs one cuMemMap + cuMemSetAccess per piece (per 32 granules, then
 # one per set bit of the rest in granules) at a pause and one cuMemUnmap per piece at a resume.
 CMS_REGION_GUARD = 0x10  # uint64_t, since 1.2
+# HOST backups in pageable host memory (anonymous mmap, never page-locked); copies go through the
+# library's pinned staging buffers. Changeable between cycles (cms_region_flags_set).
+CMS_REGION_HOST_PAGEABLE = 0x20  # uint64_t, since 1.2
 
 # ---- pause_flag
 # cms_pause_options.flags.
@@ -175,6 +178,14 @@ CMS_CONTROL_AFTER = 1  # uint32_t, since 1.1
 # cms_control_options.flags.
 # Without a callback, act on every pause/resume request.
 CMS_CONTROL_ALLOW_ALL = 0x1  # uint64_t, since 1.1
+
+# ---- backup_state
+# cms_backup_info.state: whether a backup is the allocation's content or a retained copy.
+# The region is paused: the backup IS the allocation's content.
+CMS_BACKUP_CURRENT = 0  # uint32_t, since 1.2
+# The region is active: a buffer (or file space) kept by retention, with the content as of the
+# last pause.
+CMS_BACKUP_RETAINED = 1  # uint32_t, since 1.2
 
 # ---- Status codes (cms_status): never renumbered or reused
 CMS_OK = 0  # since 1.0
@@ -501,6 +512,19 @@ class cms_region_stats(ctypes.Structure):
     ]
 
 
+class cms_backup_info(ctypes.Structure):
+    """Where an allocation's backup is (cms_backup_get); struct_size set by the caller. (since 1.2)"""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("base", ctypes.c_uint64),
+        ("size", ctypes.c_uint64),
+        ("host", ctypes.c_void_p),
+        ("policy", ctypes.c_uint32),
+        ("state", ctypes.c_uint32),
+    ]
+
+
 # typedef void (*cms_progress_fn)(void *user, const char *op, uint64_t done, uint64_t total);
 cms_progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64)
 
@@ -520,6 +544,7 @@ STRUCTS = (
     cms_import_info,
     cms_control_options,
     cms_region_stats,
+    cms_backup_info,
 )
 # Structs without struct_size, embedded in the sized ones.
 PLAIN_STRUCTS = (
@@ -695,6 +720,14 @@ FIELD_SINCE = {
         "pause_ns": "1.2",
         "resume_ns": "1.2",
     },
+    "cms_backup_info": {
+        "struct_size": "1.2",
+        "base": "1.2",
+        "size": "1.2",
+        "host": "1.2",
+        "policy": "1.2",
+        "state": "1.2",
+    },
 }
 
 _c = ctypes
@@ -784,6 +817,11 @@ FUNCTIONS = {
     ),
     "cms_range_discard": (cms_status, [cms_context_p, _c.c_uint64, _c.c_uint64]),
     "cms_range_keep": (cms_status, [cms_context_p, _c.c_uint64, _c.c_uint64]),
+    "cms_backup_get": (cms_status, [cms_context_p, _c.c_uint64, P(cms_backup_info)]),
+    "cms_backup_read": (cms_status, [cms_context_p, _c.c_uint64, _c.c_void_p, _c.c_uint64]),
+    "cms_region_flags_set": (cms_status, [cms_region_p, _c.c_uint64, _c.c_uint64]),
+    "cms_hook_region_default_set": (cms_status, [_c.c_int32, cms_region_p]),
+    "cms_hook_region_default": (cms_region_p, [_c.c_int32]),
 }
 # The release each function appeared in.
 SINCE = {
@@ -841,6 +879,11 @@ SINCE = {
     "cms_region_list": "1.2",
     "cms_range_discard": "1.2",
     "cms_range_keep": "1.2",
+    "cms_backup_get": "1.2",
+    "cms_backup_read": "1.2",
+    "cms_region_flags_set": "1.2",
+    "cms_hook_region_default_set": "1.2",
+    "cms_hook_region_default": "1.2",
 }
 del P, _c
 

@@ -386,6 +386,25 @@ class RegionInfo:
 
 
 @dataclass(frozen=True)
+class BackupInfo:
+    """Where an allocation's backup is (since 1.2: cms_backup_get). host: the address of its
+    byte 0 in host memory (None for Policy.DISK: use Context.backup_read); valid until the
+    region's next pause, its next resume that does not retain, a free of the allocation,
+    Region.set_flags or the region's destroy. current: the region is paused and the backup
+    is the content (CMS_BACKUP_CURRENT); else it is a retained copy of the last pause."""
+
+    base: int
+    size: int
+    host: Optional[int]
+    policy: Union[Policy, int]
+    state: int  # CMS_BACKUP_CURRENT or CMS_BACKUP_RETAINED
+
+    @property
+    def current(self) -> bool:
+        return self.state == L.CMS_BACKUP_CURRENT
+
+
+@dataclass(frozen=True)
 class RegionStats:
     """Identity and cumulative counters of a region (since 1.2: cms_region_stats)."""
 
@@ -438,22 +457,6 @@ class PointerInfo:
 REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
 BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
 BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
-
-
-@dataclass(frozen=True)
-class BackupInfo:
-    """The host backup of one allocation (cms_backup_get, since 1.2). host: address of the
-    backup's byte 0 (the byte of base), or 0 when the backup is not in host memory (DISK:
-    use Context.backup_read). state: BACKUP_CURRENT (region paused, the backup is the
-    content) or BACKUP_RETAINED (region active, buffer kept by retention, content as of
-    the last pause). host stays valid until the region's next pause, its next resume that
-    does not retain, a free of the allocation, Region.set_flags or the region's destroy."""
-
-    base: int
-    size: int
-    host: int
-    policy: Union[Policy, int]
-    state: int
 
 
 @dataclass(frozen=True)
@@ -860,22 +863,24 @@ class Context:
             state=_enum_or_int(State, info.state),
         )
 
-    def backup_info(self, ptr: int) -> BackupInfo:
-        """The host backup of the allocation containing ptr (any address inside it):
-        cms_backup_get, since 1.2. Raises NotFound (not an allocation of this context),
-        NotPaused (no backup now: region active without a retained one, or never paused),
-        NotSupported (the region's policy keeps no content)."""
+    def backup(self, ptr: int) -> BackupInfo:
+        """Where the backup of the allocation containing ptr is (cms_backup_get, since 1.2).
+        Raises NotFound, NotSupported (DISCARD, ZERO), NotPaused (no backup now)."""
         info = L.init_struct(L.cms_backup_info)
         _call("cms_backup_get", self._h(), _u64(ptr, "ptr"), ctypes.byref(info))
-        return _fields(
-            info, BackupInfo, host=info.host or 0, policy=_enum_or_int(Policy, info.policy)
+        return BackupInfo(
+            base=info.base,
+            size=info.size,
+            host=info.host or None,
+            policy=_enum_or_int(Policy, info.policy),
+            state=info.state,
         )
 
     def backup_read(self, ptr: int, length: int, out=None):
         """Copies length bytes of the backup, from the byte that backs ptr, into out (a
         writable buffer of at least length bytes) or a new bytearray, which it returns:
         cms_backup_read, since 1.2 (memcpy from host memory, or a read of a DISK
-        region's file). ptr + length must stay inside the allocation. Raises as backup_info, and
+        region's file). ptr + length must stay inside the allocation. Raises as backup, and
         InvalidArgument for a range past the allocation's end."""
         length = _u64(length, "length")
         if out is None:
@@ -959,6 +964,13 @@ class Region:
         mask = devices if isinstance(devices, int) else sum(1 << _i32(d, "device") for d in devices)
         _call("cms_region_peer_devices_set", self._h(), _u64(mask, "devices"))
 
+    def set_flags(self, mask: int, flags: int) -> None:
+        """Sets the retention flags selected by mask to their values in flags
+        (cms_region_flags_set, since 1.2): CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE.
+        On an active region, asking to keep less gives the kept backups back now. Raises
+        InvalidArgument (another bit), RegionPaused (HOST_PAGEABLE changed while paused)."""
+        _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))
+
     def set_disk_dir(self, directory: Optional[PathLike]) -> None:
         """Chooses the directory where this Policy.DISK region keeps its content while paused
         (cms_region_disk_dir_set): its file is created there and unlinked at once. None
@@ -966,14 +978,6 @@ class Region:
         PermissionDenied, IOFailure, RegionPaused (while paused)."""
         arg = None if directory is None else _path(directory, "directory")
         _call("cms_region_disk_dir_set", self._h(), arg)
-
-    def set_flags(self, mask: int, flags: int) -> None:
-        """Sets the region flags selected by mask to their values in flags
-        (cms_region_flags_set, since 1.2). Changeable: CMS_REGION_RELEASE_HOST (from the
-        next resume; set on an active region holding retained host buffers, it frees
-        them now) and REGION_HOST_PAGEABLE (RegionPaused while paused). Raises InvalidArgument
-        for any other bit."""
-        _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))
 
     def info(self) -> RegionInfo:
         info = L.init_struct(L.cms_region_info)

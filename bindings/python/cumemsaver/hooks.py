@@ -146,6 +146,19 @@ class HookContext:
         handle = hook_region_current()
         return None if handle is None else Region(self.context, handle)
 
+    def set_default_region(self, device: int, region: Optional[Region]) -> None:
+        """Makes region (of this context, on device) the device's default for threads with
+        no active region; None clears it (cms_hook_region_default_set, since 1.2)."""
+        if region is not None and region.context is not self.context:
+            raise ValueError("the region belongs to another context than the hook context")
+        hook_region_default_set(device, region)
+
+    def default_region(self, device: int) -> Optional[Region]:
+        """The device's default region, or None (cms_hook_region_default)."""
+        self.context  # raises ValueError once closed
+        handle = hook_region_default(device)
+        return None if handle is None else Region(self.context, handle)
+
     def alloc(self, size: int, device: int = -1) -> int:
         """hook_alloc (cms_hook_alloc) while this hook context is set."""
         self.context  # raises ValueError once closed

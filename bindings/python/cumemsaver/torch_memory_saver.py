@@ -334,7 +334,7 @@ class TorchMemorySaver:
             return None
         ctx = self._ensure().context
         try:
-            info = ctx.backup_info(ptr)
+            info = ctx.backup(ptr)
         except (NotFound, NotPaused, NotSupported):
             return None
         if ptr + nbytes > info.base + info.size:

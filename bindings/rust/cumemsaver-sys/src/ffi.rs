@@ -81,6 +81,9 @@ pub const CMS_REGION_COALESCE: u64 = 0x8;
 /// one per set bit of the rest in granules) at a pause and one cuMemUnmap per piece at a resume.
 /// (since 1.2)
 pub const CMS_REGION_GUARD: u64 = 0x10;
+/// HOST backups in pageable host memory (anonymous mmap, never page-locked); copies go through the
+/// library's pinned staging buffers. Changeable between cycles (cms_region_flags_set). (since 1.2)
+pub const CMS_REGION_HOST_PAGEABLE: u64 = 0x20;
 
 // ---- pause_flag
 /// The caller guarantees no GPU work uses the memory; skip waiting. (since 1.0)
@@ -148,6 +151,13 @@ pub const CMS_CONTROL_AFTER: u32 = 1;
 // ---- control_flag
 /// Without a callback, act on every pause/resume request. (since 1.1)
 pub const CMS_CONTROL_ALLOW_ALL: u64 = 0x1;
+
+// ---- backup_state
+/// The region is paused: the backup IS the allocation's content. (since 1.2)
+pub const CMS_BACKUP_CURRENT: u32 = 0;
+/// The region is active: a buffer (or file space) kept by retention, with the content as of the
+/// last pause. (since 1.2)
+pub const CMS_BACKUP_RETAINED: u32 = 1;
 
 // ---- Status codes: never renumbered or reused
 /// Success. (since 1.0)
@@ -814,6 +824,38 @@ impl Default for cms_region_stats {
     }
 }
 
+/// Where an allocation's backup is (cms_backup_get); struct_size set by the caller. (since 1.2)
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct cms_backup_info {
+    /// sizeof(cms_backup_info), set by the caller (since 1.2)
+    pub struct_size: usize,
+    /// The allocation's base (device virtual address). (since 1.2)
+    pub base: u64,
+    /// The allocation's size in bytes = the backup's size. (since 1.2)
+    pub size: u64,
+    /// Host address of the backup's byte 0 (host + (ptr - base) is the byte of ptr); NULL when not
+    /// in host memory (CMS_POLICY_DISK: cms_backup_read). Valid until the region's next pause, its
+    /// next resume that does not retain, a free of the allocation, cms_region_flags_set or the
+    /// region's destroy. (since 1.2)
+    pub host: *mut c_void,
+    /// The region's CMS_POLICY_*. (since 1.2)
+    pub policy: u32,
+    /// CMS_BACKUP_*. (since 1.2)
+    pub state: u32,
+}
+
+impl Default for cms_backup_info {
+    /// All zero, with struct_size set to this struct's size.
+    fn default() -> Self {
+        // SAFETY: every field is an integer, a raw pointer, an array of those or an
+        // Option of a function pointer, for which all-zero bytes are valid.
+        let mut s: Self = unsafe { std::mem::zeroed() };
+        s.struct_size = std::mem::size_of::<Self>();
+        s
+    }
+}
+
 extern "C" {
     /// Version of the library loaded at run time; compare with CMS_VERSION_NUMBER of the header
     /// compiled against. Thread safety: Thread-safe; never fails. (since 1.0)
@@ -1149,4 +1191,43 @@ extern "C" {
     /// keeps the rest). No CUDA call. Thread safety: Thread-safe; takes the region's lock. (since
     /// 1.2)
     pub fn cms_range_keep(ctx: *mut cms_context, ptr: u64, size: u64) -> cms_status;
+
+    /// Where the backup of the allocation containing ptr is: CMS_BACKUP_CURRENT while its region is
+    /// paused (the backup is the content), CMS_BACKUP_RETAINED while it is active and keeps its
+    /// buffers (content as of the last pause); host is NULL for DISK. No CUDA call. Thread safety:
+    /// Thread-safe; takes the context's lock briefly and the region's lock (waits for a pause,
+    /// resume or swap of it in progress). (since 1.2)
+    pub fn cms_backup_get(
+        ctx: *mut cms_context,
+        ptr: u64,
+        info: *mut cms_backup_info,
+    ) -> cms_status;
+
+    /// Copies len bytes of the backup of the allocation containing ptr, from the byte that backs
+    /// ptr, into buf: memcpy from a HOST buffer, pread from a DISK region's file. No CUDA call.
+    /// Thread safety: Thread-safe; holds the region's lock for the copy. (since 1.2)
+    pub fn cms_backup_read(
+        ctx: *mut cms_context,
+        ptr: u64,
+        buf: *mut c_void,
+        len: u64,
+    ) -> cms_status;
+
+    /// Changes the region's retention flags between cycles; from the next pause/resume. On an
+    /// active region, CMS_REGION_RELEASE_HOST set (or CMS_REGION_HOST_PAGEABLE changed) gives back
+    /// now what it keeps from its last pause (cuMemHostUnregister; a DISK file's space);
+    /// CMS_REGION_HOST_PAGEABLE changed on a paused one: CMS_ERR_PAUSED. Thread safety: Thread-
+    /// safe; takes the region's lock (waits for a pause, resume or swap of it in progress); not
+    /// concurrently with the region's destroy. (since 1.2)
+    pub fn cms_region_flags_set(region: *mut cms_region, mask: u64, flags: u64) -> cms_status;
+
+    /// Makes region device's default region for hooked allocations of threads with no active region
+    /// (cms_hook_alloc, the preload's cudaMalloc, cms_torch_alloc). Cleared by the region's destroy
+    /// and by every cms_hook_context_set. Thread safety: Thread-safe, also against the region's
+    /// destroy; takes the hook context's lock briefly. (since 1.2)
+    pub fn cms_hook_region_default_set(device: i32, region: *mut cms_region) -> cms_status;
+
+    /// The default region of device (cms_hook_region_default_set). Thread safety: Thread-safe;
+    /// never fails. (since 1.2)
+    pub fn cms_hook_region_default(device: i32) -> *mut cms_region;
 }

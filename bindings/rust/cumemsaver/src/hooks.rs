@@ -24,6 +24,24 @@ impl HookContext {
     pub fn context(&self) -> &Context {
         &self.ctx
     }
+
+    /// Makes `region` (of this context, on `device`) the default region of `device` for
+    /// threads with no hook region; `None` clears it (`cms_hook_region_default_set`, since
+    /// 1.2). Cleared by the region's destroy and when a hook context is set.
+    pub fn set_default_region(&self, device: i32, region: Option<&Region>) -> Result<()> {
+        let r = region.map_or(ptr::null_mut(), |r| r.as_ptr());
+        check(unsafe { sys::cms_hook_region_default_set(device, r) })
+    }
+
+    /// Whether `region` is the default region of `device` (`cms_hook_region_default`).
+    pub fn is_default_region(&self, device: i32, region: &Region) -> bool {
+        unsafe { sys::cms_hook_region_default(device) == region.as_ptr() }
+    }
+
+    /// Whether `device` has a default region.
+    pub fn has_default_region(&self, device: i32) -> bool {
+        unsafe { !sys::cms_hook_region_default(device).is_null() }
+    }
 }
 
 impl Drop for HookContext {

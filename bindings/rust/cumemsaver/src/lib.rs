@@ -529,6 +529,32 @@ impl Context {
         })
     }
 
+    /// Where the backup of the allocation containing `ptr` is (`cms_backup_get`, since 1.2).
+    pub fn backup(&self, ptr: u64) -> Result<BackupInfo> {
+        let mut b = sys::cms_backup_info::default();
+        check(unsafe { sys::cms_backup_get(self.inner.raw, ptr, &mut b) })?;
+        Ok(BackupInfo {
+            base: b.base,
+            size: b.size,
+            host: b.host as usize,
+            policy: Policy::from_raw(b.policy),
+            current: b.state == sys::CMS_BACKUP_CURRENT,
+        })
+    }
+
+    /// Fills `buf` with the backup of the allocation containing `ptr`, from the byte that
+    /// backs `ptr` (`cms_backup_read`, since 1.2; HOST or DISK).
+    pub fn backup_read(&self, ptr: u64, buf: &mut [u8]) -> Result<()> {
+        check(unsafe {
+            sys::cms_backup_read(
+                self.inner.raw,
+                ptr,
+                buf.as_mut_ptr() as *mut c_void,
+                buf.len() as u64,
+            )
+        })
+    }
+
     /// The driver's free and total memory of `device` (`cuMemGetInfo`).
     pub fn device_memory_info(&self, device: i32) -> Result<MemoryInfo> {
         let mut free = 0u64;
@@ -673,6 +699,13 @@ impl Region {
         let d = dir.map(|d| path_cstring("directory", d)).transpose()?;
         let dp = d.as_ref().map_or(ptr::null(), |c| c.as_ptr());
         check(unsafe { sys::cms_region_disk_dir_set(self.raw.as_ptr(), dp) })
+    }
+
+    /// Sets the retention flags selected by `mask` (`REGION_RELEASE_HOST`,
+    /// `REGION_HOST_PAGEABLE`) to their values in `flags` (`cms_region_flags_set`, since
+    /// 1.2); on an active region, keeping less gives the kept backups back now.
+    pub fn set_flags(&self, mask: u64, flags: u64) -> Result<()> {
+        check(unsafe { sys::cms_region_flags_set(self.raw.as_ptr(), mask, flags) })
     }
 
     /// Gives the devices of `device_mask` (bit d: device d) read-write access to the

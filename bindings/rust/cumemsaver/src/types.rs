@@ -159,6 +159,8 @@ pub const REGION_COALESCE: u64 = sys::CMS_REGION_COALESCE as u64;
 /// Region flag (1.2): while paused, the region's address ranges stay mapped read-only to
 /// zeros (a stray read gets zeros instead of faulting); costs zero-filled handles per device.
 pub const REGION_GUARD: u64 = sys::CMS_REGION_GUARD as u64;
+/// HOST backups in pageable host memory (since 1.2; changeable with [`Region::set_flags`]).
+pub const REGION_HOST_PAGEABLE: u64 = sys::CMS_REGION_HOST_PAGEABLE as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
 /// `RegionInfo::handle_types` bit: fabric handles.
@@ -383,6 +385,24 @@ pub struct PointerInfo {
     pub state: State,
     /// The owning region.
     pub region: RegionId,
+}
+
+/// Where an allocation's backup is (`cms_backup_info`, since 1.2; [`Context::backup`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackupInfo {
+    /// The allocation's base.
+    pub base: u64,
+    /// The allocation's size = the backup's size.
+    pub size: u64,
+    /// Host address of the backup's byte 0 (`host + (ptr - base)` is the byte of `ptr`); 0
+    /// when not in host memory (DISK: [`Context::backup_read`]). Valid until the region's
+    /// next pause, its next resume that does not retain, a free of the allocation,
+    /// [`Region::set_flags`] or the region's destroy.
+    pub host: usize,
+    pub policy: Policy,
+    /// `true`: the region is paused and the backup is the content (`CMS_BACKUP_CURRENT`);
+    /// `false`: a copy kept by retention, as of the last pause (`CMS_BACKUP_RETAINED`).
+    pub current: bool,
 }
 
 /// A snapshot of a region (`cms_region_info`).

@@ -7,8 +7,8 @@
 mod common;
 use common::*;
 use cumemsaver::{
-    status, Context, ErrorKind, Policy, RegionOptions, RegionStats, State, REGION_GUARD,
-    STATS_STATUS_SLOTS,
+    hook_alloc, hook_free, status, Context, ErrorKind, Policy, RegionOptions, RegionStats, State,
+    REGION_GUARD, REGION_RELEASE_HOST, STATS_STATUS_SLOTS,
 };
 
 fn zeros(ptr: u64, len: u64) -> bool {
@@ -208,4 +208,47 @@ fn failures_of_reads_the_entry_of_a_status() {
     assert_eq!(s.failures_of(-1000), 7);
     assert_eq!(s.failures_of(status::OK), 0);
     assert_eq!(s.failures_of(3), 0);
+}
+
+/// Backups readable (`Context::backup`, `backup_read`), retention changed between cycles
+/// (`Region::set_flags`) and a default hook region (`HookContext::set_default_region`).
+#[test]
+fn backups_flags_and_default_hook_region() {
+    let _g = serial();
+    let ctx = ctx();
+    let w = ctx
+        .create_region("bk-w", &RegionOptions::with_policy(Policy::Host))
+        .unwrap();
+    let a = w.alloc(MIB).unwrap();
+    fill(a, MIB, 5);
+    assert_eq!(ctx.backup(a).unwrap_err().kind(), ErrorKind::NotPaused);
+    w.pause().unwrap();
+    let b = ctx.backup(a + 10).unwrap();
+    assert_eq!(
+        (b.base, b.size, b.policy, b.current),
+        (a, MIB, Policy::Host, true)
+    );
+    assert!(same(b.host as u64, MIB, 5));
+    let mut buf = [0u8; 64];
+    ctx.backup_read(a, &mut buf).unwrap();
+    assert!(same(buf.as_ptr() as u64, 64, 5));
+    w.resume().unwrap();
+    assert!(!ctx.backup(a).unwrap().current);
+    w.set_flags(REGION_RELEASE_HOST, REGION_RELEASE_HOST)
+        .unwrap();
+    assert_eq!(w.info().unwrap().host_bytes, 0);
+    assert_eq!(
+        w.set_flags(REGION_GUARD, 0).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+
+    let hooks = ctx.hook_context().unwrap();
+    assert!(!hooks.has_default_region(0));
+    hooks.set_default_region(0, Some(&w)).unwrap();
+    assert!(hooks.is_default_region(0, &w));
+    let p = hook_alloc(MIB, 0).unwrap();
+    assert_eq!(ctx.pointer_info(p).unwrap().region, w.id());
+    hook_free(p).unwrap();
+    hooks.set_default_region(0, None).unwrap();
+    assert_eq!(hook_alloc(MIB, 0).unwrap_err().kind(), ErrorKind::NotFound);
 }

@@ -310,6 +310,20 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("sizeof cms_region_stats.pause_ns", field_size!(cms_region_stats, pause_ns) as i128),
         ("offsetof cms_region_stats.resume_ns", field_offset!(cms_region_stats, resume_ns) as i128),
         ("sizeof cms_region_stats.resume_ns", field_size!(cms_region_stats, resume_ns) as i128),
+        ("sizeof cms_backup_info", size_of::<cms_backup_info>() as i128),
+        ("alignof cms_backup_info", align_of::<cms_backup_info>() as i128),
+        ("offsetof cms_backup_info.struct_size", field_offset!(cms_backup_info, struct_size) as i128),
+        ("sizeof cms_backup_info.struct_size", field_size!(cms_backup_info, struct_size) as i128),
+        ("offsetof cms_backup_info.base", field_offset!(cms_backup_info, base) as i128),
+        ("sizeof cms_backup_info.base", field_size!(cms_backup_info, base) as i128),
+        ("offsetof cms_backup_info.size", field_offset!(cms_backup_info, size) as i128),
+        ("sizeof cms_backup_info.size", field_size!(cms_backup_info, size) as i128),
+        ("offsetof cms_backup_info.host", field_offset!(cms_backup_info, host) as i128),
+        ("sizeof cms_backup_info.host", field_size!(cms_backup_info, host) as i128),
+        ("offsetof cms_backup_info.policy", field_offset!(cms_backup_info, policy) as i128),
+        ("sizeof cms_backup_info.policy", field_size!(cms_backup_info, policy) as i128),
+        ("offsetof cms_backup_info.state", field_offset!(cms_backup_info, state) as i128),
+        ("sizeof cms_backup_info.state", field_size!(cms_backup_info, state) as i128),
         ("const CMS_VERSION_MAJOR", CMS_VERSION_MAJOR as i128),
         ("const CMS_VERSION_MINOR", CMS_VERSION_MINOR as i128),
         ("const CMS_VERSION_PATCH", CMS_VERSION_PATCH as i128),
@@ -333,6 +347,7 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_REGION_SHAREABLE_FABRIC", CMS_REGION_SHAREABLE_FABRIC as i128),
         ("const CMS_REGION_COALESCE", CMS_REGION_COALESCE as i128),
         ("const CMS_REGION_GUARD", CMS_REGION_GUARD as i128),
+        ("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE as i128),
         ("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD as i128),
         ("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC as i128),
         ("const CMS_PAUSE_NO_SYNC", CMS_PAUSE_NO_SYNC as i128),
@@ -357,6 +372,8 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_CONTROL_AFTER", CMS_CONTROL_AFTER as i128),
         ("const CMS_CONTROL_ALLOW_ALL", CMS_CONTROL_ALLOW_ALL as i128),
         ("const CMS_STATS_STATUS_SLOTS", CMS_STATS_STATUS_SLOTS as i128),
+        ("const CMS_BACKUP_CURRENT", CMS_BACKUP_CURRENT as i128),
+        ("const CMS_BACKUP_RETAINED", CMS_BACKUP_RETAINED as i128),
         ("const CMS_OK", CMS_OK as i128),
         ("const CMS_ERR_INVALID_ARGUMENT", CMS_ERR_INVALID_ARGUMENT as i128),
         ("const CMS_ERR_NO_DRIVER", CMS_ERR_NO_DRIVER as i128),
@@ -444,9 +461,14 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
         ("cms_region_list", cms_region_list as *const () as usize),
         ("cms_range_discard", cms_range_discard as *const () as usize),
         ("cms_range_keep", cms_range_keep as *const () as usize),
+        ("cms_backup_get", cms_backup_get as *const () as usize),
+        ("cms_backup_read", cms_backup_read as *const () as usize),
+        ("cms_region_flags_set", cms_region_flags_set as *const () as usize),
+        ("cms_hook_region_default_set", cms_hook_region_default_set as *const () as usize),
+        ("cms_hook_region_default", cms_hook_region_default as *const () as usize),
     ]
 }
 
-pub const STRUCT_COUNT: usize = 15;
-pub const CONST_COUNT: usize = 73;
-pub const FUNCTION_COUNT: usize = 54;
+pub const STRUCT_COUNT: usize = 16;
+pub const CONST_COUNT: usize = 76;
+pub const FUNCTION_COUNT: usize = 59;

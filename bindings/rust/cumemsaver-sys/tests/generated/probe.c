@@ -315,6 +315,20 @@ int main(void)
 	P("sizeof cms_region_stats.pause_ns", sizeof(((const cms_region_stats *)0)->pause_ns));
 	P("offsetof cms_region_stats.resume_ns", offsetof(cms_region_stats, resume_ns));
 	P("sizeof cms_region_stats.resume_ns", sizeof(((const cms_region_stats *)0)->resume_ns));
+	P("sizeof cms_backup_info", sizeof(cms_backup_info));
+	P("alignof cms_backup_info", _Alignof(cms_backup_info));
+	P("offsetof cms_backup_info.struct_size", offsetof(cms_backup_info, struct_size));
+	P("sizeof cms_backup_info.struct_size", sizeof(((const cms_backup_info *)0)->struct_size));
+	P("offsetof cms_backup_info.base", offsetof(cms_backup_info, base));
+	P("sizeof cms_backup_info.base", sizeof(((const cms_backup_info *)0)->base));
+	P("offsetof cms_backup_info.size", offsetof(cms_backup_info, size));
+	P("sizeof cms_backup_info.size", sizeof(((const cms_backup_info *)0)->size));
+	P("offsetof cms_backup_info.host", offsetof(cms_backup_info, host));
+	P("sizeof cms_backup_info.host", sizeof(((const cms_backup_info *)0)->host));
+	P("offsetof cms_backup_info.policy", offsetof(cms_backup_info, policy));
+	P("sizeof cms_backup_info.policy", sizeof(((const cms_backup_info *)0)->policy));
+	P("offsetof cms_backup_info.state", offsetof(cms_backup_info, state));
+	P("sizeof cms_backup_info.state", sizeof(((const cms_backup_info *)0)->state));
 	P("const CMS_VERSION_MAJOR", CMS_VERSION_MAJOR);
 	P("const CMS_VERSION_MINOR", CMS_VERSION_MINOR);
 	P("const CMS_VERSION_PATCH", CMS_VERSION_PATCH);
@@ -338,6 +352,7 @@ int main(void)
 	P("const CMS_REGION_SHAREABLE_FABRIC", CMS_REGION_SHAREABLE_FABRIC);
 	P("const CMS_REGION_COALESCE", CMS_REGION_COALESCE);
 	P("const CMS_REGION_GUARD", CMS_REGION_GUARD);
+	P("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE);
 	P("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD);
 	P("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC);
 	P("const CMS_PAUSE_NO_SYNC", CMS_PAUSE_NO_SYNC);
@@ -362,6 +377,8 @@ int main(void)
 	P("const CMS_CONTROL_AFTER", CMS_CONTROL_AFTER);
 	P("const CMS_CONTROL_ALLOW_ALL", CMS_CONTROL_ALLOW_ALL);
 	P("const CMS_STATS_STATUS_SLOTS", CMS_STATS_STATUS_SLOTS);
+	P("const CMS_BACKUP_CURRENT", CMS_BACKUP_CURRENT);
+	P("const CMS_BACKUP_RETAINED", CMS_BACKUP_RETAINED);
 	P("const CMS_OK", CMS_OK);
 	P("const CMS_ERR_INVALID_ARGUMENT", CMS_ERR_INVALID_ARGUMENT);
 	P("const CMS_ERR_NO_DRIVER", CMS_ERR_NO_DRIVER);

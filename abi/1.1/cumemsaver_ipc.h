@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cumemsaver_ipc.h - sharing pausable memory between processes, and the
+ * control socket, of libcumemsaver (since 1.1).
+ *
+ * Part of the public C ABI: include <cumemsaver.h>, which includes this file;
+ * its conventions (units, statuses, fork, threads, sized structs: the structs
+ * here first appeared in 1.1) hold here too.
+ *
+ * A process (the exporter) publishes regions created with
+ * CMS_REGION_SHAREABLE on a Unix domain socket; other processes (importers)
+ * of an allowed uid connect, receive the region's layout and its physical
+ * allocations as file descriptors (SCM_RIGHTS), and map them at addresses of
+ * their own. When the exporter pauses such a region, every importer first
+ * waits for its own GPU work, drops its mappings and acknowledges; only then
+ * is the memory released, so it really goes back to the driver. On resume
+ * every importer maps the new memory at the SAME addresses in its process and
+ * sees the new epoch. Protocol, security model and failure semantics:
+ * docs/ipc.md.
+ *
+ * Socket paths are NUL-terminated, 1..107 bytes. A listening socket's file is
+ * created with mode 0600, and every peer's uid is checked with SO_PEERCRED
+ * against an allow-list (default: this process's uid only).
+ *
+ * Destroy every exporter, import and control socket of a context before the
+ * context (cms_context_destroy refuses otherwise).
+ */
+#ifndef CUMEMSAVER_IPC_H
+#define CUMEMSAVER_IPC_H
+
+#include "cumemsaver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cms_exporter cms_exporter;
+typedef struct cms_import cms_import;
+typedef struct cms_control cms_control;
+
+/* ---- Exporter -------------------------------------------------------------- */
+
+/* Access granted to importers of a published region. */
+#define CMS_ACCESS_READ 1u	/* map read-only (CU_MEM_ACCESS_FLAGS_PROT_READ) */
+#define CMS_ACCESS_READWRITE 3u /* map read-write (CU_MEM_ACCESS_FLAGS_PROT_READWRITE) */
+
+typedef struct cms_exporter_options {
+	size_t struct_size; /* sizeof(cms_exporter_options) */
+	/*
+	 * uids allowed to import (SO_PEERCRED), copied. NULL / 0: this process's
+	 * uid only. With a list, only the listed uids (add getuid() to keep your
+	 * own).
+	 */
+	const uint32_t *allowed_uids;
+	uint32_t nallowed_uids; /* entries of allowed_uids */
+	/* How long a pause waits for every importer to drop its mappings (ms; 0: 10000). */
+	uint32_t revoke_timeout_ms;
+	uint64_t flags; /* reserved, must be 0 */
+} cms_exporter_options;
+
+#define CMS_EXPORTER_OPTIONS_INIT                           \
+	{                                                   \
+		sizeof(cms_exporter_options), NULL, 0, 0, 0 \
+	}
+
+/*
+ * cms_exporter_options_init - fills *opts like CMS_EXPORTER_OPTIONS_INIT.
+ * Threads: thread-safe. CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
+ */
+CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
+
+/*
+ * cms_exporter_create - listens on the Unix socket path (created, mode 0600;
+ * a stale socket file left by a dead process is replaced) and starts the
+ * exporter's server thread, which accepts importers, checks their uid,
+ * answers their requests and never calls back into the application. Nothing
+ * is published yet (cms_exporter_publish).
+ *   path: socket path (1..107 bytes).
+ *   opts: NULL for the defaults (CMS_EXPORTER_OPTIONS_INIT).
+ *   out:  receives the exporter; NULL on failure.
+ * Ownership: *out belongs to the caller: free it with cms_exporter_destroy()
+ * (before the context). path and opts->allowed_uids are copied.
+ * Threads: thread-safe. The server thread runs with all signals blocked.
+ * CUDA: none in the call. The server thread exports each grant's physical
+ * handles (cuMemExportToShareableHandle) and first waits for an asynchronous
+ * restore still in flight (cuStreamSynchronize).
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
+ *     long; unknown flags; allowed_uids is NULL with nallowed_uids > 0.
+ *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
+ *   CMS_ERR_EXISTS: path is in use by a live socket, or is another kind of
+ *     file.
+ *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
+ */
+CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
+				       const cms_exporter_options *opts, cms_exporter **out);
+
+/*
+ * cms_exporter_publish - offers region (created with CMS_REGION_SHAREABLE, of
+ * the exporter's context) to importers, which ask for it by tag (and
+ * device). Each grant exports every allocation's physical handle as a POSIX
+ * descriptor at the time of the grant; the layout the importer maps is the
+ * region's allocations at that time, in address order. Allocations made or
+ * freed later reach importers at their next grant (after a resume), which
+ * they report as CMS_ERR_LAYOUT_CHANGED. From now on a pause of the region
+ * revokes importers' mappings first (see cms_pause), and so does its destroy.
+ *   access: CMS_ACCESS_READ or CMS_ACCESS_READWRITE: the most an importer
+ *           gets.
+ * Ownership: the exporter keeps a reference to the region's bookkeeping
+ * until it is destroyed; the region may still be destroyed (importers then
+ * lose it).
+ * Threads: thread-safe; takes the region's lock (waits for a pause or resume
+ * of it in progress).
+ * CUDA: none (see cms_exporter_create for the grants).
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: exp or region is NULL; the region belongs to
+ *     another context or was not created with CMS_REGION_SHAREABLE; unknown
+ *     access.
+ *   CMS_ERR_EXISTS: the region is already published on this exporter.
+ *   CMS_ERR_NOT_FOUND: the region was destroyed.
+ */
+CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, uint32_t access);
+
+/*
+ * cms_exporter_importers - the number of importers connected now, through all
+ * published regions.
+ *   count: receives the number.
+ * Threads: thread-safe. CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: exp or count is NULL.
+ */
+CMS_API cms_status cms_exporter_importers(cms_exporter *exp, uint64_t *count);
+
+/*
+ * cms_exporter_destroy - stops publishing: waits for a pause or resume of a
+ * published region in progress, stops the server thread, closes every
+ * importer's connection (their next call returns CMS_ERR_DISCONNECTED; memory
+ * they still map stays valid for them until they close the import) and
+ * removes the socket file.
+ *   exp: NULL is accepted (CMS_OK, nothing done).
+ * Ownership: exp is freed.
+ * Threads: not thread-safe against other calls on the same exporter.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ */
+CMS_API cms_status cms_exporter_destroy(cms_exporter *exp);
+
+/* ---- Importer -------------------------------------------------------------- */
+
+/* Import states (cms_import_info.state). */
+#define CMS_IMPORT_MAPPED 0u	     /* the memory is mapped at the import's addresses */
+#define CMS_IMPORT_REVOKED 1u	     /* exporter paused: addresses reserved, not accessible */
+#define CMS_IMPORT_LAYOUT_CHANGED 2u /* the exporter's layout changed: nothing mapped */
+#define CMS_IMPORT_DISCONNECTED 3u   /* the exporter closed or exited */
+#define CMS_IMPORT_FAILED 4u	     /* mapping a grant failed (info.error says why) */
+
+/* Import events (cms_import_event_fn). */
+#define CMS_IMPORT_EVENT_REVOKED 1u	   /* mappings dropped for an exporter's pause */
+#define CMS_IMPORT_EVENT_REMAPPED 2u	   /* mapped again at the same addresses, new epoch */
+#define CMS_IMPORT_EVENT_LAYOUT_CHANGED 3u /* a grant with another layout: not mapped */
+#define CMS_IMPORT_EVENT_DISCONNECTED 4u   /* the exporter is gone */
+#define CMS_IMPORT_EVENT_FAILED 5u	   /* a grant could not be mapped */
+
+/*
+ * Quiesce callback: the exporter is about to pause. Stop using the memory
+ * (finish or wait for GPU work reading or writing it) and return CMS_OK (or
+ * any non-negative value) to consent: the library then unmaps it. Return a
+ * negative status to refuse: the exporter's pause fails with CMS_ERR_REFUSED
+ * naming this importer. Called on the import's own thread; it may call
+ * cms_import_info_get and cms_import_alloc_get but must not close the import.
+ * epoch: the exporter's epoch of the memory mapped.
+ */
+typedef cms_status (*cms_import_quiesce_fn)(void *user, cms_import *imp, uint64_t epoch);
+/*
+ * Event callback (CMS_IMPORT_EVENT_*), called on the import's thread after the
+ * state changed; epoch is the exporter's epoch now mapped (REMAPPED: re-register
+ * the memory with NCCL/RDMA). Same restrictions as the quiesce callback.
+ */
+typedef void (*cms_import_event_fn)(void *user, cms_import *imp, uint32_t event, uint64_t epoch);
+
+/* Import flag: ask for read-only access (the exporter may grant less than asked, never more). */
+#define CMS_IMPORT_READ_ONLY 0x1ull
+
+typedef struct cms_import_options {
+	size_t struct_size; /* sizeof(cms_import_options) */
+	int32_t device;	    /* local CUDA device ordinal to map on (default 0) */
+	/* The region's device in the exporter (the exporter's ordinal); -1: any (default). */
+	int32_t exporter_device;
+	uint64_t flags; /* CMS_IMPORT_* */
+	/* uids the exporter may run as (SO_PEERCRED). NULL / 0: this process's uid only. */
+	const uint32_t *allowed_uids;
+	uint32_t nallowed_uids; /* entries of allowed_uids */
+	uint32_t timeout_ms;	/* connect + first grant (ms; 0: 10000) */
+	/* NULL: before unmapping, synchronize the local device's primary context. */
+	cms_import_quiesce_fn quiesce_fn;
+	cms_import_event_fn event_fn; /* may be NULL */
+	void *user;		      /* passed to both callbacks */
+	/* Shown in the exporter's messages: <= 63 bytes, no control characters; NULL: "". */
+	const char *name;
+} cms_import_options;
+
+#define CMS_IMPORT_OPTIONS_INIT                                                          \
+	{                                                                                \
+		sizeof(cms_import_options), 0, -1, 0, NULL, 0, 0, NULL, NULL, NULL, NULL \
+	}
+
+/*
+ * cms_import_options_init - fills *opts like CMS_IMPORT_OPTIONS_INIT.
+ * Threads: thread-safe. CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
+ */
+CMS_API cms_status cms_import_options_init(cms_import_options *opts);
+
+/*
+ * cms_import_open - connects to the exporter at path, checks its uid, asks for
+ * the region tagged tag and maps it: reserves one address range for all its
+ * allocations (aligned to the granularity), imports each descriptor (closed
+ * right after), maps it and sets access for opts->device (read-write or
+ * read-only as granted). If the exporter's region is paused, the import
+ * starts REVOKED and is mapped at its resume. Then a thread of the import
+ * serves the exporter's revocations and grants (all signals blocked; the
+ * callbacks run on it). Blocks up to opts->timeout_ms.
+ *   path: the exporter's socket path (1..107 bytes).
+ *   tag:  the region's tag (see CMS_TAG_MAX).
+ *   opts: NULL for the defaults (CMS_IMPORT_OPTIONS_INIT).
+ *   out:  receives the import; NULL on failure.
+ * Ownership: *out belongs to the caller: free it with cms_import_close()
+ * (before the context). opts->user is borrowed (keep it valid while the
+ * import lives); opts->name is copied; opts->allowed_uids is read during the
+ * call only.
+ * Threads: thread-safe.
+ * CUDA: cuMemAddressReserve, cuMemImportFromShareableHandle, cuMemMap,
+ * cuMemSetAccess; at the device's first use what cms_region_create lists.
+ * On the import's thread later: cuCtxSynchronize (no quiesce_fn), cuMemUnmap,
+ * cuMemRelease, and the mapping calls again at each grant.
+ * Returns (on failure nothing is held):
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx, path, tag or out is NULL; a bad tag; path
+ *     is empty or too long; unknown flags; exporter_device below -1 or 64 or
+ *     more; a bad name; allowed_uids is NULL with nallowed_uids > 0.
+ *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
+ *   CMS_ERR_NOT_FOUND: no socket at path (or nobody listens there), or the
+ *     exporter publishes no such region (any more).
+ *   CMS_ERR_PERMISSION: the exporter refused our uid, or its uid is not
+ *     allowed.
+ *   CMS_ERR_TIMEOUT: no answer within opts->timeout_ms.
+ *   CMS_ERR_DISCONNECTED: the exporter closed the connection.
+ *   CMS_ERR_PROTOCOL: a malformed or unexpected message.
+ *   CMS_ERR_IO: a socket call failed.
+ *   CMS_ERR_NOT_SUPPORTED: the exporter's granularity does not fit the local
+ *     device (and as cms_region_create for opts->device).
+ *   CMS_ERR_INVALID_DEVICE, CMS_ERR_NO_DRIVER, CMS_ERR_NO_DEVICE: opts->device,
+ *     as cms_region_create.
+ *   CMS_ERR_DRIVER, CMS_ERR_INTERNAL: also the exporter's own failure to
+ *     grant, which it reports.
+ *   driver statuses (CMS_ERR_OUT_OF_DEVICE_MEMORY: no address space).
+ */
+CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const char *tag,
+				   const cms_import_options *opts, cms_import **out);
+
+/*
+ * cms_import_close - stops the import's thread, unmaps the memory, releases
+ * the imported handles, frees the reserved range and closes the connection.
+ * The caller must have finished GPU work on the memory.
+ *   imp: NULL is accepted (CMS_OK, nothing done).
+ * Ownership: imp is freed, also on failure (the message then names what
+ * could not be undone).
+ * Threads: not thread-safe against other calls on the same import; must not
+ * be called from the import's callbacks.
+ * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree.
+ * Returns:
+ *   CMS_OK
+ *   driver statuses.
+ */
+CMS_API cms_status cms_import_close(cms_import *imp);
+
+typedef struct cms_import_info {
+	size_t struct_size; /* sizeof(cms_import_info), set by the caller */
+	char tag[CMS_TAG_MAX + 1];
+	int32_t exporter_device; /* the region's device in the exporter */
+	int32_t device;		 /* local device mapped on */
+	uint32_t state;		 /* CMS_IMPORT_* */
+	uint32_t access;	 /* CMS_ACCESS_* granted */
+	uint64_t epoch;		 /* exporter's epoch of the memory mapped (or last mapped) */
+	uint64_t allocations;	 /* allocations in the layout */
+	uint64_t base;		 /* start of the reserved range (device pointer) */
+	uint64_t bytes;		 /* bytes reserved (sum of the allocations' physical sizes) */
+	int32_t exporter_pid;
+	uint32_t exporter_uid;
+	int32_t error;	   /* status that led to LAYOUT_CHANGED, DISCONNECTED or FAILED; else 0 */
+	uint32_t reserved; /* 0 */
+} cms_import_info;
+
+/*
+ * cms_import_info_get - a snapshot of the import's state; works in every
+ * state (also after the exporter is gone).
+ *   info: struct_size set by the caller; written up to it.
+ * Threads: thread-safe. CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: imp or info is NULL.
+ *   CMS_ERR_STRUCT_SIZE: info->struct_size.
+ */
+CMS_API cms_status cms_import_info_get(cms_import *imp, cms_import_info *info);
+
+/*
+ * cms_import_alloc_get - the local device pointer and logical size of the
+ * index-th allocation of the layout (the exporter's address order). The
+ * pointer stays the same for the life of the import, across revocations; it
+ * is accessible while the state is CMS_IMPORT_MAPPED.
+ *   index: 0 .. cms_import_info.allocations - 1.
+ *   ptr:   receives the device pointer; may be NULL.
+ *   size:  receives the size in bytes; may be NULL.
+ * Ownership: the memory belongs to the import (valid until cms_import_close).
+ * Threads: thread-safe. CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: imp is NULL; index is out of range.
+ *   CMS_ERR_DISCONNECTED: the exporter is gone (CMS_ERR_PROTOCOL when it
+ *     broke the protocol).
+ *   CMS_ERR_LAYOUT_CHANGED: the exporter's layout changed.
+ *   the status that made the import FAILED (cms_import_info.error: driver
+ *     statuses, ...).
+ */
+CMS_API cms_status cms_import_alloc_get(cms_import *imp, uint64_t index, uint64_t *ptr,
+					uint64_t *size);
+
+/*
+ * cms_import_translate - the local address of an exporter's address
+ * (exporter_ptr inside one of the layout's allocations, as the exporter sees
+ * it: cms_alloc's pointer plus an offset).
+ *   ptr: receives the local device pointer.
+ * Threads: thread-safe. CUDA: none.
+ * Returns: as cms_import_alloc_get (with ptr NULL for CMS_ERR_INVALID_ARGUMENT
+ * instead of index), and CMS_ERR_NOT_FOUND when exporter_ptr is in no
+ * allocation of the layout.
+ */
+CMS_API cms_status cms_import_translate(cms_import *imp, uint64_t exporter_ptr, uint64_t *ptr);
+
+/* ---- Control socket -------------------------------------------------------
+ *
+ * Lets another process of an allowed uid (cmsctl --socket PATH ...) ask for
+ * the status of the context's regions, or to pause / resume a tag. Pause and
+ * resume requests reach the application through a callback that decides.
+ */
+
+/* Control operations (cms_control_request.op). */
+#define CMS_CONTROL_STATUS 1u
+#define CMS_CONTROL_PAUSE 2u
+#define CMS_CONTROL_RESUME 3u
+/* Phases of a pause/resume request (cms_control_request.phase). */
+#define CMS_CONTROL_BEFORE 0u /* decide: return CMS_OK to let the library act, else refuse */
+#define CMS_CONTROL_AFTER 1u  /* informed: result holds the outcome; the return is ignored */
+
+typedef struct cms_control_request {
+	size_t struct_size; /* sizeof(cms_control_request) of the library */
+	uint32_t op;	    /* CMS_CONTROL_PAUSE or CMS_CONTROL_RESUME */
+	uint32_t phase;	    /* CMS_CONTROL_BEFORE / CMS_CONTROL_AFTER */
+	const char *tag;    /* valid during the call */
+	int32_t peer_pid;   /* the requesting process (SO_PEERCRED) */
+	uint32_t peer_uid;
+	cms_status result; /* AFTER: what cms_pause / cms_resume returned */
+	uint32_t reserved;
+} cms_control_request;
+
+/*
+ * Control callback, called on the control socket's thread. BEFORE: stop
+ * launching work on the tag's memory (or start again after a resume: see
+ * AFTER) and return CMS_OK to let the library call cms_pause / cms_resume
+ * with the tag, or a negative status (e.g. CMS_ERR_REFUSED) to refuse; the
+ * requester gets that status. The callback may call the library (but not
+ * destroy the control socket). req is valid during the call only.
+ */
+typedef cms_status (*cms_control_fn)(void *user, const cms_control_request *req);
+
+/* Control flag: without a callback, act on every pause/resume request (default: refuse). */
+#define CMS_CONTROL_ALLOW_ALL 0x1ull
+
+typedef struct cms_control_options {
+	size_t struct_size; /* sizeof(cms_control_options) */
+	uint64_t flags;	    /* CMS_CONTROL_* flags */
+	cms_control_fn fn;  /* NULL: status only, unless CMS_CONTROL_ALLOW_ALL */
+	void *user;	    /* passed to fn */
+	/* uids allowed to connect, copied; NULL / 0: this process's uid only. */
+	const uint32_t *allowed_uids;
+	uint32_t nallowed_uids; /* entries of allowed_uids */
+	uint32_t reserved;	/* 0 */
+} cms_control_options;
+
+#define CMS_CONTROL_OPTIONS_INIT                                       \
+	{                                                              \
+		sizeof(cms_control_options), 0, NULL, NULL, NULL, 0, 0 \
+	}
+
+/*
+ * cms_control_options_init - fills *opts like CMS_CONTROL_OPTIONS_INIT.
+ * Threads: thread-safe. CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
+ */
+CMS_API cms_status cms_control_options_init(cms_control_options *opts);
+
+/*
+ * cms_control_create - listens on the Unix socket path (mode 0600, as
+ * cms_exporter_create) and serves one request at a time on its own thread
+ * (all signals blocked): STATUS (a table of every region: cms_region_info and
+ * importers), PAUSE tag and RESUME tag (after the callback consents:
+ * cms_pause / cms_resume of the context, with progress messages to the
+ * requester).
+ *   path: socket path (1..107 bytes).
+ *   opts: NULL for the defaults (CMS_CONTROL_OPTIONS_INIT: status only).
+ *   out:  receives the control socket; NULL on failure.
+ * Ownership: *out belongs to the caller: free it with cms_control_destroy()
+ * (before the context). path and opts->allowed_uids are copied; opts->user is
+ * borrowed (keep it valid while the control socket lives).
+ * Threads: thread-safe.
+ * CUDA: none in the call; the thread makes the calls of cms_pause /
+ * cms_resume / cms_region_info_get.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
+ *     long; unknown flags or reserved not 0; allowed_uids is NULL with
+ *     nallowed_uids > 0.
+ *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
+ *   CMS_ERR_EXISTS: path is in use by a live socket, or is another kind of
+ *     file.
+ *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
+ */
+CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
+				      const cms_control_options *opts, cms_control **out);
+
+/*
+ * cms_control_destroy - stops the thread (after the request in progress),
+ * closes the socket and removes its file.
+ *   ctl: NULL is accepted (CMS_OK, nothing done).
+ * Ownership: ctl is freed.
+ * Threads: not thread-safe against other calls on the same control socket;
+ * must not be called from the control callback.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ */
+CMS_API cms_status cms_control_destroy(cms_control *ctl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUMEMSAVER_IPC_H */

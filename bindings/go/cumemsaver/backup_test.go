@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+
+package cumemsaver
+
+// ABI 1.2 on the host simulation: Context.Backup / BackupRead, Region.SetFlags and the
+// default hook region.
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestBackupFlagsAndHookDefault(t *testing.T) {
+	ctx := newCtx(t)
+	w := must(ctx.NewRegion("bk-w", &RegionOptions{Policy: PolicyHost}))
+	a := must(w.Alloc(mib))
+	fill(a, mib, 5)
+	if _, err := ctx.Backup(a); !errors.Is(err, ErrNotPaused) {
+		t.Fatalf("never paused: %v", err)
+	}
+	must(w.Pause())
+	b := must(ctx.Backup(a + 10))
+	if b.Base != a || b.Size != mib || b.Policy != PolicyHost || b.State != BackupCurrent || b.Host == 0 {
+		t.Fatalf("paused: %+v", b)
+	}
+	buf := make([]byte, 64)
+	if err := ctx.BackupRead(a, buf); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range buf {
+		if c != byte(i)*31+5 {
+			t.Fatalf("byte %d: %d", i, c)
+		}
+	}
+	must(w.Resume())
+	if b = must(ctx.Backup(a)); b.State != BackupRetained {
+		t.Fatalf("resumed: %+v", b)
+	}
+	if err := w.SetFlags(RegionReleaseHost, RegionReleaseHost); err != nil {
+		t.Fatal(err)
+	}
+	if i := must(w.Info()); i.HostBytes != 0 {
+		t.Fatalf("host bytes kept: %+v", i)
+	}
+	if err := w.SetFlags(RegionGuard, 0); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("guard: %v", err)
+	}
+
+	h := must(ctx.SetHookContext())
+	defer h.Close()
+	if err := w.SetHookDefault(0); err != nil {
+		t.Fatal(err)
+	}
+	if !w.IsHookDefault(0) {
+		t.Fatal("not the default")
+	}
+	p := must(HookAlloc(mib, 0))
+	if err := HookFree(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearHookDefault(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HookAlloc(mib, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("no default: %v", err)
+	}
+}

@@ -1,0 +1,83 @@
+"""Host backups, retention flags and default hook regions (since 1.2) on the host simulation:
+Context.backup / backup_read, Region.set_flags, HookContext.set_default_region.
+
+Run like test_cumemsaver.py (CUMEMSAVER_LIBRARY and CMS_DRIVER_LIBRARY set); standard library only.
+"""
+
+import ctypes
+import os
+import tempfile
+import unittest
+
+LIB = os.environ.get("CUMEMSAVER_LIBRARY")
+SIM = os.environ.get("CMS_DRIVER_LIBRARY")
+if not LIB or not SIM:
+    raise unittest.SkipTest("set CUMEMSAVER_LIBRARY and CMS_DRIVER_LIBRARY to run these tests")
+
+import cumemsaver as cms  # noqa: E402
+from cumemsaver import _lib as L  # noqa: E402
+
+MiB = 1 << 20
+
+
+class TestBackup(unittest.TestCase):
+    def setUp(self):
+        self.ctx = cms.Context(driver_path=SIM)
+
+    def tearDown(self):
+        self.ctx.close()
+
+    def test_host_current_and_retained(self):
+        r = self.ctx.region("h", policy=cms.Policy.HOST)
+        p = r.alloc(MiB)
+        data = bytes(range(256)) * (MiB // 256)
+        ctypes.memmove(p, data, MiB)  # the simulation's device memory is host memory
+        with self.assertRaises(cms.NotPaused):
+            self.ctx.backup(p)
+        r.pause()
+        b = self.ctx.backup(p + 100)
+        self.assertEqual((b.base, b.size, b.policy, b.current), (p, MiB, cms.Policy.HOST, True))
+        self.assertEqual(ctypes.string_at(b.host, 16), data[:16])
+        self.assertEqual(self.ctx.backup_read(p + 100, 50), data[100:150])
+        r.resume()
+        self.assertFalse(self.ctx.backup(p).current)
+        r.set_flags(L.CMS_REGION_RELEASE_HOST, L.CMS_REGION_RELEASE_HOST)
+        self.assertEqual(r.info().host_bytes, 0)
+        with self.assertRaises(cms.NotPaused):
+            self.ctx.backup_read(p, 1)
+        with self.assertRaises(cms.InvalidArgument):
+            r.set_flags(L.CMS_REGION_GUARD, 0)
+
+    def test_disk_and_discard(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.ctx.region("d", policy=cms.Policy.DISK, disk_dir=d)
+            p = r.alloc(MiB)
+            ctypes.memmove(p + 4096, b"cumemsaver", 10)
+            r.pause()
+            b = self.ctx.backup(p)
+            self.assertIsNone(b.host)
+            self.assertIs(b.policy, cms.Policy.DISK)
+            self.assertEqual(self.ctx.backup_read(p + 4096, 10), b"cumemsaver")
+            r.resume()
+            r.destroy()
+        q = self.ctx.region("x", policy=cms.Policy.DISCARD).alloc(MiB)
+        with self.assertRaises(cms.NotSupported):
+            self.ctx.backup(q)
+
+    def test_default_region(self):
+        r = self.ctx.region("all", policy=cms.Policy.DISCARD)
+        with self.ctx.hook_context() as hooks:
+            self.assertIsNone(hooks.default_region(0))
+            with self.assertRaises(cms.NotFound):
+                hooks.alloc(MiB, 0)
+            hooks.set_default_region(0, r)
+            self.assertEqual(hooks.default_region(0), r)
+            p = hooks.alloc(MiB, 0)
+            self.assertEqual(self.ctx.pointer_info(p).region, r)
+            hooks.free(p)
+            hooks.set_default_region(0, None)
+            self.assertIsNone(hooks.default_region(0))
+
+
+if __name__ == "__main__":
+    unittest.main()

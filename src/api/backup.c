@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backup.c - host backups readable (cms_backup_get, cms_backup_read) and the
+ * retention flags changeable between cycles (cms_region_flags_set), since 1.2.
+ *
+ * Both work under the region's lock, so they wait for a pause, resume or swap
+ * of the region in progress and never see a backup half written. The store
+ * says whether an allocation has a backup and where (store.c: backup_held).
+ */
+#include <string.h>
+
+#include "api.h"
+
+/*
+ * The allocation of ctx containing ptr, with its region referenced and locked (backup_unlock
+ * undoes both); CMS_ERR_NOT_FOUND if there is none. Found again once the region is locked:
+ * a free or destroy that finished meanwhile took it out of the index, and none can start
+ * while the lock is held.
+ */
+static cms_status backup_lock(cms_context *ctx, uint64_t ptr, struct cms_alloc **out)
+{
+	struct cms_region *r;
+	struct cms_alloc *a;
+	bool same;
+
+	*out = NULL;
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr);
+	if (!a || ptr - a->base >= a->size) {
+		pthread_mutex_unlock(&ctx->lock);
+		goto err;
+	}
+	r = a->region;
+	r->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr);
+	same = a && ptr - a->base < a->size && a->region == r;
+	pthread_mutex_unlock(&ctx->lock);
+	if (same) {
+		*out = a;
+		return CMS_OK;
+	}
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+err:
+	return cms_set_error(CMS_ERR_NOT_FOUND, "0x%llx is not in any allocation of this context",
+			     (unsigned long long)ptr);
+}
+
+static void backup_unlock(cms_context *ctx, struct cms_alloc *a)
+{
+	struct cms_region *r = a->region;
+
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+CMS_API cms_status cms_backup_get(cms_context *ctx, uint64_t ptr, cms_backup_info *info)
+{
+	cms_backup_info o;
+	struct cms_alloc *a;
+	cms_status st;
+	void *host;
+
+	if (!ctx || !info)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "info" : "ctx");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = cms_check_out(info, CMS_BACKUP_INFO_SIZE_VER0, "cms_backup_info");
+	if (st)
+		return st;
+	st = backup_lock(ctx, ptr, &a);
+	if (st)
+		return st;
+	st = cms_store_backup(a, &host);
+	if (!st) {
+		memset(&o, 0, sizeof(o));
+		o.struct_size = sizeof(o);
+		o.base = a->base;
+		o.size = a->size;
+		o.host = host;
+		o.policy = a->region->policy;
+		o.state = a->region->state == CMS_STATE_PAUSED ? CMS_BACKUP_CURRENT :
+								 CMS_BACKUP_RETAINED;
+	}
+	backup_unlock(ctx, a);
+	if (!st)
+		cms_copy_out(info, &o, sizeof(o));
+	return st;
+}
+
+CMS_API cms_status cms_backup_read(cms_context *ctx, uint64_t ptr, void *buf, uint64_t len)
+{
+	struct cms_alloc *a;
+	uint64_t off;
+	cms_status st;
+	void *host;
+
+	if (!ctx || !buf)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "buf" : "ctx");
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = backup_lock(ctx, ptr, &a);
+	if (st)
+		return st;
+	off = ptr - a->base;
+	if (len > a->size - off)
+		st = cms_set_error(
+			CMS_ERR_INVALID_ARGUMENT,
+			"%llu bytes from 0x%llx pass the end of the allocation at 0x%llx "
+			"(%llu bytes)",
+			(unsigned long long)len, (unsigned long long)ptr,
+			(unsigned long long)a->base, (unsigned long long)a->size);
+	if (!st)
+		st = cms_store_backup(a, &host);
+	if (!st && len)
+		st = cms_store_backup_read(a, off, buf, len);
+	backup_unlock(ctx, a);
+	return st;
+}
+
+#define CHANGEABLE (CMS_REGION_RELEASE_HOST | CMS_REGION_HOST_PAGEABLE)
+
+CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint64_t flags)
+{
+	struct cms_region *r = region;
+	uint64_t next, changed;
+	cms_status st;
+
+	if (!r)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
+	st = cms_check_fork(r->ctx);
+	if (st)
+		return st;
+	if (mask & ~(uint64_t)CHANGEABLE)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "region flags 0x%llx cannot be changed (only 0x%llx can)",
+				     (unsigned long long)(mask & ~(uint64_t)CHANGEABLE),
+				     (unsigned long long)CHANGEABLE);
+	if (flags & ~mask)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "flags 0x%llx are outside the mask 0x%llx",
+				     (unsigned long long)flags, (unsigned long long)mask);
+	pthread_mutex_lock(&r->lock);
+	next = (r->flags & ~mask) | flags;
+	changed = r->flags ^ next;
+	if ((changed & CMS_REGION_HOST_PAGEABLE) && r->state != CMS_STATE_ACTIVE) {
+		st = cms_set_error(CMS_ERR_PAUSED,
+				   "region \"%s\" is paused: its backups are where they are until "
+				   "it is resumed",
+				   r->tag);
+		goto out;
+	}
+	/* Active and asked to keep less: what it keeps goes now, once no copy reads it. */
+	if (r->state == CMS_STATE_ACTIVE &&
+	    ((next & CMS_REGION_RELEASE_HOST) || (changed & CMS_REGION_HOST_PAGEABLE))) {
+		st = cms_region_settle(r);
+		if (st)
+			goto out; /* nothing changed */
+		cms_store_release_kept(r, next & CMS_REGION_RELEASE_HOST);
+	}
+	r->flags = next;
+	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": flags 0x%llx", r->tag,
+		(unsigned long long)next);
+out:
+	pthread_mutex_unlock(&r->lock);
+	return st;
+}
