@@ -99,7 +99,9 @@ static int rt_device(void)
 	rt_get_device_fn fn = (rt_get_device_fn)(uintptr_t)rt_fn(&real_get_device, "cudaGetDevice");
 	int dev = -1;
 
-	if (!fn || fn(&dev) != RT_SUCCESS)
+	if (!fn) /* no runtime loaded (yet): a thread's device is 0 until cudaSetDevice */
+		return 0;
+	if (fn(&dev) != RT_SUCCESS)
 		return -1;
 	return dev;
 }
