@@ -31,6 +31,17 @@
  * buffers that are ready. If registration fails (locked-memory limits), the
  * buffer stays pageable: slower, still correct.
  *
+ * A region created with CMS_REGION_HOST_PAGEABLE keeps its buffers pageable
+ * (never registered): each copy goes through two page-locked staging buffers
+ * (stage.c) of STAGE_CHUNK bytes, the device copying into (out of) one while
+ * the host copies the other into the backup (out of it). The staging is made
+ * by a call's first such copy of the region, kept on the region (host_stage)
+ * for the rest of the call (a resume restores 64 MiB at a time) and freed when
+ * the call ends, committed or rolled back (call_done).
+ * Each buffer knows its kind (hb->pageable): a region whose flag changed
+ * between cycles lets go of the retained buffers of the other kind at its next
+ * pause (or at once through cms_store_release_retained).
+ *
  * A region's pinned_bytes counts its registered buffers. It changes only on the
  * thread that holds the region's lock: workers register buffers but never
  * touch it; the calling thread adds their buffers after joining them.
@@ -55,6 +66,8 @@
 #define GROUP_SIM_GRANULES 16	   /* the simulation: small tests, many buffers */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
+#define STAGE_CHUNK (16ull << 20)      /* pageable backups: bytes per staging buffer */
+#define STAGE_CHUNK_SIM (256ull << 10) /* the simulation: small tests, several chunks */
 
 static size_t page_round(size_t n)
 {
@@ -141,6 +154,7 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
 	madvise(hb->base, len, MADV_DONTFORK);
 	hb->len = len;
+	hb->pageable = (v[0]->region->flags & CMS_REGION_HOST_PAGEABLE) != 0;
 	v[0]->region->host_bytes += len;
 	hb->device = v[0]->region->device;
 	hb->users = (unsigned)n;
@@ -199,8 +213,10 @@ out:
 
 static void backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
-	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting. */
-	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use) {
+	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting; a
+	 * pageable one is never page-locked. */
+	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use &&
+	    !a->hostbuf->pageable) {
 		buffer_register(ctx, a->hostbuf);
 		note_registered(ctx, a->region, a->hostbuf);
 	}
@@ -452,7 +468,8 @@ static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_
 }
 
 /* Starts piece p at start (its fields but the list link). */
-static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool pin, int32_t device)
+static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool pin, bool pageable,
+				       int32_t device)
 {
 	p->base = start;
 	p->len = 0;
@@ -460,6 +477,7 @@ static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool 
 	p->users = 0;
 	p->registered = false;
 	p->pin_on_use = pin;
+	p->pageable = pageable;
 	p->register_result = CUDA_SUCCESS;
 	atomic_store(&p->failed, false);
 	p->device = device;
@@ -479,7 +497,7 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 	char *pos = hb->base, *end = (char *)hb->base + hb->len;
 	size_t ns, nr, j, i, *first_of = NULL, old_len = hb->len;
 	struct cms_hostbuf **piece = NULL, *cur = NULL;
-	bool pin = hb->registered || hb->pin_on_use;
+	bool pin = hb->registered || hb->pin_on_use, pageable = hb->pageable;
 	uint64_t given = 0;
 	struct slice *s;
 
@@ -507,14 +525,14 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 			cur = NULL;
 		} else if (gap) { /* stays mapped: a hole of the piece it joins */
 			if (!cur)
-				cur = piece_start(piece[0], pos, pin, r->device);
+				cur = piece_start(piece[0], pos, pin, pageable, r->device);
 			cur->len += gap;
 			cur->free_bytes += gap;
 		}
 		if (j == nr)
 			break;
 		if (!cur) {
-			cur = piece_start(piece[j], start, pin, r->device);
+			cur = piece_start(piece[j], start, pin, pageable, r->device);
 		} else if (piece[j] != cur) { /* joined to the piece before it */
 			pieces_drop(ctx, s, first_of, piece, j, j + 1);
 			piece[j] = NULL;
@@ -596,7 +614,7 @@ static void prep_slice(struct prep *w, size_t s)
 	if (!fault_in((char *)hb->base + off, len))
 		atomic_store(&hb->failed, true);
 	if (atomic_fetch_sub(&w->left[b], 1) == 1) {
-		if (!atomic_load(&hb->failed))
+		if (!atomic_load(&hb->failed) && !hb->pageable)
 			buffer_register(w->ctx, hb);
 		pthread_mutex_lock(&w->lock);
 		atomic_store(&w->ready[b], true);
@@ -687,6 +705,153 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 	return CMS_OK;
 }
 
+/* ---- pageable buffers: copies through page-locked staging ---- */
+
+static uint64_t stage_chunk(const cms_context *ctx)
+{
+	return ctx->drv.is_sim ? STAGE_CHUNK_SIM : STAGE_CHUNK;
+}
+
+/* Bytes of chunk k of a copy of len bytes in chunks of c bytes. */
+static size_t chunk_len(size_t len, size_t c, size_t k)
+{
+	return len - k * c < c ? len - k * c : c;
+}
+
+/*
+ * Copies len bytes of device memory at src into pageable host memory at dst through the
+ * staging sg: the device fills one of its buffers while this thread empties the other.
+ * Returns with no copy running into the staging (every lane synchronized on failure).
+ */
+static cms_status staged_out(struct cms_lanes *l, const struct cms_stage *sg, char *dst,
+			     CUdeviceptr src, size_t len)
+{
+	cms_context *ctx = l->ctx;
+	size_t c = sg->chunk, n = (len + c - 1) / c, k;
+	cms_status st = CMS_OK;
+
+	for (k = 0; k <= n; k++) {
+		if (k < n)
+			CU_TRY(ctx,
+			       cuMemcpyDtoHAsync(sg->base + (k % 2) * c, src + k * c,
+						 chunk_len(len, c, k), cms_lane_at(l, k % 2)),
+			       st, err);
+		if (!k)
+			continue;
+		CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, (k - 1) % 2)), st, err);
+		memcpy(dst + (k - 1) * c, sg->base + ((k - 1) % 2) * c, chunk_len(len, c, k - 1));
+	}
+	return CMS_OK;
+err:
+	(void)cms_lanes_sync(l);
+	return st;
+}
+
+/* Copies len bytes of pageable host memory at src to device memory at dst through the
+ * staging sg; returns with every lane synchronized (the staging may be reused at once). */
+static cms_status staged_in(struct cms_lanes *l, const struct cms_stage *sg, CUdeviceptr dst,
+			    const char *src, size_t len)
+{
+	cms_context *ctx = l->ctx;
+	size_t c = sg->chunk, n = (len + c - 1) / c, k;
+	cms_status st = CMS_OK, st2;
+
+	for (k = 0; k < n; k++) {
+		CUstream s = cms_lane_at(l, k % 2);
+		char *buf = sg->base + (k % 2) * c;
+
+		if (k >= 2) /* the buffer's previous copy (chunk k - 2) must be done */
+			CU_TRY(ctx, cuStreamSynchronize(s), st, out);
+		memcpy(buf, src + k * c, chunk_len(len, c, k));
+		CU_TRY(ctx, cuMemcpyHtoDAsync(dst + k * c, buf, chunk_len(len, c, k), s), st, out);
+	}
+out:
+	st2 = cms_lanes_sync(l);
+	return st ? st : st2;
+}
+
+/* r's staging kept between restores, made on first use; NULL with the error set. */
+static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
+{
+	struct cms_stage *sg = r->host_stage;
+
+	if (sg)
+		return sg;
+	sg = malloc(sizeof(*sg));
+	if (!sg) {
+		cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a staging descriptor");
+		return NULL;
+	}
+	if (cms_stage_make(ctx, r->device, stage_chunk(ctx), stage_chunk(ctx), "host backup", sg)) {
+		free(sg);
+		return NULL;
+	}
+	r->host_stage = sg;
+	return sg;
+}
+
+static void region_stage_free(struct cms_region *r)
+{
+	if (!r->host_stage)
+		return;
+	cms_stage_free(r->ctx, r->host_stage);
+	free(r->host_stage);
+	r->host_stage = NULL;
+}
+
+/* Whether r's new buffers are pageable (CMS_REGION_HOST_PAGEABLE). */
+static bool region_pageable(const struct cms_region *r)
+{
+	return (r->flags & CMS_REGION_HOST_PAGEABLE) != 0;
+}
+
+/*
+ * Lets go of what r keeps between cycles: the slices of its allocations whose content is not
+ * in them (not saved), unpinning each buffer before its last user unmaps it; then the holes
+ * over the bound (region_trim) and the staging. A buffer whose cuMemHostUnregister fails stays
+ * (usable as it is) and its status is returned; the others are gone.
+ */
+static cms_status host_release_retained(struct cms_region *r)
+{
+	cms_status st = CMS_OK, st1;
+	struct cms_alloc *a;
+
+	for (a = r->allocs; a; a = a->next) {
+		if (!a->hostbuf || a->saved)
+			continue;
+		st1 = backup_unpin(r->ctx, a);
+		if (!st1)
+			slice_put(r->ctx, a);
+		else if (!st)
+			st = st1;
+	}
+	region_trim(r);
+	region_stage_free(r);
+	return st;
+}
+
+/* Whether r keeps a buffer of the other kind than its flag asks for (the flag changed). */
+static bool kind_changed(const struct cms_region *r)
+{
+	const struct cms_hostbuf *hb;
+
+	for (hb = r->hostbufs; hb; hb = hb->next)
+		if (hb->pageable != region_pageable(r))
+			return true;
+	return false;
+}
+
+/* Before a pause: retained buffers of the other kind go (best effort: one that stays is
+ * used as it is, its kind kept). */
+static void release_changed(struct cms_alloc **v, size_t n)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if ((!j || v[j]->region != v[j - 1]->region) && kind_changed(v[j]->region))
+			(void)host_release_retained(v[j]->region);
+}
+
 static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {
 	cms_context *ctx = l->ctx;
@@ -705,6 +870,7 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
 		goto out_free;
 	}
+	release_changed(v, n);
 	st = plan_buffers(ctx, v, n, &w, &new_bytes);
 	if (st)
 		goto out_free;
@@ -749,7 +915,17 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 				b++; /* last allocation of this buffer */
 		}
 		pin_on_use(ctx, a);
-		CU_TRY(ctx, cuMemcpyDtoHAsync(a->backup, a->base, len, cms_lane(l)), st, out_join);
+		if (a->hostbuf->pageable) {
+			struct cms_stage *sg = region_stage(ctx, a->region);
+
+			st = sg ? staged_out(l, sg, a->backup, a->base, len) :
+				  CMS_ERR_OUT_OF_HOST_MEMORY;
+			if (st)
+				break;
+		} else {
+			CU_TRY(ctx, cuMemcpyDtoHAsync(a->backup, a->base, len, cms_lane(l)), st,
+			       out_join);
+		}
 		for (m = k; m < j; m++) {
 			cms_alloc_set_saved(v[m], true);
 			*bytes += v[m]->size;
@@ -791,7 +967,15 @@ static cms_status group_flush(struct cms_lanes *l, struct restore_group *g, uint
 
 	if (!a)
 		return CMS_OK;
-	CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, g->len, cms_lane(l)), st, out);
+	if (a->hostbuf->pageable) {
+		struct cms_stage *sg = region_stage(ctx, a->region);
+
+		st = sg ? staged_in(l, sg, a->base, a->backup, g->len) : CMS_ERR_OUT_OF_HOST_MEMORY;
+		if (st)
+			goto out;
+	} else {
+		CU_TRY(ctx, cuMemcpyHtoDAsync(a->base, a->backup, g->len, cms_lane(l)), st, out);
+	}
 	*restored += g->len;
 	cms_progress_note(g->len); /* issued (progress.c) */
 	g->first = g->last = NULL;
@@ -832,7 +1016,8 @@ static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 
 static bool host_save_ready(const struct cms_alloc *a)
 {
-	return a->hostbuf != NULL;
+	/* a buffer of the other kind is let go of first (release_changed) */
+	return a->hostbuf != NULL && !kind_changed(a->region);
 }
 
 static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
@@ -848,6 +1033,11 @@ static void host_region_resumed(struct cms_region *r)
 		region_trim(r);
 }
 
+static void host_region_close(struct cms_region *r)
+{
+	region_stage_free(r);
+}
+
 const struct cms_store_ops cms_store_host = {
 	.name = "host",
 	.save = host_save,
@@ -855,6 +1045,9 @@ const struct cms_store_ops cms_store_host = {
 	.restore = host_restore,
 	.resumed = host_resumed,
 	.region_resumed = host_region_resumed,
+	.region_close = host_region_close,
+	.call_done = region_stage_free,
+	.release_retained = host_release_retained,
 	.trim = region_trim,
 	.forget_begin = backup_unpin,
 	.forget = slice_put,

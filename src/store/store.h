@@ -75,6 +75,13 @@ struct cms_store_ops {
 	cms_status (*check)(const struct cms_region *r);
 	/* cms_region_disk_dir_set: sets (dir) or clears (NULL) where r keeps its content. */
 	cms_status (*dir_set)(struct cms_region *r, const char *dir);
+	/* Region r is active: give back the storage it keeps between cycles (HOST: its retained
+	 * buffers and staging; DISK: its file's space). CMS_OK, or the status of a step that
+	 * failed (what it could not give back stays, usable). */
+	cms_status (*release_retained)(struct cms_region *r);
+	/* A pause, resume or swap of r ends (committed or rolled back, no copy running): free
+	 * what the call made for itself (HOST: the staging of pageable backups). */
+	void (*call_done)(struct cms_region *r);
 	/* r is destroyed (or its last reference goes): give its storage back. */
 	void (*region_close)(struct cms_region *r);
 	/* Bytes of a that a pause (out) or resume (!out) reports through the progress callback. */
@@ -120,6 +127,17 @@ void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a);
 void cms_store_trim(struct cms_region *r);
 cms_status cms_store_dir_set(struct cms_region *r, const char *dir);
 void cms_store_region_close(struct cms_region *r);
+/*
+ * Gives back what active region r keeps between cycles (its policy's release_retained):
+ * HOST: the host buffers retained after a resume (page-locked or pageable) and any staging;
+ * DISK: the file's space. What holds content (saved allocations) is kept. For a change of
+ * CMS_REGION_RELEASE_HOST or CMS_REGION_HOST_PAGEABLE between cycles (cms_region_flags_set).
+ * Region lock held. CMS_OK (nothing to give back included), or the status of a
+ * cuMemHostUnregister that failed (that buffer stays, still usable, of its old kind).
+ */
+cms_status cms_store_release_retained(struct cms_region *r);
+/* The end of a pause, resume or swap of regions[0..n): each policy's call_done. */
+void cms_store_call_done(struct cms_region **regions, size_t n);
 /* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */
 uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
 				  bool (*want)(const struct cms_alloc *a));
@@ -147,5 +165,21 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 #define CMS_DISK_CHUNK (64ull << 20)	/* bytes per staging buffer; two per device and call */
 #define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
 #define CMS_DISK_CHUNK_SIM (1ull << 20) /* with the host simulation: small tests, many batches */
+
+/* ---- stage.c: page-locked staging buffers (DISK, pageable HOST backups) ---- */
+struct cms_stage {
+	char *base;   /* two buffers of chunk bytes: base and base + chunk */
+	size_t chunk; /* bytes per buffer */
+	int32_t dev;
+	bool registered, hooked;
+};
+
+/* Two staging buffers of chunk bytes (less when total, rounded up to CMS_DISK_ALIGN, is
+ * smaller), page-locked where cuMemHostRegister allows (else pageable: slower, still
+ * correct). CMS_ERR_OUT_OF_HOST_MEMORY ("... of <what> staging buffers"); *s zeroed then. */
+cms_status cms_stage_make(cms_context *ctx, int32_t dev, uint64_t total, uint64_t chunk,
+			  const char *what, struct cms_stage *s);
+/* Frees s (no copy may still use it); a zeroed s is nothing to free. */
+void cms_stage_free(cms_context *ctx, struct cms_stage *s);
 
 #endif /* CMS_STORE_H */

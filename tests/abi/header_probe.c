@@ -141,6 +141,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_COALESCE) == 1, "CMS_REGION_COALESC
 _Static_assert(CMS_REGION_GUARD == 16u, "CMS_REGION_GUARD == 16");
 _Static_assert(sizeof(CMS_REGION_GUARD) == sizeof(uint64_t), "CMS_REGION_GUARD has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_GUARD) == 1, "CMS_REGION_GUARD is unsigned");
+_Static_assert(CMS_REGION_HOST_PAGEABLE == 32u, "CMS_REGION_HOST_PAGEABLE == 32");
+_Static_assert(sizeof(CMS_REGION_HOST_PAGEABLE) == sizeof(uint64_t), "CMS_REGION_HOST_PAGEABLE has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_HOST_PAGEABLE) == 1, "CMS_REGION_HOST_PAGEABLE is unsigned");
 _Static_assert(CMS_HANDLE_TYPE_POSIX_FD == 1u, "CMS_HANDLE_TYPE_POSIX_FD == 1");
 _Static_assert(sizeof(CMS_HANDLE_TYPE_POSIX_FD) == sizeof(uint32_t), "CMS_HANDLE_TYPE_POSIX_FD has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_HANDLE_TYPE_POSIX_FD) == 1, "CMS_HANDLE_TYPE_POSIX_FD is unsigned");
@@ -673,7 +676,7 @@ int main(void)
 	(void)p_cms_context_progress_set;
 	(void)p_cms_region_stats_get;
 	(void)p_cms_region_list;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 15, 73, 52);
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 15, 74, 52);
 	return 0;
 }
 /* clang-format on */

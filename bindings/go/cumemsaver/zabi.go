@@ -207,6 +207,11 @@ const (
 	// cuMemMap + cuMemSetAccess per piece (per 32 granules, then one per set bit of the rest in
 	// granules) at a pause and one cuMemUnmap per piece at a resume.
 	RegionGuard RegionFlags = 0x10
+	// RegionHostPageable is CMS_REGION_HOST_PAGEABLE (since 1.2): Pageable host backups
+	// (CMS_POLICY_HOST only): never page-locked, copies go through page-locked staging buffers; RSS
+	// grows by the backup at a pause and, with CMS_REGION_RELEASE_HOST, falls back after each
+	// successful resume. Not combinable with CMS_RESUME_ASYNC.
+	RegionHostPageable RegionFlags = 0x20
 )
 
 // PauseFlags is a value of group pause_flag (a C uint64_t): cms_pause_options.flags.
@@ -394,6 +399,10 @@ func (v RegionFlags) String() string {
 	if v&RegionGuard != 0 {
 		s = append(s, "guard")
 		v &^= RegionGuard
+	}
+	if v&RegionHostPageable != 0 {
+		s = append(s, "host_pageable")
+		v &^= RegionHostPageable
 	}
 	if v != 0 {
 		s = append(s, fmt.Sprintf("0x%x", uint64(v)))

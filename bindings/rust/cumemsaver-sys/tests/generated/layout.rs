@@ -333,6 +333,7 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_REGION_SHAREABLE_FABRIC", CMS_REGION_SHAREABLE_FABRIC as i128),
         ("const CMS_REGION_COALESCE", CMS_REGION_COALESCE as i128),
         ("const CMS_REGION_GUARD", CMS_REGION_GUARD as i128),
+        ("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE as i128),
         ("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD as i128),
         ("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC as i128),
         ("const CMS_PAUSE_NO_SYNC", CMS_PAUSE_NO_SYNC as i128),
@@ -446,5 +447,5 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
 }
 
 pub const STRUCT_COUNT: usize = 15;
-pub const CONST_COUNT: usize = 73;
+pub const CONST_COUNT: usize = 74;
 pub const FUNCTION_COUNT: usize = 52;
