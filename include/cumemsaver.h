@@ -481,11 +481,12 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * page-locked (no cuMemHostRegister of them): the kernel may swap them out
  * under memory pressure, and the process's RSS grows by the backup's size at
  * a pause. Copies go through the library's page-locked staging buffers (two
- * of 16 MiB per pause call and per resuming region, registered with
- * cuMemHostRegister and freed at the end of the call or, for a resume, once
- * it is committed or fails: cuMemcpyDtoHAsync / cuMemcpyHtoDAsync into and
- * out of them, cuStreamSynchronize, and a host memcpy of each chunk), so both
- * directions run at host-memcpy speed rather than at DMA speed. As without
+ * of 16 MiB per region and pause, resume or swap call, registered with
+ * cuMemHostRegister by the call's first copy and unregistered when the call
+ * ends, whether it succeeds or fails: cuMemcpyDtoHAsync / cuMemcpyHtoDAsync
+ * into and out of them, cuStreamSynchronize, and a host memcpy of each
+ * chunk on the calling thread), so both directions run at host-memcpy speed
+ * rather than at DMA speed. As without
  * the flag, the buffers are kept from one cycle to the next unless the region
  * also has CMS_REGION_RELEASE_HOST: then they are unmapped after each
  * successful resume and RSS falls back. Not combinable with CMS_RESUME_ASYNC

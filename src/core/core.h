@@ -128,6 +128,8 @@ struct cms_hostbuf {
 	bool registered;   /* page-locked with cuMemHostRegister */
 	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
 	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
+	bool lazy;     /* no user, kept MADV_FREEd for the next pause (CMS_HOST_PREP=lazyfree) */
+	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
 	CUresult register_result;
 	atomic_bool failed; /* no memory to fault its pages in */
 	int32_t device;

@@ -51,6 +51,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -66,8 +67,57 @@
 #define GROUP_SIM_GRANULES 16	   /* the simulation: small tests, many buffers */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
+#define MAX_WORKERS_LAB 64	       /* CMS_HOST_PREP=threads:N */
 #define STAGE_CHUNK (16ull << 20)      /* pageable backups: bytes per staging buffer */
 #define STAGE_CHUNK_SIM (256ull << 10) /* the simulation: small tests, several chunks */
+
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+#define HUGETLB_SIZE (2ull << 20)
+
+/*
+ * Lab switches for making new buffers (CMS_HOST_PREP, comma-separated; not an interface:
+ * for measuring the options of lab/hoststore on a GPU). Unset: the default below.
+ *   hugetlb     map buffers whose size is a multiple of 2 MiB with MAP_HUGETLB (reserved
+ *               huge pages, /proc/sys/vm/nr_hugepages), else as without it
+ *   nothp       no MADV_HUGEPAGE advice (4 KiB pages unless THP is "always")
+ *   noprefault  workers do not fault pages in: cuMemHostRegister faults them itself
+ *   threads:N   N workers (1..64; default: the CPUs the process may run on, at most 16)
+ *   slice:M     M MiB faulted per worker task (1..1024; default 32)
+ *   lazyfree    after a resume that gives host memory back (CMS_REGION_RELEASE_HOST), a
+ *               buffer is unregistered and MADV_FREE'd instead of unmapped, and the next
+ *               pause reuses it (pages the kernel has not reclaimed need no new fault);
+ *               RSS keeps those pages until the kernel reclaims them
+ */
+struct prep_opts {
+	bool hugetlb, nothp, noprefault, lazyfree;
+	int threads;
+	size_t slice;
+};
+
+static struct prep_opts prep_opts(void)
+{
+	struct prep_opts o = { .slice = SLICE };
+	const char *env = secure_getenv("CMS_HOST_PREP");
+	char buf[256], *tok, *save = NULL;
+	unsigned long v;
+
+	if (!env || strlen(env) >= sizeof(buf))
+		return o;
+	strcpy(buf, env);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		o.hugetlb |= !strcmp(tok, "hugetlb");
+		o.nothp |= !strcmp(tok, "nothp");
+		o.noprefault |= !strcmp(tok, "noprefault");
+		o.lazyfree |= !strcmp(tok, "lazyfree");
+		if (sscanf(tok, "threads:%lu", &v) == 1 && v >= 1 && v <= 64)
+			o.threads = (int)v;
+		if (sscanf(tok, "slice:%lu", &v) == 1 && v >= 1 && v <= 1024)
+			o.slice = (size_t)v << 20;
+	}
+	return o;
+}
 
 static size_t page_round(size_t n)
 {
@@ -132,7 +182,8 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 }
 
 /* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
-static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
+static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
+			     const struct prep_opts *o)
 {
 	struct cms_hostbuf *hb;
 	size_t len = 0, off = 0, i;
@@ -144,13 +195,20 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
 		goto err;
 	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
 		goto err_free;
-	hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	hb->base = MAP_FAILED;
+	if (o->hugetlb && !(len % HUGETLB_SIZE))
+		hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (hb->base == MAP_FAILED)
+		hb->base =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (hb->base == MAP_FAILED) {
 		if (ctx->drv.host_free_hook)
 			ctx->drv.host_free_hook(len);
 		goto err_free;
 	}
-	madvise(hb->base, len, MADV_HUGEPAGE); /* advice only: fewer faults where THP is on */
+	if (!o->nothp) /* advice only: fewer faults where THP is on */
+		madvise(hb->base, len, MADV_HUGEPAGE);
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
 	madvise(hb->base, len, MADV_DONTFORK);
 	hb->len = len;
@@ -234,9 +292,34 @@ static void pin_on_use(cms_context *ctx, struct cms_alloc *a)
 	note_registered(ctx, a->region, hb);
 }
 
+/* Unmaps hb, one of r's buffers without users, and forgets it. */
+static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
+{
+	buffer_unlink(r, hb);
+	r->host_bytes -= hb->len;
+	r->host_free_bytes -= hb->free_bytes;
+	munmap(hb->base, hb->len);
+	if (ctx->drv.host_free_hook)
+		ctx->drv.host_free_hook(hb->len);
+	free(hb);
+}
+
+/* Unmaps r's buffers kept without users (lazy: CMS_HOST_PREP=lazyfree). */
+static void lazy_drop(struct cms_region *r)
+{
+	struct cms_hostbuf *hb, *next;
+
+	for (hb = r->hostbufs; hb; hb = next) {
+		next = hb->next;
+		if (!hb->users)
+			buffer_drop(r->ctx, r, hb);
+	}
+}
+
 /* a lets go of its slice: a hole that a later pause reuses (plan_buffers), or, from the last
- * user, the whole buffer. Page-locked memory is never unmapped (backup_unpin first). */
-static void slice_put(cms_context *ctx, struct cms_alloc *a)
+ * user, the whole buffer (unmapped; kept MADV_FREE'd instead when keep). Page-locked memory
+ * is never unmapped (backup_unpin first). */
+static void slice_put_keep(cms_context *ctx, struct cms_alloc *a, bool keep)
 {
 	struct cms_hostbuf *hb = a->hostbuf;
 	struct cms_region *r = a->region;
@@ -251,13 +334,18 @@ static void slice_put(cms_context *ctx, struct cms_alloc *a)
 	a->backup_len = 0;
 	if (--hb->users)
 		return;
-	buffer_unlink(r, hb);
-	r->host_bytes -= hb->len;
-	r->host_free_bytes -= hb->free_bytes;
-	munmap(hb->base, hb->len);
-	if (ctx->drv.host_free_hook)
-		ctx->drv.host_free_hook(hb->len);
-	free(hb);
+	if (keep && !hb->registered) {
+		(void)madvise(hb->base, hb->len, MADV_FREE); /* advice: stays mapped, reclaimable */
+		hb->lazy = true;
+		hb->pin_on_use = false; /* registered again by the pause that reuses it */
+		return;
+	}
+	buffer_drop(ctx, r, hb);
+}
+
+static void slice_put(cms_context *ctx, struct cms_alloc *a)
+{
+	slice_put_keep(ctx, a, false);
 }
 
 static void host_resumed(cms_context *ctx, struct cms_alloc *a)
@@ -265,7 +353,7 @@ static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 	/* The buffer is kept for the next pause unless the region gives host memory back
 	 * (never after an async resume: the API refuses the combination). */
 	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
-		slice_put(ctx, a); /* never unmap page-locked memory */
+		slice_put_keep(ctx, a, prep_opts().lazyfree); /* never unmap page-locked memory */
 }
 
 /* ---- holes: reuse and trim ---- */
@@ -572,8 +660,8 @@ static void region_trim(struct cms_region *r)
 	while (r->host_free_bytes > bound && !r->restore_pending) {
 		struct cms_hostbuf *hb, *most = NULL;
 
-		for (hb = r->hostbufs; hb; hb = hb->next)
-			if (!most || hb->free_bytes > most->free_bytes)
+		for (hb = r->hostbufs; hb; hb = hb->next) /* not one kept without users (lazy) */
+			if (hb->users && (!most || hb->free_bytes > most->free_bytes))
 				most = hb;
 		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
 			return;
@@ -584,8 +672,11 @@ static void region_trim(struct cms_region *r)
 
 struct prep {
 	cms_context *ctx;
-	struct cms_hostbuf **bufs; /* new buffers, in the order of their allocations */
+	struct cms_hostbuf **bufs; /* new (or lazy) buffers, in the order of their allocations */
+	struct cms_region **regs;  /* the region of each */
 	size_t n;
+	size_t slice; /* bytes per task */
+	bool prefault;
 	size_t *first_slice; /* n + 1 prefix sums */
 	atomic_size_t next;
 	atomic_uint *left; /* slices left per buffer */
@@ -609,9 +700,9 @@ static void prep_slice(struct prep *w, size_t s)
 	}
 	b = lo;
 	hb = w->bufs[b];
-	off = (s - w->first_slice[b]) * SLICE;
-	len = hb->len - off < SLICE ? hb->len - off : SLICE;
-	if (!fault_in((char *)hb->base + off, len))
+	off = (s - w->first_slice[b]) * w->slice;
+	len = hb->len - off < w->slice ? hb->len - off : w->slice;
+	if (w->prefault && !fault_in((char *)hb->base + off, len))
 		atomic_store(&hb->failed, true);
 	if (atomic_fetch_sub(&w->left[b], 1) == 1) {
 		if (!atomic_load(&hb->failed) && !hb->pageable)
@@ -647,16 +738,18 @@ static void prep_wait(struct prep *w, size_t b, int nthreads)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int workers_for(uint64_t bytes)
+static int workers_for(uint64_t bytes, const struct prep_opts *o)
 {
 	cpu_set_t set;
 	long cpus = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN) :
 							      CPU_COUNT(&set);
-	uint64_t by_size = bytes / SLICE;
+	uint64_t by_size = bytes / o->slice;
 
+	if (o->threads)
+		cpus = o->threads;
 	if (bytes < PARALLEL_MIN || cpus < 2)
 		return 0;
-	if (cpus > MAX_WORKERS)
+	if (cpus > MAX_WORKERS && !o->threads)
 		cpus = MAX_WORKERS;
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
@@ -672,8 +765,18 @@ static bool wants_copy(const struct cms_alloc *a)
  * buffers: consecutive allocations without one, of the same region, up to
  * group_max bytes each.
  */
+/* Adds hb, of region r, to the buffers the call prepares (faults in and registers). */
+static void prep_add(struct prep *w, struct cms_region *r, struct cms_hostbuf *hb)
+{
+	w->left[w->n] = (unsigned)((hb->len + w->slice - 1) / w->slice);
+	w->first_slice[w->n + 1] = w->first_slice[w->n] + w->left[w->n];
+	w->regs[w->n] = r;
+	w->bufs[w->n++] = hb;
+	hb->prep_slot = w->n;
+}
+
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
-			       uint64_t *new_bytes)
+			       const struct prep_opts *o, uint64_t *new_bytes)
 {
 	size_t k = 0, j, bytes;
 	cms_status st;
@@ -683,7 +786,14 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		if (!j || v[j]->region != v[j - 1]->region)
 			reuse_holes(v[j]->region, v + j, n - j);
 	while (k < n) {
-		if (!wants_copy(v[k]) || v[k]->hostbuf) {
+		struct cms_hostbuf *hb = v[k]->hostbuf;
+
+		if (hb && hb->lazy) { /* kept MADV_FREE'd: faulted in and registered again */
+			hb->lazy = false;
+			prep_add(w, v[k]->region, hb);
+			*new_bytes += hb->len;
+		}
+		if (!wants_copy(v[k]) || hb) {
 			k++;
 			continue;
 		}
@@ -693,12 +803,10 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		     bytes + page_round(v[j]->size) <= group_max(v[k]->region);
 		     j++)
 			bytes += page_round(v[j]->size);
-		st = buffer_map(ctx, v + k, j - k);
+		st = buffer_map(ctx, v + k, j - k, o);
 		if (st)
 			return st;
-		w->left[w->n] = (unsigned)((bytes + SLICE - 1) / SLICE);
-		w->first_slice[w->n + 1] = w->first_slice[w->n] + w->left[w->n];
-		w->bufs[w->n++] = v[k]->hostbuf;
+		prep_add(w, v[k]->region, v[k]->hostbuf);
 		*new_bytes += bytes;
 		k = j;
 	}
@@ -825,6 +933,7 @@ static cms_status host_release_retained(struct cms_region *r)
 		else if (!st)
 			st = st1;
 	}
+	lazy_drop(r);
 	region_trim(r);
 	region_stage_free(r);
 	return st;
@@ -856,28 +965,32 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 {
 	cms_context *ctx = l->ctx;
 	struct prep w = { .ctx = ctx };
-	pthread_t threads[MAX_WORKERS];
+	pthread_t threads[MAX_WORKERS_LAB];
+	struct prep_opts opts = prep_opts();
 	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
-	size_t k, j, b = 0;
+	size_t k, j, b;
 	cms_status st = CMS_OK;
 
+	w.slice = opts.slice;
+	w.prefault = !opts.noprefault;
 	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
+	w.regs = malloc((n + 1) * sizeof(*w.regs));
 	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
 	w.left = malloc((n + 1) * sizeof(*w.left));
 	w.ready = calloc(n + 1, sizeof(*w.ready));
-	if (!w.bufs || !w.first_slice || !w.left || !w.ready) {
+	if (!w.bufs || !w.regs || !w.first_slice || !w.left || !w.ready) {
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
 		goto out_free;
 	}
 	release_changed(v, n);
-	st = plan_buffers(ctx, v, n, &w, &new_bytes);
+	st = plan_buffers(ctx, v, n, &w, &opts, &new_bytes);
 	if (st)
 		goto out_free;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
-	nthreads = workers_for(new_bytes);
+	nthreads = workers_for(new_bytes, &opts);
 	if (nthreads) {
 		sigset_t all, old;
 
@@ -902,8 +1015,8 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		while (j < n && wants_copy(v[j]) && cms_backup_adjacent(v[j - 1], v[j]) &&
 		       len + v[j]->size <= CMS_COPY_MERGE_MAX)
 			len += v[j++]->size;
-		if (b < w.n && a->hostbuf == w.bufs[b]) {
-			prep_wait(&w, b, nthreads);
+		if (a->hostbuf->prep_slot) { /* prepared by this call: wait until it is */
+			prep_wait(&w, a->hostbuf->prep_slot - 1, nthreads);
 			if (atomic_load(&a->hostbuf->failed)) {
 				st = cms_set_error(
 					CMS_ERR_OUT_OF_HOST_MEMORY,
@@ -911,8 +1024,6 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 					a->hostbuf->len);
 				break;
 			}
-			if (j == n || v[j]->hostbuf != a->hostbuf)
-				b++; /* last allocation of this buffer */
 		}
 		pin_on_use(ctx, a);
 		if (a->hostbuf->pageable) {
@@ -938,14 +1049,15 @@ out_join:
 		atomic_store(&w.next, w.first_slice[w.n]);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
-	/* The new buffers appear in v in the order of w.bufs, each first at its first user. */
-	for (k = 0, b = 0; k < n && b < w.n; k++)
-		if (v[k]->hostbuf == w.bufs[b])
-			note_registered(ctx, v[k]->region, w.bufs[b++]);
+	for (b = 0; b < w.n; b++)
+		note_registered(ctx, w.regs[b], w.bufs[b]);
 	pthread_cond_destroy(&w.ready_cond);
 	pthread_mutex_destroy(&w.lock);
 out_free:
+	for (b = 0; w.bufs && b < w.n; b++)
+		w.bufs[b]->prep_slot = 0;
 	free(w.bufs);
+	free(w.regs);
 	free(w.first_slice);
 	free(w.left);
 	free(w.ready);
@@ -1036,6 +1148,7 @@ static void host_region_resumed(struct cms_region *r)
 static void host_region_close(struct cms_region *r)
 {
 	region_stage_free(r);
+	lazy_drop(r);
 }
 
 const struct cms_store_ops cms_store_host = {
