@@ -189,6 +189,49 @@ END_TEST
 
 /* 64 MiB on the simulation; 512 MiB on a GPU, so that the driver's own host allocations stay
  * well inside the 5% slack. */
+/* cms_swap between a pageable region and a page-locked one, both ways, several times (the swap
+ * saves in batches while it releases, engine/overlap.c): content and kinds kept. */
+START_TEST(swap_with_pageable)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *pg =
+		region(ctx, "a", CMS_REGION_HOST_PAGEABLE | (_i ? CMS_REGION_COALESCE : 0));
+	cms_region *pin = region(ctx, "b", _i ? CMS_REGION_RELEASE_HOST : 0);
+	uint64_t a[2], b[2];
+	int i, round;
+
+	for (i = 0; i < 2; i++) {
+		ck_ok(cms_alloc(pg, sizes[i], &a[i]));
+		ck_ok(cms_alloc(pin, sizes[i + 2], &b[i]));
+		ck_assert_int_eq(t_fill(0, a[i], sizes[i] & ~3ull, 60 + (uint32_t)i), 0);
+		ck_assert_int_eq(t_fill(0, b[i], sizes[i + 2] & ~3ull, 70 + (uint32_t)i), 0);
+	}
+	ck_ok(cms_region_pause(pin, NULL, NULL));
+	for (round = 0; round < 4; round++) {
+		int out_pg = round % 2 == 0;
+
+		ck_ok(cms_swap(ctx, out_pg ? "a" : "b", out_pg ? "b" : "a", NULL, NULL, NULL,
+			       NULL));
+		ck_assert_uint_eq(info(pg).state, out_pg ? CMS_STATE_PAUSED : CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(info(pg).pinned_bytes, 0);
+		for (i = 0; i < 2; i++) {
+			if (out_pg)
+				ck_assert_int_eq(
+					t_check(0, b[i], sizes[i + 2] & ~3ull, 70 + (uint32_t)i),
+					-1);
+			else
+				ck_assert_int_eq(
+					t_check(0, a[i], sizes[i] & ~3ull, 60 + (uint32_t)i), -1);
+		}
+	}
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) {
+		ck_assert_uint_eq(t_counters().host_buffers, 0);
+		ck_assert_uint_eq(t_counters().host_registrations, 0);
+	}
+}
+END_TEST
+
 #define RSS_BYTES (t_is_sim() ? 64 * MIB : 512 * MIB)
 
 /* RssAnon rises by the backup at a pause; with RELEASE_HOST (_i 1) it falls back after the
@@ -295,6 +338,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, flag_rules);
 	tcase_add_loop_test(tc, content_survives_cycles, 0, 8);
 	tcase_add_test(tc, pageable_next_to_pinned);
+	tcase_add_loop_test(tc, swap_with_pageable, 0, 2);
 	tcase_add_loop_test(tc, rss_follows_backups, 0, 2);
 	tcase_add_loop_test(tc, lab_prep_modes, 0, 8);
 	suite_add_tcase(s, tc);
