@@ -233,6 +233,13 @@ START_TEST(swap_with_pageable)
 END_TEST
 
 #define RSS_BYTES (t_is_sim() ? 64 * MIB : 512 * MIB)
+/* Slack: 5%; a quarter under AddressSanitizer, whose shadow of the buffers (an eighth of them,
+ * touched by its checks of each memcpy) and quarantine of the test's own buffers stay in RSS. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_SLACK_DIV 4
+#else
+#define RSS_SLACK_DIV 20
+#endif
 
 /* RssAnon rises by the backup at a pause; with RELEASE_HOST (_i 1) it falls back after the
  * resume, to within 5% of the backup over its level before the pause; without (_i 0) the
@@ -242,7 +249,7 @@ START_TEST(rss_follows_backups)
 	uint64_t flags = CMS_REGION_HOST_PAGEABLE | (_i ? CMS_REGION_RELEASE_HOST : 0);
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, "rss", flags);
-	uint64_t p, before, paused, after, slack = RSS_BYTES / 20;
+	uint64_t p, before, paused, after, slack = RSS_BYTES / RSS_SLACK_DIV;
 	int cycle;
 
 	ck_ok(cms_alloc(r, RSS_BYTES, &p));
@@ -259,7 +266,10 @@ START_TEST(rss_follows_backups)
 		ck_assert_int_eq(t_check(0, p, RSS_BYTES, 9), -1);
 		if (_i) {
 			ck_assert_uint_ge(paused, before + RSS_BYTES - slack);
+			ck_assert_uint_le(after + RSS_BYTES - slack, paused);
+#if !defined(__SANITIZE_ADDRESS__) /* its shadow and quarantine grow RSS by more */
 			ck_assert_uint_le(after, before + slack);
+#endif
 		} else if (!cycle) {
 			ck_assert_uint_ge(paused, before + RSS_BYTES - slack);
 			ck_assert_uint_ge(after, before + RSS_BYTES - slack); /* kept */
