@@ -475,9 +475,25 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  */
 #define CMS_REGION_GUARD 0x10ull
 /*
- * Region flag (since 1.2): HOST backups in pageable host memory (anonymous
- * mmap, never page-locked); copies go through the library's pinned staging
- * buffers. Changeable between cycles with cms_region_flags_set.
+ * Region flag (since 1.2): pageable host backups. Only with CMS_POLICY_HOST
+ * (else cms_region_create returns CMS_ERR_INVALID_ARGUMENT). The region's
+ * backups live in ordinary pageable host memory (anonymous mmap), never
+ * page-locked (no cuMemHostRegister of them): the kernel may swap them out
+ * under memory pressure, and the process's RSS grows by the backup's size at
+ * a pause. Copies go through the library's page-locked staging buffers (two
+ * of 16 MiB per region and pause, resume or swap call, registered with
+ * cuMemHostRegister by the call's first copy and unregistered when the call
+ * ends, whether it succeeds or fails: cuMemcpyDtoHAsync / cuMemcpyHtoDAsync
+ * into and out of them, cuStreamSynchronize, and a host memcpy of each
+ * chunk on the calling thread), so both directions run at host-memcpy speed
+ * rather than at DMA speed. As without
+ * the flag, the buffers are kept from one cycle to the next unless the region
+ * also has CMS_REGION_RELEASE_HOST: then they are unmapped after each
+ * successful resume and RSS falls back. Not combinable with CMS_RESUME_ASYNC
+ * (a resume of such a region with it returns CMS_ERR_INVALID_ARGUMENT): the
+ * staging copies need the host until they end. Combines with
+ * CMS_REGION_COALESCE and CMS_REGION_GUARD; changeable between cycles with
+ * cms_region_flags_set. torch_memory_saver's cpu_backup_backend="mmap" maps to it.
  */
 #define CMS_REGION_HOST_PAGEABLE 0x20ull
 
@@ -531,7 +547,8 @@ CMS_API cms_status cms_region_options_init(cms_region_options *opts);
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx, tag or out is NULL; a bad tag; an unknown
- *     policy; unknown flag bits.
+ *     policy; unknown flag bits; CMS_REGION_HOST_PAGEABLE with a policy
+ *     other than CMS_POLICY_HOST.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_EXISTS: a region with this tag exists on this device.
  *   CMS_ERR_INVALID_DEVICE: opts->device is negative, 64 or more, or not a
@@ -1083,8 +1100,9 @@ typedef struct cms_pause_result {
  * cms_region_info.restore_pending). Failures up to the return are rolled back
  * as usual; a copy that fails later is a CUDA error of the device context.
  * DISK regions are still read synchronously. Not combinable with
- * CMS_REGION_RELEASE_HOST (CMS_ERR_INVALID_ARGUMENT): the host buffers are
- * needed until the copies are done.
+ * CMS_REGION_RELEASE_HOST nor CMS_REGION_HOST_PAGEABLE
+ * (CMS_ERR_INVALID_ARGUMENT): the host buffers (the staging) are needed until
+ * the copies are done.
  */
 #define CMS_RESUME_ASYNC 0x1ull
 
@@ -1233,7 +1251,8 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; a bad tag; unknown opts->flags;
- *     CMS_RESUME_ASYNC with a region that has CMS_REGION_RELEASE_HOST.
+ *     CMS_RESUME_ASYNC with a region that has CMS_REGION_RELEASE_HOST or
+ *     CMS_REGION_HOST_PAGEABLE.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
  *   CMS_ERR_NOT_FOUND: no region has this tag.
  *   CMS_ERR_NOT_PAUSED: no region of tag is paused (tag NULL: no region of

@@ -35,6 +35,19 @@ static int coalesced;
 /* When set, setup()'s regions have CMS_REGION_GUARD (vmm/guard.c; the zero handle is 32
  * granules) and region a has one more allocation, covered by two guard pieces. */
 static int guarded;
+/* When set, setup()'s HOST regions have CMS_REGION_HOST_PAGEABLE (copies through staging,
+ * host.c), and also CMS_REGION_RELEASE_HOST when 2. */
+static int pageable;
+
+/* host.c: two staging buffers of 256 KiB on the simulation */
+#define PAGEABLE_STAGING (2 * 256 * 1024ull)
+
+static uint64_t host_flags(uint32_t policy)
+{
+	if (policy != CMS_POLICY_HOST || !pageable)
+		return 0;
+	return CMS_REGION_HOST_PAGEABLE | (pageable == 2 ? CMS_REGION_RELEASE_HOST : 0);
+}
 
 /* Physical handles the guard keeps per device: zero handles of 1, 2, 4, 8, 16, 32 granules
  * (vmm/guard.c), made with the first guarded region. */
@@ -65,9 +78,10 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 	memset(f, 0, sizeof(*f));
 	f->ctx = t_ctx();
 	f->nregions = two ? 2 : 1;
-	t_region_flags =
-		(coalesced == 2 ? CMS_REGION_COALESCE : 0) | (guarded ? CMS_REGION_GUARD : 0);
+	t_region_flags = (coalesced == 2 ? CMS_REGION_COALESCE : 0) |
+			 (guarded ? CMS_REGION_GUARD : 0) | host_flags(policy_a);
 	f->r[0] = t_region(f->ctx, "a", 0, policy_a);
+	t_region_flags ^= host_flags(policy_a) ^ host_flags(policy_b);
 	if (two)
 		f->r[1] = t_region(f->ctx, "b", 0, policy_b);
 	t_region_flags = 0;
@@ -188,6 +202,10 @@ static void pinned_matches(struct fixture *f, const char *when)
 		sum += i.pinned_bytes;
 	}
 	registered = t_counters().host_registered_bytes;
+	/* Pageable: a staging area whose cuMemHostUnregister failed (an absorbed fault) stays
+	 * registered until the next call retries it (cleanup.c). */
+	if (pageable && registered == sum + PAGEABLE_STAGING)
+		registered = sum;
 	ck_assert_msg(sum == registered, "%s: pinned_bytes %llu, registered %llu", when,
 		      (unsigned long long)sum, (unsigned long long)registered);
 }
@@ -422,6 +440,52 @@ START_TEST(host_allocation_failure)
 		check_content(&f, 1);
 		ck_ok(cms_context_destroy(f.ctx));
 	}
+}
+END_TEST
+
+/* Pageable HOST backups: each host allocation of a pause (the buffers, the staging) and of a
+ * resume (its staging) that fails fails the call, with nothing left behind and the content
+ * kept; a retry succeeds. */
+START_TEST(host_allocation_failure_pageable)
+{
+	const struct t_sim *sim = t_sim();
+	struct fixture f;
+	cmssim_counters c0, c1;
+	int nth, reached, failed;
+	enum op op;
+
+	pageable = 1;
+	for (op = OP_PAUSE; op <= OP_RESUME; op++) {
+		for (nth = 1, reached = 1, failed = 0; reached; nth++) {
+			setup(&f, CMS_POLICY_HOST, 1, CMS_POLICY_HOST);
+			if (op == OP_RESUME)
+				ck_ok(run(&f, OP_PAUSE, 1));
+			c0 = t_counters();
+			ck_assert_int_eq(sim->fail_host_alloc((uint64_t)nth), 0);
+			if (run(&f, op, 1) == CMS_OK) {
+				reached = 0; /* past the call's last host allocation */
+				ck_assert_int_eq(sim->armed_faults(), 1);
+				sim->clear_faults();
+			} else {
+				failed++;
+				ck_assert_str_ne(cms_last_error(), "");
+				c1 = t_counters();
+				same_counts(&c0, &c1, "host alloc");
+				pinned_matches(&f, "host alloc");
+				ck_assert_uint_eq(state(f.r[0]), op == OP_PAUSE ? CMS_STATE_ACTIVE :
+										  CMS_STATE_PAUSED);
+				ck_ok(run(&f, op, 1));
+			}
+			if (op == OP_PAUSE)
+				ck_ok(run(&f, OP_RESUME, 1));
+			check_content(&f, 0);
+			check_content(&f, 1);
+			ck_ok(cms_context_destroy(f.ctx));
+			ck_assert_uint_eq(t_counters().host_buffers, 0);
+		}
+		ck_assert_int_ge(failed, op == OP_PAUSE ? 3 : 2); /* buffers, staging */
+	}
+	pageable = 0;
 }
 END_TEST
 
@@ -1079,6 +1143,27 @@ START_TEST(resume_sweep_declared)
 }
 END_TEST
 
+/* The sweeps with pageable HOST backups (staging: its registration, the copies into and out
+ * of it, their synchronization): pause and resume (loop 0, 1), then with RELEASE_HOST (2, 3),
+ * then after a first cycle with runs, next to a DISCARD region (4, 5). */
+START_TEST(sweep_pageable)
+{
+	enum op op = _i % 2 ? OP_RESUME : OP_PAUSE;
+
+	pageable = _i < 2 ? 1 : 2;
+	if (_i < 4) {
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, op, CUDA_ERROR_UNKNOWN);
+		total_points += sweep(CMS_POLICY_HOST, 0, 0, op, CUDA_ERROR_OUT_OF_MEMORY);
+	} else {
+		coalesced = 2;
+		total_points +=
+			sweep(CMS_POLICY_HOST, 1, CMS_POLICY_DISCARD, op, CUDA_ERROR_INVALID_VALUE);
+		coalesced = 0;
+	}
+	pageable = 0;
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -1106,7 +1191,9 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, pause_sweep_declared, 0, 3); /* separate, cycled, coalesced */
 	tcase_add_loop_test(tc, resume_sweep_declared, 0, 3);
 	tcase_add_loop_test(tc, flags_set_sweep, 0, 2); /* after a plain, an async resume */
+	tcase_add_loop_test(tc, sweep_pageable, 0, 6);
 	tcase_add_test(tc, host_allocation_failure);
+	tcase_add_test(tc, host_allocation_failure_pageable);
 	tcase_add_test(tc, out_of_memory_on_resume);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("contexts"); /* context stack, cleanups */

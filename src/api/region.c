@@ -41,11 +41,16 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	if (o.policy >= cms_store_count())
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
-	if (o.flags &
-	    ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
-			CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE | CMS_REGION_GUARD))
+	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
+				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE |
+				  CMS_REGION_GUARD | CMS_REGION_HOST_PAGEABLE))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
+	if ((o.flags & CMS_REGION_HOST_PAGEABLE) && o.policy != CMS_POLICY_HOST)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (policy %u "
+				     "keeps no host backup)",
+				     o.policy);
 	st = cms_ctx_device(ctx, o.device, NULL);
 	if (st)
 		return st;

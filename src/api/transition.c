@@ -76,6 +76,13 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 				"region \"%s\" gives host memory back after each resume: "
 				"CMS_RESUME_ASYNC needs its host buffers until the copies end",
 				w[i]->tag);
+	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
+		if (w[i]->flags & CMS_REGION_HOST_PAGEABLE)
+			return cms_set_error(
+				CMS_ERR_INVALID_ARGUMENT,
+				"region \"%s\" keeps pageable host backups: CMS_RESUME_ASYNC "
+				"cannot restore them through staging after the call returns",
+				w[i]->tag);
 	if (t->pause) {
 		st = cms_ipc_revoke(ctx, w, m); /* importers drop their mappings first */
 		if (!st)

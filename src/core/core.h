@@ -127,6 +127,9 @@ struct cms_hostbuf {
 	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
 	bool registered;   /* page-locked with cuMemHostRegister */
 	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
+	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
+	bool lazy;     /* no user, kept MADV_FREEd for the next pause (CMS_HOST_PREP=lazyfree) */
+	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
 	CUresult register_result;
 	atomic_bool failed; /* no memory to fault its pages in */
 	int32_t device;
@@ -241,6 +244,7 @@ struct cms_region {
 	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
 	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
 	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c); under lock */
+	struct cms_stage *host_stage; /* staging kept between restores (host.c); under lock */
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */

@@ -69,7 +69,9 @@ cms_status cms_work_collect(struct cms_work *w)
 
 void cms_work_release(struct cms_work *w)
 {
-	cms_run_dissolve(w->vi, w->ni); /* runs planned but never backed (a failure) */
+	cms_run_dissolve(w->vi, w->ni);	      /* runs planned but never backed (a failure) */
+	cms_store_call_done(w->out, w->nout); /* no copy runs any more: staging goes */
+	cms_store_call_done(w->in, w->nin);
 	free(w->vo);
 	free(w->vi);
 	free(w->had_handle);

@@ -384,56 +384,11 @@ static void disk_region_resumed(struct cms_region *r)
 
 /* ---- staging pool and batches ---- */
 
-struct stage {
-	char *base;
-	size_t chunk; /* bytes per buffer; two buffers */
-	bool registered, hooked;
-};
-
-static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct stage *s)
+static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct cms_stage *s)
 {
-	uint64_t chunk;
-	size_t len;
-
-	memset(s, 0, sizeof(*s));
 	/* The simulation gets small buffers, so that small tests run the pipeline. */
-	chunk = ctx->drv.is_sim ? CMS_DISK_CHUNK_SIM : CMS_DISK_CHUNK;
-	s->chunk = (size_t)(total < chunk ? align_up(total) : chunk);
-	len = 2 * s->chunk;
-	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
-		goto err;
-	s->hooked = ctx->drv.host_alloc_hook != NULL;
-	s->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->base == MAP_FAILED) {
-		if (s->hooked)
-			ctx->drv.host_free_hook(len);
-		goto err;
-	}
-	madvise(s->base, len, MADV_DONTFORK);
-	if (ctx->drv.cuCtxPushCurrent(ctx->devices[dev].primary) == CUDA_SUCCESS) {
-		s->registered =
-			ctx->drv.cuMemHostRegister(s->base, len, CU_MEMHOSTREGISTER_PORTABLE) ==
-			CUDA_SUCCESS; /* else pageable: slower, still correct */
-		cms_pop(ctx);
-	}
-	return CMS_OK;
-err:
-	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-			     "cannot allocate %zu bytes of disk staging buffers", len);
-}
-
-static void stage_free(cms_context *ctx, int32_t dev, struct stage *s)
-{
-	if (!s->base)
-		return;
-	if (s->registered) /* never unmap page-locked memory: a failed unregister is retried */
-		cms_cleanup_staging(ctx, dev, s->base, 2 * s->chunk, s->hooked);
-	else {
-		munmap(s->base, 2 * s->chunk);
-		if (s->hooked)
-			ctx->drv.host_free_hook(2 * s->chunk);
-	}
-	s->base = NULL;
+	return cms_stage_make(ctx, dev, total,
+			      ctx->drv.is_sim ? CMS_DISK_CHUNK_SIM : CMS_DISK_CHUNK, "disk", s);
 }
 
 struct piece {
@@ -622,7 +577,7 @@ static cms_status disk_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 {
 	cms_context *ctx = l->ctx;
 	int32_t dev = l->dev;
-	struct stage sg = { 0 };
+	struct cms_stage sg = { 0 };
 	struct plan pl;
 	uint64_t total = want_total(v, n, wants_save);
 	cms_status st, st2;
@@ -687,7 +642,7 @@ out_sync:
 	}
 	plan_free(&pl);
 out_stage:
-	stage_free(ctx, dev, &sg);
+	cms_stage_free(ctx, &sg);
 	return st;
 }
 
@@ -700,7 +655,7 @@ static cms_status disk_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 {
 	cms_context *ctx = l->ctx;
 	int32_t dev = l->dev;
-	struct stage sg = { 0 };
+	struct cms_stage sg = { 0 };
 	struct plan pl;
 	uint64_t total = want_total(v, n, wants_restore);
 	cms_status st, st2;
@@ -737,7 +692,7 @@ out_sync:
 		*bytes += pl.bytes;
 	plan_free(&pl);
 out_stage:
-	stage_free(ctx, dev, &sg);
+	cms_stage_free(ctx, &sg);
 	return st;
 }
 

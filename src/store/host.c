@@ -31,6 +31,17 @@
  * buffers that are ready. If registration fails (locked-memory limits), the
  * buffer stays pageable: slower, still correct.
  *
+ * A region created with CMS_REGION_HOST_PAGEABLE keeps its buffers pageable
+ * (never registered): each copy goes through two page-locked staging buffers
+ * (stage.c) of STAGE_CHUNK bytes, the device copying into (out of) one while
+ * the host copies the other into the backup (out of it). The staging is made
+ * by a call's first such copy of the region, kept on the region (host_stage)
+ * for the rest of the call (a resume restores 64 MiB at a time) and freed when
+ * the call ends, committed or rolled back (call_done).
+ * Each buffer knows its kind (hb->pageable): a region whose flag changed
+ * between cycles lets go of the retained buffers of the other kind at its next
+ * pause (or at once through cms_store_release_retained).
+ *
  * A region's pinned_bytes counts its registered buffers. It changes only on the
  * thread that holds the region's lock: workers register buffers but never
  * touch it; the calling thread adds their buffers after joining them.
@@ -40,6 +51,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -55,6 +67,57 @@
 #define GROUP_SIM_GRANULES 16	   /* the simulation: small tests, many buffers */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
+#define MAX_WORKERS_LAB 64	       /* CMS_HOST_PREP=threads:N */
+#define STAGE_CHUNK (16ull << 20)      /* pageable backups: bytes per staging buffer */
+#define STAGE_CHUNK_SIM (256ull << 10) /* the simulation: small tests, several chunks */
+
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+#define HUGETLB_SIZE (2ull << 20)
+
+/*
+ * Lab switches for making new buffers (CMS_HOST_PREP, comma-separated; not an interface:
+ * for measuring the options of lab/hoststore on a GPU). Unset: the default below.
+ *   hugetlb     map buffers whose size is a multiple of 2 MiB with MAP_HUGETLB (reserved
+ *               huge pages, /proc/sys/vm/nr_hugepages), else as without it
+ *   nothp       no MADV_HUGEPAGE advice (4 KiB pages unless THP is "always")
+ *   noprefault  workers do not fault pages in: cuMemHostRegister faults them itself
+ *   threads:N   N workers (1..64; default: the CPUs the process may run on, at most 16)
+ *   slice:M     M MiB faulted per worker task (1..1024; default 32)
+ *   lazyfree    after a resume that gives host memory back (CMS_REGION_RELEASE_HOST), a
+ *               buffer is unregistered and MADV_FREE'd instead of unmapped, and the next
+ *               pause reuses it (pages the kernel has not reclaimed need no new fault);
+ *               RSS keeps those pages until the kernel reclaims them
+ */
+struct prep_opts {
+	bool hugetlb, nothp, noprefault, lazyfree;
+	int threads;
+	size_t slice;
+};
+
+static struct prep_opts prep_opts(void)
+{
+	struct prep_opts o = { .slice = SLICE };
+	const char *env = secure_getenv("CMS_HOST_PREP");
+	char buf[256], *tok, *save = NULL;
+	unsigned long v;
+
+	if (!env || strlen(env) >= sizeof(buf))
+		return o;
+	strcpy(buf, env);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		o.hugetlb |= !strcmp(tok, "hugetlb");
+		o.nothp |= !strcmp(tok, "nothp");
+		o.noprefault |= !strcmp(tok, "noprefault");
+		o.lazyfree |= !strcmp(tok, "lazyfree");
+		if (sscanf(tok, "threads:%lu", &v) == 1 && v >= 1 && v <= 64)
+			o.threads = (int)v;
+		if (sscanf(tok, "slice:%lu", &v) == 1 && v >= 1 && v <= 1024)
+			o.slice = (size_t)v << 20;
+	}
+	return o;
+}
 
 static size_t page_round(size_t n)
 {
@@ -119,7 +182,8 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 }
 
 /* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
-static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
+static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
+			     const struct prep_opts *o)
 {
 	struct cms_hostbuf *hb;
 	size_t len = 0, off = 0, i;
@@ -131,16 +195,24 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n)
 		goto err;
 	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
 		goto err_free;
-	hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	hb->base = MAP_FAILED;
+	if (o->hugetlb && !(len % HUGETLB_SIZE))
+		hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (hb->base == MAP_FAILED)
+		hb->base =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (hb->base == MAP_FAILED) {
 		if (ctx->drv.host_free_hook)
 			ctx->drv.host_free_hook(len);
 		goto err_free;
 	}
-	madvise(hb->base, len, MADV_HUGEPAGE); /* advice only: fewer faults where THP is on */
+	if (!o->nothp) /* advice only: fewer faults where THP is on */
+		madvise(hb->base, len, MADV_HUGEPAGE);
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
 	madvise(hb->base, len, MADV_DONTFORK);
 	hb->len = len;
+	hb->pageable = (v[0]->region->flags & CMS_REGION_HOST_PAGEABLE) != 0;
 	v[0]->region->host_bytes += len;
 	hb->device = v[0]->region->device;
 	hb->users = (unsigned)n;
@@ -199,8 +271,10 @@ out:
 
 static void backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
-	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting. */
-	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use) {
+	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting; a
+	 * pageable one is never page-locked. */
+	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use &&
+	    !a->hostbuf->pageable) {
 		buffer_register(ctx, a->hostbuf);
 		note_registered(ctx, a->region, a->hostbuf);
 	}
@@ -218,9 +292,34 @@ static void pin_on_use(cms_context *ctx, struct cms_alloc *a)
 	note_registered(ctx, a->region, hb);
 }
 
+/* Unmaps hb, one of r's buffers without users, and forgets it. */
+static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
+{
+	buffer_unlink(r, hb);
+	r->host_bytes -= hb->len;
+	r->host_free_bytes -= hb->free_bytes;
+	munmap(hb->base, hb->len);
+	if (ctx->drv.host_free_hook)
+		ctx->drv.host_free_hook(hb->len);
+	free(hb);
+}
+
+/* Unmaps r's buffers kept without users (lazy: CMS_HOST_PREP=lazyfree). */
+static void lazy_drop(struct cms_region *r)
+{
+	struct cms_hostbuf *hb, *next;
+
+	for (hb = r->hostbufs; hb; hb = next) {
+		next = hb->next;
+		if (!hb->users)
+			buffer_drop(r->ctx, r, hb);
+	}
+}
+
 /* a lets go of its slice: a hole that a later pause reuses (plan_buffers), or, from the last
- * user, the whole buffer. Page-locked memory is never unmapped (backup_unpin first). */
-static void slice_put(cms_context *ctx, struct cms_alloc *a)
+ * user, the whole buffer (unmapped; kept MADV_FREE'd instead when keep). Page-locked memory
+ * is never unmapped (backup_unpin first). */
+static void slice_put_keep(cms_context *ctx, struct cms_alloc *a, bool keep)
 {
 	struct cms_hostbuf *hb = a->hostbuf;
 	struct cms_region *r = a->region;
@@ -235,13 +334,18 @@ static void slice_put(cms_context *ctx, struct cms_alloc *a)
 	a->backup_len = 0;
 	if (--hb->users)
 		return;
-	buffer_unlink(r, hb);
-	r->host_bytes -= hb->len;
-	r->host_free_bytes -= hb->free_bytes;
-	munmap(hb->base, hb->len);
-	if (ctx->drv.host_free_hook)
-		ctx->drv.host_free_hook(hb->len);
-	free(hb);
+	if (keep && !hb->registered) {
+		(void)madvise(hb->base, hb->len, MADV_FREE); /* advice: stays mapped, reclaimable */
+		hb->lazy = true;
+		hb->pin_on_use = false; /* registered again by the pause that reuses it */
+		return;
+	}
+	buffer_drop(ctx, r, hb);
+}
+
+static void slice_put(cms_context *ctx, struct cms_alloc *a)
+{
+	slice_put_keep(ctx, a, false);
 }
 
 static void host_resumed(cms_context *ctx, struct cms_alloc *a)
@@ -249,7 +353,7 @@ static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 	/* The buffer is kept for the next pause unless the region gives host memory back
 	 * (never after an async resume: the API refuses the combination). */
 	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
-		slice_put(ctx, a); /* never unmap page-locked memory */
+		slice_put_keep(ctx, a, prep_opts().lazyfree); /* never unmap page-locked memory */
 }
 
 /* ---- holes: reuse and trim ---- */
@@ -452,7 +556,8 @@ static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_
 }
 
 /* Starts piece p at start (its fields but the list link). */
-static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool pin, int32_t device)
+static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool pin, bool pageable,
+				       int32_t device)
 {
 	p->base = start;
 	p->len = 0;
@@ -460,6 +565,7 @@ static struct cms_hostbuf *piece_start(struct cms_hostbuf *p, char *start, bool 
 	p->users = 0;
 	p->registered = false;
 	p->pin_on_use = pin;
+	p->pageable = pageable;
 	p->register_result = CUDA_SUCCESS;
 	atomic_store(&p->failed, false);
 	p->device = device;
@@ -479,7 +585,7 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 	char *pos = hb->base, *end = (char *)hb->base + hb->len;
 	size_t ns, nr, j, i, *first_of = NULL, old_len = hb->len;
 	struct cms_hostbuf **piece = NULL, *cur = NULL;
-	bool pin = hb->registered || hb->pin_on_use;
+	bool pin = hb->registered || hb->pin_on_use, pageable = hb->pageable;
 	uint64_t given = 0;
 	struct slice *s;
 
@@ -507,14 +613,14 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 			cur = NULL;
 		} else if (gap) { /* stays mapped: a hole of the piece it joins */
 			if (!cur)
-				cur = piece_start(piece[0], pos, pin, r->device);
+				cur = piece_start(piece[0], pos, pin, pageable, r->device);
 			cur->len += gap;
 			cur->free_bytes += gap;
 		}
 		if (j == nr)
 			break;
 		if (!cur) {
-			cur = piece_start(piece[j], start, pin, r->device);
+			cur = piece_start(piece[j], start, pin, pageable, r->device);
 		} else if (piece[j] != cur) { /* joined to the piece before it */
 			pieces_drop(ctx, s, first_of, piece, j, j + 1);
 			piece[j] = NULL;
@@ -554,8 +660,8 @@ static void region_trim(struct cms_region *r)
 	while (r->host_free_bytes > bound && !r->restore_pending) {
 		struct cms_hostbuf *hb, *most = NULL;
 
-		for (hb = r->hostbufs; hb; hb = hb->next)
-			if (!most || hb->free_bytes > most->free_bytes)
+		for (hb = r->hostbufs; hb; hb = hb->next) /* not one kept without users (lazy) */
+			if (hb->users && (!most || hb->free_bytes > most->free_bytes))
 				most = hb;
 		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
 			return;
@@ -566,8 +672,11 @@ static void region_trim(struct cms_region *r)
 
 struct prep {
 	cms_context *ctx;
-	struct cms_hostbuf **bufs; /* new buffers, in the order of their allocations */
+	struct cms_hostbuf **bufs; /* new (or lazy) buffers, in the order of their allocations */
+	struct cms_region **regs;  /* the region of each */
 	size_t n;
+	size_t slice; /* bytes per task */
+	bool prefault;
 	size_t *first_slice; /* n + 1 prefix sums */
 	atomic_size_t next;
 	atomic_uint *left; /* slices left per buffer */
@@ -591,12 +700,12 @@ static void prep_slice(struct prep *w, size_t s)
 	}
 	b = lo;
 	hb = w->bufs[b];
-	off = (s - w->first_slice[b]) * SLICE;
-	len = hb->len - off < SLICE ? hb->len - off : SLICE;
-	if (!fault_in((char *)hb->base + off, len))
+	off = (s - w->first_slice[b]) * w->slice;
+	len = hb->len - off < w->slice ? hb->len - off : w->slice;
+	if (w->prefault && !fault_in((char *)hb->base + off, len))
 		atomic_store(&hb->failed, true);
 	if (atomic_fetch_sub(&w->left[b], 1) == 1) {
-		if (!atomic_load(&hb->failed))
+		if (!atomic_load(&hb->failed) && !hb->pageable)
 			buffer_register(w->ctx, hb);
 		pthread_mutex_lock(&w->lock);
 		atomic_store(&w->ready[b], true);
@@ -629,16 +738,18 @@ static void prep_wait(struct prep *w, size_t b, int nthreads)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int workers_for(uint64_t bytes)
+static int workers_for(uint64_t bytes, const struct prep_opts *o)
 {
 	cpu_set_t set;
 	long cpus = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN) :
 							      CPU_COUNT(&set);
-	uint64_t by_size = bytes / SLICE;
+	uint64_t by_size = bytes / o->slice;
 
+	if (o->threads)
+		cpus = o->threads;
 	if (bytes < PARALLEL_MIN || cpus < 2)
 		return 0;
-	if (cpus > MAX_WORKERS)
+	if (cpus > MAX_WORKERS && !o->threads)
 		cpus = MAX_WORKERS;
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
@@ -654,8 +765,18 @@ static bool wants_copy(const struct cms_alloc *a)
  * buffers: consecutive allocations without one, of the same region, up to
  * group_max bytes each.
  */
+/* Adds hb, of region r, to the buffers the call prepares (faults in and registers). */
+static void prep_add(struct prep *w, struct cms_region *r, struct cms_hostbuf *hb)
+{
+	w->left[w->n] = (unsigned)((hb->len + w->slice - 1) / w->slice);
+	w->first_slice[w->n + 1] = w->first_slice[w->n] + w->left[w->n];
+	w->regs[w->n] = r;
+	w->bufs[w->n++] = hb;
+	hb->prep_slot = w->n;
+}
+
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
-			       uint64_t *new_bytes)
+			       const struct prep_opts *o, uint64_t *new_bytes)
 {
 	size_t k = 0, j, bytes;
 	cms_status st;
@@ -665,7 +786,14 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		if (!j || v[j]->region != v[j - 1]->region)
 			reuse_holes(v[j]->region, v + j, n - j);
 	while (k < n) {
-		if (!wants_copy(v[k]) || v[k]->hostbuf) {
+		struct cms_hostbuf *hb = v[k]->hostbuf;
+
+		if (hb && hb->lazy) { /* kept MADV_FREE'd: faulted in and registered again */
+			hb->lazy = false;
+			prep_add(w, v[k]->region, hb);
+			*new_bytes += hb->len;
+		}
+		if (!wants_copy(v[k]) || hb) {
 			k++;
 			continue;
 		}
@@ -675,16 +803,162 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		     bytes + page_round(v[j]->size) <= group_max(v[k]->region);
 		     j++)
 			bytes += page_round(v[j]->size);
-		st = buffer_map(ctx, v + k, j - k);
+		st = buffer_map(ctx, v + k, j - k, o);
 		if (st)
 			return st;
-		w->left[w->n] = (unsigned)((bytes + SLICE - 1) / SLICE);
-		w->first_slice[w->n + 1] = w->first_slice[w->n] + w->left[w->n];
-		w->bufs[w->n++] = v[k]->hostbuf;
+		prep_add(w, v[k]->region, v[k]->hostbuf);
 		*new_bytes += bytes;
 		k = j;
 	}
 	return CMS_OK;
+}
+
+/* ---- pageable buffers: copies through page-locked staging ---- */
+
+static uint64_t stage_chunk(const cms_context *ctx)
+{
+	return ctx->drv.is_sim ? STAGE_CHUNK_SIM : STAGE_CHUNK;
+}
+
+/* Bytes of chunk k of a copy of len bytes in chunks of c bytes. */
+static size_t chunk_len(size_t len, size_t c, size_t k)
+{
+	return len - k * c < c ? len - k * c : c;
+}
+
+/*
+ * Copies len bytes of device memory at src into pageable host memory at dst through the
+ * staging sg: the device fills one of its buffers while this thread empties the other.
+ * Returns with no copy running into the staging (every lane synchronized on failure).
+ */
+static cms_status staged_out(struct cms_lanes *l, const struct cms_stage *sg, char *dst,
+			     CUdeviceptr src, size_t len)
+{
+	cms_context *ctx = l->ctx;
+	size_t c = sg->chunk, n = (len + c - 1) / c, k;
+	cms_status st = CMS_OK;
+
+	for (k = 0; k <= n; k++) {
+		if (k < n)
+			CU_TRY(ctx,
+			       cuMemcpyDtoHAsync(sg->base + (k % 2) * c, src + k * c,
+						 chunk_len(len, c, k), cms_lane_at(l, k % 2)),
+			       st, err);
+		if (!k)
+			continue;
+		CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, (k - 1) % 2)), st, err);
+		memcpy(dst + (k - 1) * c, sg->base + ((k - 1) % 2) * c, chunk_len(len, c, k - 1));
+	}
+	return CMS_OK;
+err:
+	(void)cms_lanes_sync(l);
+	return st;
+}
+
+/* Copies len bytes of pageable host memory at src to device memory at dst through the
+ * staging sg; returns with every lane synchronized (the staging may be reused at once). */
+static cms_status staged_in(struct cms_lanes *l, const struct cms_stage *sg, CUdeviceptr dst,
+			    const char *src, size_t len)
+{
+	cms_context *ctx = l->ctx;
+	size_t c = sg->chunk, n = (len + c - 1) / c, k;
+	cms_status st = CMS_OK, st2;
+
+	for (k = 0; k < n; k++) {
+		CUstream s = cms_lane_at(l, k % 2);
+		char *buf = sg->base + (k % 2) * c;
+
+		if (k >= 2) /* the buffer's previous copy (chunk k - 2) must be done */
+			CU_TRY(ctx, cuStreamSynchronize(s), st, out);
+		memcpy(buf, src + k * c, chunk_len(len, c, k));
+		CU_TRY(ctx, cuMemcpyHtoDAsync(dst + k * c, buf, chunk_len(len, c, k), s), st, out);
+	}
+out:
+	st2 = cms_lanes_sync(l);
+	return st ? st : st2;
+}
+
+/* r's staging kept between restores, made on first use; NULL with the error set. */
+static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
+{
+	struct cms_stage *sg = r->host_stage;
+
+	if (sg)
+		return sg;
+	sg = malloc(sizeof(*sg));
+	if (!sg) {
+		cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a staging descriptor");
+		return NULL;
+	}
+	if (cms_stage_make(ctx, r->device, stage_chunk(ctx), stage_chunk(ctx), "host backup", sg)) {
+		free(sg);
+		return NULL;
+	}
+	r->host_stage = sg;
+	return sg;
+}
+
+static void region_stage_free(struct cms_region *r)
+{
+	if (!r->host_stage)
+		return;
+	cms_stage_free(r->ctx, r->host_stage);
+	free(r->host_stage);
+	r->host_stage = NULL;
+}
+
+/* Whether r's new buffers are pageable (CMS_REGION_HOST_PAGEABLE). */
+static bool region_pageable(const struct cms_region *r)
+{
+	return (r->flags & CMS_REGION_HOST_PAGEABLE) != 0;
+}
+
+/*
+ * Lets go of what r keeps between cycles: the slices of its allocations whose content is not
+ * in them (not saved), unpinning each buffer before its last user unmaps it; then the holes
+ * over the bound (region_trim) and the staging. A buffer whose cuMemHostUnregister fails stays
+ * (usable as it is) and its status is returned; the others are gone.
+ */
+static cms_status host_release_retained(struct cms_region *r)
+{
+	cms_status st = CMS_OK, st1;
+	struct cms_alloc *a;
+
+	for (a = r->allocs; a; a = a->next) {
+		if (!a->hostbuf || a->saved)
+			continue;
+		st1 = backup_unpin(r->ctx, a);
+		if (!st1)
+			slice_put(r->ctx, a);
+		else if (!st)
+			st = st1;
+	}
+	lazy_drop(r);
+	region_trim(r);
+	region_stage_free(r);
+	return st;
+}
+
+/* Whether r keeps a buffer of the other kind than its flag asks for (the flag changed). */
+static bool kind_changed(const struct cms_region *r)
+{
+	const struct cms_hostbuf *hb;
+
+	for (hb = r->hostbufs; hb; hb = hb->next)
+		if (hb->pageable != region_pageable(r))
+			return true;
+	return false;
+}
+
+/* Before a pause: retained buffers of the other kind go (best effort: one that stays is
+ * used as it is, its kind kept). */
+static void release_changed(struct cms_alloc **v, size_t n)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if ((!j || v[j]->region != v[j - 1]->region) && kind_changed(v[j]->region))
+			(void)host_release_retained(v[j]->region);
 }
 
 /* The copies of a save (out) or a restore between a group's device bytes and its backups,
@@ -703,6 +977,17 @@ static cms_status copy_piece(void *arg, uint64_t off, uint64_t len)
 	char *h = (char *)c->a->backup + off;
 	cms_status st = CMS_OK;
 
+	if (c->a->hostbuf->pageable) { /* through page-locked staging (CMS_REGION_HOST_PAGEABLE) */
+		struct cms_stage *sg = region_stage(ctx, c->a->region);
+
+		if (!sg)
+			return CMS_ERR_OUT_OF_HOST_MEMORY;
+		st = c->out ? staged_out(c->l, sg, h, c->a->base + off, len) :
+			      staged_in(c->l, sg, c->a->base + off, h, len);
+		if (!st)
+			cms_progress_note(len);
+		return st;
+	}
 	if (c->out)
 		CU_TRY(ctx, cuMemcpyDtoHAsync(h, c->a->base + off, len, cms_lane(c->l)), st, out);
 	else
@@ -717,27 +1002,32 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 	cms_context *ctx = l->ctx;
 	struct prep w = { .ctx = ctx };
 	struct copy c = { .l = l, .out = true };
-	pthread_t threads[MAX_WORKERS];
+	pthread_t threads[MAX_WORKERS_LAB];
+	struct prep_opts opts = prep_opts();
 	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
-	size_t k, j, b = 0;
+	size_t k, j, b;
 	cms_status st = CMS_OK;
 
+	w.slice = opts.slice;
+	w.prefault = !opts.noprefault;
 	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
+	w.regs = malloc((n + 1) * sizeof(*w.regs));
 	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
 	w.left = malloc((n + 1) * sizeof(*w.left));
 	w.ready = calloc(n + 1, sizeof(*w.ready));
-	if (!w.bufs || !w.first_slice || !w.left || !w.ready) {
+	if (!w.bufs || !w.regs || !w.first_slice || !w.left || !w.ready) {
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
 		goto out_free;
 	}
-	st = plan_buffers(ctx, v, n, &w, &new_bytes);
+	release_changed(v, n);
+	st = plan_buffers(ctx, v, n, &w, &opts, &new_bytes);
 	if (st)
 		goto out_free;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
-	nthreads = workers_for(new_bytes);
+	nthreads = workers_for(new_bytes, &opts);
 	if (nthreads) {
 		sigset_t all, old;
 
@@ -762,8 +1052,8 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		while (j < n && wants_copy(v[j]) && cms_backup_adjacent(v[j - 1], v[j]) &&
 		       len + v[j]->size <= CMS_COPY_MERGE_MAX)
 			len += v[j++]->size;
-		if (b < w.n && a->hostbuf == w.bufs[b]) {
-			prep_wait(&w, b, nthreads);
+		if (a->hostbuf->prep_slot) { /* prepared by this call: wait until it is */
+			prep_wait(&w, a->hostbuf->prep_slot - 1, nthreads);
 			if (atomic_load(&a->hostbuf->failed)) {
 				st = cms_set_error(
 					CMS_ERR_OUT_OF_HOST_MEMORY,
@@ -771,8 +1061,6 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 					a->hostbuf->len);
 				break;
 			}
-			if (j == n || v[j]->hostbuf != a->hostbuf)
-				b++; /* last allocation of this buffer */
 		}
 		pin_on_use(ctx, a);
 		c.a = a; /* its live pieces only (cms_range_discard) */
@@ -787,14 +1075,15 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		atomic_store(&w.next, w.first_slice[w.n]);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
-	/* The new buffers appear in v in the order of w.bufs, each first at its first user. */
-	for (k = 0, b = 0; k < n && b < w.n; k++)
-		if (v[k]->hostbuf == w.bufs[b])
-			note_registered(ctx, v[k]->region, w.bufs[b++]);
+	for (b = 0; b < w.n; b++)
+		note_registered(ctx, w.regs[b], w.bufs[b]);
 	pthread_cond_destroy(&w.ready_cond);
 	pthread_mutex_destroy(&w.lock);
 out_free:
+	for (b = 0; w.bufs && b < w.n; b++)
+		w.bufs[b]->prep_slot = 0;
 	free(w.bufs);
+	free(w.regs);
 	free(w.first_slice);
 	free(w.left);
 	free(w.ready);
@@ -856,7 +1145,8 @@ static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 
 static bool host_save_ready(const struct cms_alloc *a)
 {
-	return a->hostbuf != NULL;
+	/* a buffer of the other kind is let go of first (release_changed) */
+	return a->hostbuf != NULL && !kind_changed(a->region);
 }
 
 static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
@@ -887,26 +1177,22 @@ static cms_status host_backup_read(struct cms_alloc *a, uint64_t off, void *buf,
 	return CMS_OK;
 }
 
-/* Gives back every slice of active region r, as a resume with CMS_REGION_RELEASE_HOST does. */
+/* Gives back what active region r keeps between cycles (cms_region_flags_set): as a resume
+ * with CMS_REGION_RELEASE_HOST does, and the staging; a buffer whose cuMemHostUnregister fails
+ * stays (logged) until a later releasing resume or free. */
 static void host_release_kept(struct cms_region *r, bool files)
 {
-	struct cms_alloc *a;
-	size_t kept = 0;
-
 	(void)files;
-	for (a = r->allocs; a; a = a->next) {
-		if (!a->hostbuf)
-			continue;
-		if (backup_unpin(r->ctx, a))
-			kept++; /* never unmap page-locked memory */
-		else
-			slice_put(r->ctx, a);
-	}
-	region_trim(r);
-	if (kept)
+	if (host_release_retained(r))
 		cms_log(r->ctx, CMS_LOG_WARN,
-			"region \"%s\": %zu host backups stay until a later resume or free: %s",
-			r->tag, kept, cms_last_error());
+			"region \"%s\": host backups stay until a later resume or free: %s", r->tag,
+			cms_last_error());
+}
+
+static void host_region_close(struct cms_region *r)
+{
+	region_stage_free(r);
+	lazy_drop(r);
 }
 
 const struct cms_store_ops cms_store_host = {
@@ -916,6 +1202,8 @@ const struct cms_store_ops cms_store_host = {
 	.restore = host_restore,
 	.resumed = host_resumed,
 	.region_resumed = host_region_resumed,
+	.region_close = host_region_close,
+	.call_done = region_stage_free,
 	.trim = region_trim,
 	.forget_begin = backup_unpin,
 	.forget = slice_put,

@@ -199,6 +199,18 @@ cms_status cms_store_dir_set(struct cms_region *r, const char *dir)
 	return ops->dir_set(r, dir);
 }
 
+void cms_store_call_done(struct cms_region **regions, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct cms_store_ops *ops = cms_store_of(regions[i]);
+
+		if (ops->call_done)
+			ops->call_done(regions[i]);
+	}
+}
+
 void cms_store_region_close(struct cms_region *r)
 {
 	const struct cms_store_ops *ops = cms_store_of(r);

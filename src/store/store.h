@@ -75,6 +75,9 @@ struct cms_store_ops {
 	cms_status (*check)(const struct cms_region *r);
 	/* cms_region_disk_dir_set: sets (dir) or clears (NULL) where r keeps its content. */
 	cms_status (*dir_set)(struct cms_region *r, const char *dir);
+	/* A pause, resume or swap of r ends (committed or rolled back, no copy running): free
+	 * what the call made for itself (HOST: the staging of pageable backups). */
+	void (*call_done)(struct cms_region *r);
 	/* r is destroyed (or its last reference goes): give its storage back. */
 	void (*region_close)(struct cms_region *r);
 	/* Bytes of a that a pause (out) or resume (!out) reports through the progress callback. */
@@ -138,8 +141,13 @@ void cms_store_region_close(struct cms_region *r);
 cms_status cms_store_backup(const struct cms_alloc *a, void **host);
 /* Copies len bytes of a's backup (cms_store_backup CMS_OK) from offset off into buf. */
 cms_status cms_store_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len);
-/* Its policy's release_kept, if any. */
+/* Its policy's release_kept, if any: what active region r keeps between cycles goes (HOST:
+ * retained host buffers, page-locked or pageable, and staging; DISK: the file's space when
+ * files), for a change of CMS_REGION_RELEASE_HOST or CMS_REGION_HOST_PAGEABLE
+ * (cms_region_flags_set). Region lock held. */
 void cms_store_release_kept(struct cms_region *r, bool files);
+/* The end of a pause, resume or swap of regions[0..n): each policy's call_done. */
+void cms_store_call_done(struct cms_region **regions, size_t n);
 /* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */
 uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
 				  bool (*want)(const struct cms_alloc *a));
@@ -184,5 +192,21 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 #define CMS_DISK_CHUNK (64ull << 20)	/* bytes per staging buffer; two per device and call */
 #define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
 #define CMS_DISK_CHUNK_SIM (1ull << 20) /* with the host simulation: small tests, many batches */
+
+/* ---- stage.c: page-locked staging buffers (DISK, pageable HOST backups) ---- */
+struct cms_stage {
+	char *base;   /* two buffers of chunk bytes: base and base + chunk */
+	size_t chunk; /* bytes per buffer */
+	int32_t dev;
+	bool registered, hooked;
+};
+
+/* Two staging buffers of chunk bytes (less when total, rounded up to CMS_DISK_ALIGN, is
+ * smaller), page-locked where cuMemHostRegister allows (else pageable: slower, still
+ * correct). CMS_ERR_OUT_OF_HOST_MEMORY ("... of <what> staging buffers"); *s zeroed then. */
+cms_status cms_stage_make(cms_context *ctx, int32_t dev, uint64_t total, uint64_t chunk,
+			  const char *what, struct cms_stage *s);
+/* Frees s (no copy may still use it); a zeroed s is nothing to free. */
+void cms_stage_free(cms_context *ctx, struct cms_stage *s);
 
 #endif /* CMS_STORE_H */

@@ -57,6 +57,9 @@ enum {
 	BENCH_WF,
 	BENCH_WG,
 	BENCH_WH,
+	BENCH_WI, /* (c) with CMS_REGION_RELEASE_HOST: every cycle a first cycle (issue 17 item 3)
+		   */
+	BENCH_WJ, /* (i) with CMS_REGION_HOST_PAGEABLE: pageable backups through staging */
 	BENCH_NWORK
 };
 
@@ -116,6 +119,9 @@ struct bench_work {
 	uint64_t *resume_ns;
 	double fill_s;
 	uint64_t rss_after_pause; /* VmRSS after the first pause */
+	/* VmRSS before the pause, after it and after the resume: per cycle (HOST, (a)-(d), (f),
+	 * (h)-(j)) */
+	uint64_t *rss_ns[3];
 	uint64_t hwm_before;
 	uint64_t hwm_after;
 	bool hwm_reset; /* VmHWM was reset before the workload (/proc/self/clear_refs) */

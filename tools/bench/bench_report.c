@@ -18,6 +18,7 @@
 #define TARGET_HOST_RATIO 0.95
 #define TARGET_HOST_FIRST_GBS 15.0
 #define TARGET_F_RETURN_MS 10.0
+#define TARGET_RELEASE_GBS 25.0 /* (i): first and steady pause without retention */
 
 /* One phase of a workload, with its floor and ratio. */
 struct bench_row {
@@ -68,6 +69,13 @@ static void bench_row(const struct bench *b, const struct bench_work *w, bool me
 				r->met = r->ms <= (pause ? TARGET_B_PAUSE_MS : TARGET_B_RESUME_MS);
 		}
 		break;
+	case 'i': /* issue 17 item 3: non-retaining cycles */
+		if (pause) {
+			r->spec = ">=25 GB/s";
+			if (judge && !isnan(r->gbs))
+				r->met = r->gbs >= TARGET_RELEASE_GBS;
+		}
+		break;
 	case 'c':
 	case 'd':
 		r->spec = median ? ">=0.95x" : ">=15 GB/s";
@@ -102,7 +110,10 @@ static const char *work_name(char *buf, size_t len, const struct bench_work *w)
 			 w->policy == CMS_POLICY_HOST ? "HOST" :
 			 w->policy == CMS_POLICY_DISK ? "DISK" :
 							"DISCARD",
-			 w->flags & CMS_REGION_GUARD ? " GUARD" : "");
+			 w->flags & CMS_REGION_GUARD	     ? " GUARD" :
+			 w->flags & CMS_REGION_HOST_PAGEABLE ? " PAGEABLE" :
+			 w->flags & CMS_REGION_RELEASE_HOST  ? " RELEASE" :
+							       "");
 	return buf;
 }
 
@@ -322,7 +333,7 @@ static void json_row(FILE *f, const struct bench *b, const struct bench_work *w,
 static void json_work(FILE *f, const struct bench *b, const struct bench_work *w)
 {
 	const char *status;
-	unsigned int c;
+	unsigned int c, k;
 
 	if (!w->implemented)
 		status = "not implemented";
@@ -371,6 +382,17 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		bench_json_num(f, (double)w->resume_ns[c] / 1e6);
 	}
 	fputs("]", f);
+	if (w->rss_ns[0]) {
+		static const char *const key[3] = { "vmrss_before_pause", "vmrss_after_pause",
+						    "vmrss_after_resume" };
+
+		for (k = 0; k < 3; k++) {
+			fprintf(f, ", \"%s\": [", key[k]);
+			for (c = 0; c < w->cycles_done; c++)
+				fprintf(f, "%s%" PRIu64, c ? ", " : "", w->rss_ns[k][c]);
+			fputs("]", f);
+		}
+	}
 	if (w->async) {
 		fputs(", \"ready_ms\": [", f);
 		for (c = 0; c < w->cycles_done; c++) {

@@ -52,6 +52,10 @@ void bench_works_init(struct bench *b)
 		/* (a) with CMS_REGION_GUARD: what guarding the paused ranges costs */
 		{ "32 x 1 GiB DISCARD, COALESCE, GUARD", CMS_POLICY_DISCARD, 32, GIB, true,
 		  BENCH_VA },
+		/* (c) giving host memory back after each resume: no buffer kept between cycles */
+		{ "16 x 1 GiB HOST, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		/* (i) with pageable backups (copies through page-locked staging) */
+		{ "16 x 1 GiB HOST, PAGEABLE, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 	};
 	static const struct {
 		const char *label;
@@ -72,6 +76,10 @@ void bench_works_init(struct bench *b)
 		w->flags = w->policy == CMS_POLICY_DISCARD ? CMS_REGION_COALESCE : 0;
 		if (i == BENCH_WH)
 			w->flags |= CMS_REGION_GUARD;
+		if (i == BENCH_WI || i == BENCH_WJ)
+			w->flags |= CMS_REGION_RELEASE_HOST;
+		if (i == BENCH_WJ)
+			w->flags |= CMS_REGION_HOST_PAGEABLE;
 		w->count0 = t[i].count;
 		w->size0 = t[i].size;
 		w->implemented = t[i].implemented;
@@ -134,6 +142,7 @@ struct bench_slot {
 	uint64_t *ready_ns;	/* async only */
 	struct bench_async *as; /* non-NULL: resume with CMS_RESUME_ASYNC on as->stream */
 	bool extra;		/* (f)'s synchronous comparison cycle: not counted */
+	uint64_t *rss[3];	/* VmRSS before the pause, after it, after the resume; or NULL */
 };
 
 static uint64_t bench_affine64(uint64_t v)
@@ -217,12 +226,16 @@ static int bench_cycle(struct bench *b, struct bench_work *w, cms_context *ctx, 
 		memset(b->stage, 0, (size_t)w->probe);
 		BENCH_CU(b, err, cuMemcpyHtoD, as->scratch, b->stage, (size_t)w->probe);
 	}
+	if (sl->rss[0])
+		*sl->rss[0] = bench_proc_status("VmRSS");
 	t0 = bench_now_ns();
 	st = cms_region_pause(region, NULL, &pr);
 	t1 = bench_now_ns();
 	if (st)
 		return bench_cms_fail(b, st, "cms_region_pause");
 	*sl->pause_ns = t1 - t0;
+	if (sl->rss[1])
+		*sl->rss[1] = bench_proc_status("VmRSS");
 	if (c == 0) {
 		w->rss_after_pause = bench_proc_status("VmRSS");
 		w->bytes_backed_up = pr.bytes_backed_up;
@@ -257,6 +270,8 @@ static int bench_cycle(struct bench *b, struct bench_work *w, cms_context *ctx, 
 	if (st)
 		return bench_cms_fail(b, st, "cms_region_resume");
 	*sl->resume_ns = t1 - t0;
+	if (sl->rss[2])
+		*sl->rss[2] = bench_proc_status("VmRSS");
 	if (as) {
 		if (bench_enqueue_probe(b, w, as, ptr[w->count - 1]))
 			return -1;
@@ -309,7 +324,13 @@ static int bench_cycle(struct bench *b, struct bench_work *w, cms_context *ctx, 
 		       (double)w->logical / (double)*sl->ready_ns, as->fn ? "kernel" : "copy");
 		return 0;
 	}
-	if (host)
+	if (host && sl->rss[0])
+		snprintf(line, sizeof(line), "  (%.2f / %.2f GB/s; VmRSS %.2f -> %.2f -> %.2f GiB)",
+			 (double)w->logical / (double)*sl->pause_ns,
+			 (double)w->logical / (double)*sl->resume_ns,
+			 (double)*sl->rss[0] / (double)GIB, (double)*sl->rss[1] / (double)GIB,
+			 (double)*sl->rss[2] / (double)GIB);
+	else if (host)
 		snprintf(line, sizeof(line), "  (%.2f / %.2f GB/s)",
 			 (double)w->logical / (double)*sl->pause_ns,
 			 (double)w->logical / (double)*sl->resume_ns);
@@ -436,9 +457,12 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 	w->pause_ns = calloc(b->cycles, sizeof(*w->pause_ns));
 	w->resume_ns = calloc(b->cycles, sizeof(*w->resume_ns));
 	ptr = calloc(w->count, sizeof(*ptr));
+	for (i = 0; i < 3; i++)
+		w->rss_ns[i] = calloc(b->cycles, sizeof(*w->rss_ns[i]));
 	if (w->async)
 		w->ready_ns = calloc(b->cycles, sizeof(*w->ready_ns));
-	if (!w->pause_ns || !w->resume_ns || !ptr || (w->async && !w->ready_ns)) {
+	if (!w->pause_ns || !w->resume_ns || !ptr || (w->async && !w->ready_ns) || !w->rss_ns[0] ||
+	    !w->rss_ns[1] || !w->rss_ns[2]) {
 		bench_fail(b, "%s: out of host memory", what);
 		goto fail;
 	}
@@ -484,6 +508,8 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 		sl.ready_ns = w->async ? &w->ready_ns[c] : NULL;
 		sl.as = w->async ? &as : NULL;
 		sl.extra = false;
+		for (i = 0; i < 3; i++)
+			sl.rss[i] = &w->rss_ns[i][c];
 		if (bench_cycle(b, w, ctx, region, ptr, c, &sl))
 			goto fail;
 		t0 = w->pause_ns[c] + (w->async ? w->ready_ns[c] : w->resume_ns[c]);
@@ -504,6 +530,7 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 		sl.ready_ns = NULL;
 		sl.as = NULL;
 		sl.extra = true;
+		sl.rss[0] = sl.rss[1] = sl.rss[2] = NULL;
 		if (bench_cycle(b, w, ctx, region, ptr, w->cycles_done, &sl))
 			goto fail;
 		w->sync_done = true;

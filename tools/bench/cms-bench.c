@@ -34,6 +34,8 @@ static void bench_free(struct bench *b)
 		free(b->work[i].pause_ns);
 		free(b->work[i].resume_ns);
 		free(b->work[i].ready_ns);
+		for (int k = 0; k < 3; k++)
+			free(b->work[i].rss_ns[k]);
 	}
 	bench_multi_free(b);
 	free(b->stage);
@@ -54,9 +56,11 @@ static void bench_usage(FILE *f)
 		"  -n, --cycles N     pause/resume cycles per workload (1..%u, default %u); the\n"
 		"                     first is reported apart from the median of the others.\n"
 		"                     A workload whose cycle takes more than 10 s stops after 2\n"
-		"  -o, --only LIST    comma-separated workloads to run: a,b,c,d,e,f,g,h (e: "
+		"  -o, --only LIST    comma-separated workloads to run: a,...,j (e: "
 		"cms_swap\n"
-		"                     between two HOST tags; h: (a) with CMS_REGION_GUARD), or\n"
+		"                     between two HOST tags; h: (a) with CMS_REGION_GUARD;\n"
+		"                     i: (c) with CMS_REGION_RELEASE_HOST; j: (i) with\n"
+		"                     CMS_REGION_HOST_PAGEABLE), or\n"
 		"                     'floor' for the floors alone;\n"
 		"                     the floors the chosen workloads need are always measured\n"
 		"  -j, --json FILE    also write the results as JSON to FILE\n"

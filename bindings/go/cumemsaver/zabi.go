@@ -207,9 +207,10 @@ const (
 	// cuMemMap + cuMemSetAccess per piece (per 32 granules, then one per set bit of the rest in
 	// granules) at a pause and one cuMemUnmap per piece at a resume.
 	RegionGuard RegionFlags = 0x10
-	// RegionHostPageable is CMS_REGION_HOST_PAGEABLE (since 1.2): HOST backups in pageable host
-	// memory (anonymous mmap, never page-locked); copies go through the library's pinned staging
-	// buffers. Changeable between cycles (cms_region_flags_set).
+	// RegionHostPageable is CMS_REGION_HOST_PAGEABLE (since 1.2): Pageable host backups
+	// (CMS_POLICY_HOST only): never page-locked, copies go through page-locked staging buffers; RSS
+	// grows by the backup at a pause and, with CMS_REGION_RELEASE_HOST, falls back after each
+	// successful resume. Not combinable with CMS_RESUME_ASYNC.
 	RegionHostPageable RegionFlags = 0x20
 )
 

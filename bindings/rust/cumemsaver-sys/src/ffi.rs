@@ -81,8 +81,9 @@ pub const CMS_REGION_COALESCE: u64 = 0x8;
 /// one per set bit of the rest in granules) at a pause and one cuMemUnmap per piece at a resume.
 /// (since 1.2)
 pub const CMS_REGION_GUARD: u64 = 0x10;
-/// HOST backups in pageable host memory (anonymous mmap, never page-locked); copies go through the
-/// library's pinned staging buffers. Changeable between cycles (cms_region_flags_set). (since 1.2)
+/// Pageable host backups (CMS_POLICY_HOST only): never page-locked, copies go through page-locked
+/// staging buffers; RSS grows by the backup at a pause and, with CMS_REGION_RELEASE_HOST, falls
+/// back after each successful resume. Not combinable with CMS_RESUME_ASYNC. (since 1.2)
 pub const CMS_REGION_HOST_PAGEABLE: u64 = 0x20;
 
 // ---- pause_flag

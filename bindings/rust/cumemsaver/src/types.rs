@@ -159,7 +159,9 @@ pub const REGION_COALESCE: u64 = sys::CMS_REGION_COALESCE as u64;
 /// Region flag (1.2): while paused, the region's address ranges stay mapped read-only to
 /// zeros (a stray read gets zeros instead of faulting); costs zero-filled handles per device.
 pub const REGION_GUARD: u64 = sys::CMS_REGION_GUARD as u64;
-/// HOST backups in pageable host memory (since 1.2; changeable with [`Region::set_flags`]).
+/// Region flag (1.2, `Policy::Host` only): host backups in pageable memory, never page-locked;
+/// copies go through page-locked staging. Not combinable with `RESUME_ASYNC`; changeable with
+/// [`Region::set_flags`].
 pub const REGION_HOST_PAGEABLE: u64 = sys::CMS_REGION_HOST_PAGEABLE as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
