@@ -132,6 +132,57 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
 CMS_API cms_region *cms_hook_region_default(int32_t device);
 
 /*
+ * cms_hook_region_default_template_set (since 1.2) - default regions made on
+ * demand: from this call on, a hooked allocation (cms_hook_alloc, so the
+ * preload's cudaMalloc and cms_torch_alloc) on a thread with no active region,
+ * on a device that has no default region (cms_hook_region_default_set), first
+ * makes the region tagged tag on that device its default: the existing one
+ * (cms_region_find), else a new one (cms_region_create with opts, its device
+ * replaced by the allocation's). Only devices that allocate get a region (and
+ * the primary context and streams cms_region_create sets up), so a process
+ * that sees many GPUs but uses one holds nothing on the others. A region so
+ * made is an ordinary region of the hook context: pause, resume and destroy
+ * it by its tag; destroying it clears the device's default, and the next
+ * such allocation makes it again.
+ *   tag:  see CMS_TAG_MAX; copied. NULL clears the template (defaults already
+ *         made stay until cleared with cms_hook_region_default_set).
+ *   opts: NULL for the defaults; copied and checked as cms_region_create
+ *         checks them (its device is ignored).
+ * The template is cleared by every cms_hook_context_set.
+ * Threads: thread-safe; takes the hook context's lock briefly. A region
+ * creation that fails (a bad device, no memory) fails the allocation with its
+ * status; two threads making the same device's region at once both end in it.
+ * CUDA: none here; the allocation that makes the region calls what
+ * cms_region_create calls.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: a bad tag; an unknown policy or flag in opts;
+ *     CMS_REGION_HOST_PAGEABLE without CMS_POLICY_HOST; no hook context is
+ *     set (with a non-NULL tag).
+ *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
+ *   CMS_ERR_FORKED: the hook context was created before a fork().
+ */
+CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
+							const cms_region_options *opts);
+
+/*
+ * cms_hook_memory_margin_set (since 1.2) - device memory every hooked
+ * allocation must leave free: from this call on, cms_hook_alloc (so the
+ * preload's cudaMalloc and cms_torch_alloc) of size bytes fails with
+ * CMS_ERR_OUT_OF_DEVICE_MEMORY, before creating anything, when the device's
+ * free memory (cuMemGetInfo) is less than bytes + size, so that an allocator
+ * such as PyTorch's frees its cache and retries (torch_memory_saver's
+ * memory_margin_bytes). Process-wide; kept across cms_hook_context_set.
+ *   bytes: the margin in bytes; 0 (the default) turns the check off.
+ * Threads: thread-safe (an atomic store); allocations in flight may still use
+ * the previous margin. CUDA: none here; each checked allocation calls
+ * cuMemGetInfo in the device's primary context.
+ * Returns:
+ *   CMS_OK
+ */
+CMS_API cms_status cms_hook_memory_margin_set(uint64_t bytes);
+
+/*
  * cms_hook_alloc - allocates size bytes with cms_alloc in the calling
  * thread's active region or, when the thread has none (since 1.2), in the
  * default region of device (cms_hook_region_default_set).

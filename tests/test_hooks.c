@@ -595,6 +595,116 @@ START_TEST(default_region_serves_threads_without_one)
 }
 END_TEST
 
+/* Default regions made on demand from a template: only on the devices that allocate; an
+ * explicit default comes first; a destroy makes it again; cms_hook_context_set clears it. */
+START_TEST(default_template_makes_regions_on_demand)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT, bad = CMS_REGION_OPTIONS_INIT;
+	cms_region *r0 = NULL, *r1 = NULL, *mine;
+	cms_region_info info = { .struct_size = sizeof(info) };
+	uint64_t p = 0, q = 0;
+
+	o.policy = CMS_POLICY_HOST;
+	o.device = 7; /* ignored */
+	/* No hook context: nothing to set; clearing is fine. */
+	ck_status(cms_hook_region_default_template_set("dflt", &o), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_hook_region_default_template_set(NULL, NULL));
+	ck_ok(cms_hook_context_set(ctx));
+	ck_status(cms_hook_region_default_template_set("", &o), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("a\nb", &o), CMS_ERR_INVALID_ARGUMENT);
+	bad.policy = 99;
+	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_INVALID_ARGUMENT);
+	bad.policy = CMS_POLICY_DISCARD;
+	bad.flags = CMS_REGION_HOST_PAGEABLE;
+	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_INVALID_ARGUMENT);
+	bad.flags = 1ull << 40;
+	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_INVALID_ARGUMENT);
+	bad.flags = 0;
+	bad.struct_size = 3;
+	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_STRUCT_SIZE);
+	ck_status(cms_hook_alloc(MiB, 1, &p), CMS_ERR_NOT_FOUND); /* nothing was set */
+
+	ck_ok(cms_hook_region_default_template_set("dflt", &o));
+	ck_ok(cms_hook_alloc(MiB, 1, &p));
+	ck_ok(cms_region_find(ctx, "dflt", 1, &r1));
+	ck_assert_ptr_eq(region_of(ctx, p), r1);
+	ck_assert_ptr_eq(cms_hook_region_default(1), r1);
+	ck_ok(cms_region_info_get(r1, &info));
+	ck_assert_uint_eq(info.policy, CMS_POLICY_HOST);
+	ck_assert_int_eq(info.device, 1);
+	/* device 0 allocated nothing: it has no region */
+	ck_status(cms_region_find(ctx, "dflt", 0, &r0), CMS_ERR_NOT_FOUND);
+	ck_assert_ptr_null(cms_hook_region_default(0));
+	ck_ok(cms_hook_alloc(MiB, 1, &q)); /* the same region, not a second one */
+	ck_assert_ptr_eq(region_of(ctx, q), r1);
+	ck_ok(cms_hook_free((void *)(uintptr_t)q));
+
+	/* An existing region of the tag is found, not duplicated. */
+	mine = t_region(ctx, "dflt", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_hook_alloc(MiB, 0, &q));
+	ck_assert_ptr_eq(region_of(ctx, q), mine);
+	ck_ok(cms_hook_free((void *)(uintptr_t)q));
+
+	/* An explicit default comes first. */
+	r0 = t_region(ctx, "explicit", 1, CMS_POLICY_DISCARD);
+	ck_ok(cms_hook_region_default_set(1, r0));
+	ck_ok(cms_hook_alloc(MiB, 1, &q));
+	ck_assert_ptr_eq(region_of(ctx, q), r0);
+	ck_ok(cms_hook_free((void *)(uintptr_t)q));
+	ck_ok(cms_hook_region_default_set(1, NULL));
+
+	/* A destroyed one is made again at the next allocation. */
+	ck_ok(cms_region_destroy(r1));
+	ck_ok(cms_hook_alloc(MiB, 1, &q));
+	ck_ok(cms_region_find(ctx, "dflt", 1, &r1));
+	ck_assert_ptr_eq(region_of(ctx, q), r1);
+	ck_ok(cms_hook_free((void *)(uintptr_t)q));
+
+	/* Cleared by cms_hook_context_set (also of the same context), and by NULL. */
+	ck_ok(cms_hook_context_set(ctx));
+	ck_status(cms_hook_alloc(MiB, 1, &q), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_hook_region_default_template_set("dflt", &o));
+	ck_ok(cms_hook_region_default_template_set(NULL, NULL));
+	ck_status(cms_hook_alloc(MiB, 0, &q), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* cms_hook_memory_margin_set: a hooked allocation that would leave less than the margin free
+ * fails before creating anything, in a pushed region and in a default one. */
+START_TEST(memory_margin_refuses_allocations)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "m", 0, CMS_POLICY_DISCARD);
+	cms_region_info info = { .struct_size = sizeof(info) };
+	uint64_t p = 0, free_bytes = 0, total = 0;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_device_memory_info(ctx, 0, &free_bytes, &total));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_memory_margin_set(free_bytes)); /* no room left for anything */
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	ck_assert_uint_eq(p, 0);
+	ck_assert_ptr_null(cms_torch_alloc((ssize_t)MiB, 0, NULL));
+	ck_ok(cms_region_info_get(r, &info));
+	ck_assert_uint_eq(info.allocations, 0);
+	ck_ok(cms_hook_memory_margin_set(free_bytes / 2)); /* room for a small one */
+	ck_ok(cms_hook_alloc(MiB, 0, &p));
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_region_default_set(0, r));
+	ck_ok(cms_hook_memory_margin_set(UINT64_MAX));
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	ck_ok(cms_hook_memory_margin_set(0));
+	ck_ok(cms_hook_alloc(MiB, 0, &p));
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static void *thread_allocates_in_default(void *arg)
 {
 	uint64_t p = 0;
@@ -777,6 +887,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, default_region_cleared_by_destroy_and_context_set);
 	tcase_add_test(tc, default_region_destroy_races);
 	tcase_add_test(tc, default_region_context_set_races);
+	tcase_add_test(tc, default_template_makes_regions_on_demand);
+	tcase_add_test(tc, memory_margin_refuses_allocations);
 	suite_add_tcase(s, tc);
 	return s;
 }

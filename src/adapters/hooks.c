@@ -142,8 +142,52 @@ static void region_put(cms_context *ctx, cms_region *r)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* cms_hook_memory_margin_set: device bytes a hooked allocation must leave free (0: none). */
+static _Atomic uint64_t hook_margin;
+
+/* Whether an allocation of size bytes on r's device leaves the margin free (cuMemGetInfo). */
+static cms_status margin_check(cms_context *ctx, const struct cms_region *r, uint64_t size)
+{
+	uint64_t margin = atomic_load(&hook_margin), free_bytes = 0, total = 0;
+	cms_status st;
+
+	if (!margin)
+		return CMS_OK;
+	st = cms_device_memory_info(ctx, r->device, &free_bytes, &total);
+	if (st)
+		return st;
+	if (free_bytes < margin || free_bytes - margin < size)
+		return cms_set_error(CMS_ERR_OUT_OF_DEVICE_MEMORY,
+				     "allocating %llu bytes on device %d would leave less than the "
+				     "memory margin of %llu bytes free (%llu free)",
+				     (unsigned long long)size, (int)r->device,
+				     (unsigned long long)margin, (unsigned long long)free_bytes);
+	return CMS_OK;
+}
+
+/* Makes device's default region from the template of generation ticket, if there is one:
+ * the region of its tag on device, created with its options when it does not exist. */
+static void default_from_template(cms_context *ctx, unsigned ticket, int32_t device)
+{
+	char tag[CMS_TAG_MAX + 1];
+	cms_region_options o;
+	cms_region *r = NULL;
+	cms_status st;
+
+	if (!cms_hook_template_get(ctx, ticket, tag, &o))
+		return;
+	o.device = device;
+	st = cms_region_create(ctx, tag, &o, &r);
+	if (st == CMS_ERR_EXISTS) /* made meanwhile by another thread, or by the application */
+		st = cms_region_find(ctx, tag, device, &r);
+	/* refused if a destroy took it meanwhile: the caller then finds no default */
+	if (!st)
+		(void)cms_hook_default_set(ctx, ticket, device, r);
+}
+
 /* A hooked allocation of a thread without an active region: in device's default region of
- * the hook context, if it has one (cms_hook_region_default_set). */
+ * the hook context, if it has one (cms_hook_region_default_set), else one made from the
+ * template (cms_hook_region_default_template_set). */
 static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 {
 	struct cms_region *r = NULL;
@@ -153,8 +197,13 @@ static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 
 	ctx = cms_hookctx_enter(&ticket);
 	/* A forked child has none (the parent's are not its own): its lock is not taken. */
-	if (ctx && !cms_check_fork(ctx) && device >= 0 && device < CMS_MAX_DEVICES)
+	if (ctx && !cms_check_fork(ctx) && device >= 0 && device < CMS_MAX_DEVICES) {
 		r = cms_hook_default_get(ctx, ticket, device, true);
+		if (!r) {
+			default_from_template(ctx, ticket, device);
+			r = cms_hook_default_get(ctx, ticket, device, true);
+		}
+	}
 	st = CMS_OK;
 	if (!r)
 		st = cms_set_error(CMS_ERR_NOT_FOUND,
@@ -163,6 +212,8 @@ static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 				   (int)device);
 	if (!st && !size)
 		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
+	if (!st)
+		st = margin_check(ctx, r, size);
 	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */
 		st = cms_alloc(r, size, ptr);
 	if (r)
@@ -200,6 +251,8 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 			CMS_ERR_INVALID_DEVICE,
 			"device %d, but the thread's active region \"%s\" is on device %d",
 			(int)device, e.region->tag, (int)e.region->device);
+	if (!st)
+		st = margin_check(ctx, e.region, size);
 	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */
 		st = cms_alloc(e.region, size, ptr);
 	region_put(ctx, e.region);
@@ -230,6 +283,40 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
 		st = cms_hook_default_set(ctx, ticket, device, region);
 	cms_hookctx_leave(ticket);
 	return st;
+}
+
+CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
+							const cms_region_options *opts)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_context *ctx;
+	unsigned ticket;
+	cms_status st;
+
+	if (tag) {
+		st = cms_check_tag(tag);
+		if (!st)
+			st = cms_region_options_check(opts, &o);
+		if (st)
+			return st;
+	}
+	ctx = cms_hookctx_enter(&ticket);
+	st = CMS_OK;
+	if (!ctx && tag)
+		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				   "no hook context: call cms_hook_context_set first");
+	else if (ctx)
+		st = cms_check_fork(ctx);
+	if (!st && ctx)
+		cms_hook_template_set(ctx, ticket, tag, &o);
+	cms_hookctx_leave(ticket);
+	return st;
+}
+
+CMS_API cms_status cms_hook_memory_margin_set(uint64_t bytes)
+{
+	atomic_store(&hook_margin, bytes);
+	return CMS_OK;
 }
 
 CMS_API cms_region *cms_hook_region_default(int32_t device)

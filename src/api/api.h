@@ -21,6 +21,9 @@ struct cms_selection {
  * References and locks (creation order) the regions tagged tag1 or tag2 (either may be NULL;
  * both NULL: every region). An empty selection (n == 0) is not an error here.
  */
+/* opts (NULL: the defaults) copied into *out and checked as cms_region_create checks them:
+ * struct size, policy, flags. */
+cms_status cms_region_options_check(const cms_region_options *opts, cms_region_options *out);
 cms_status cms_select_lock(cms_context *ctx, const char *tag1, const char *tag2,
 			   struct cms_selection *s);
 /* Unlocks and unreferences what cms_select_lock took. */

@@ -15,23 +15,11 @@ static struct cms_region *find_locked(cms_context *ctx, const char *tag, int32_t
 	return NULL;
 }
 
-CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
-				     const cms_region_options *opts, cms_region **out)
+cms_status cms_region_options_check(const cms_region_options *opts, cms_region_options *out)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
-	uint32_t handle_types = 0;
-	struct cms_region *r;
 	cms_status st;
 
-	if (!ctx || !out)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
-	*out = NULL;
-	st = cms_check_fork(ctx);
-	if (st)
-		return st;
-	st = cms_check_tag(tag);
-	if (st)
-		return st;
 	if (opts) {
 		st = cms_copy_in(&o, sizeof(o), CMS_REGION_OPTIONS_SIZE_VER0, opts,
 				 "cms_region_options");
@@ -51,6 +39,30 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 				     "CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (policy %u "
 				     "keeps no host backup)",
 				     o.policy);
+	*out = o;
+	return CMS_OK;
+}
+
+CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
+				     const cms_region_options *opts, cms_region **out)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	uint32_t handle_types = 0;
+	struct cms_region *r;
+	cms_status st;
+
+	if (!ctx || !out)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "%s is NULL", ctx ? "out" : "ctx");
+	*out = NULL;
+	st = cms_check_fork(ctx);
+	if (st)
+		return st;
+	st = cms_check_tag(tag);
+	if (st)
+		return st;
+	st = cms_region_options_check(opts, &o);
+	if (st)
+		return st;
 	st = cms_ctx_device(ctx, o.device, NULL);
 	if (st)
 		return st;

@@ -280,6 +280,12 @@ struct cms_context {
 	 * only in hook generation hook_default_gen[d]; under lock. */
 	struct cms_region *hook_default[CMS_MAX_DEVICES];
 	unsigned hook_default_gen[CMS_MAX_DEVICES];
+	/* The template a device's default region is made from when it has none
+	 * (cms_hook_region_default_template_set; since 1.2): tag "" = none; valid only in hook
+	 * generation hook_template_gen; under lock. */
+	char hook_template_tag[CMS_TAG_MAX + 1];
+	cms_region_options hook_template_opts;
+	unsigned hook_template_gen;
 };
 
 /* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
@@ -397,6 +403,12 @@ cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
 struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32_t dev, bool ref);
 /* r is being destroyed: it is no device's default any more (ctx->lock held). */
 void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
+/* Sets (tag non-NULL) or clears the default-region template of generation ticket. */
+void cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
+			   const cms_region_options *opts);
+/* Copies the template of generation ticket into tag and *opts; false when there is none. */
+bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
+			   cms_region_options *opts);
 
 /* ---- stats.c: cumulative counters of regions (their locks held) ---- */
 /* What one committed side of an engine call did to one region. */

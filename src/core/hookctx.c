@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <search.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,34 @@ struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32
 		r->refs++;
 	pthread_mutex_unlock(&ctx->lock);
 	return r;
+}
+
+void cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
+			   const cms_region_options *opts)
+{
+	pthread_mutex_lock(&ctx->lock);
+	ctx->hook_template_tag[0] = '\0';
+	if (tag) {
+		snprintf(ctx->hook_template_tag, sizeof(ctx->hook_template_tag), "%s", tag);
+		ctx->hook_template_opts = *opts;
+	}
+	ctx->hook_template_gen = ticket;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
+			   cms_region_options *opts)
+{
+	bool set;
+
+	pthread_mutex_lock(&ctx->lock);
+	set = ctx->hook_template_gen == ticket && ctx->hook_template_tag[0];
+	if (set) {
+		memcpy(tag, ctx->hook_template_tag, CMS_TAG_MAX + 1);
+		*opts = ctx->hook_template_opts;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return set;
 }
 
 void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r)

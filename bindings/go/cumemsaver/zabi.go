@@ -881,3 +881,13 @@ func c_cms_hook_region_default_set(device C.int32_t, region *C.cms_region) C.cms
 func c_cms_hook_region_default(device C.int32_t) *C.cms_region {
 	return C.cms_hook_region_default(device)
 }
+
+// c_cms_hook_region_default_template_set calls cms_hook_region_default_template_set (since 1.2).
+func c_cms_hook_region_default_template_set(tag *C.char, opts *C.cms_region_options) C.cms_status {
+	return C.cms_hook_region_default_template_set(tag, opts)
+}
+
+// c_cms_hook_memory_margin_set calls cms_hook_memory_margin_set (since 1.2).
+func c_cms_hook_memory_margin_set(bytes C.uint64_t) C.cms_status {
+	return C.cms_hook_memory_margin_set(bytes)
+}

@@ -1231,4 +1231,18 @@ extern "C" {
     /// The default region of device (cms_hook_region_default_set). Thread safety: Thread-safe;
     /// never fails. (since 1.2)
     pub fn cms_hook_region_default(device: i32) -> *mut cms_region;
+
+    /// Default regions made on demand: a hooked allocation of a thread with no active region on a
+    /// device with no default region makes the region tagged tag on that device (found or created
+    /// with opts) its default first. Cleared by every cms_hook_context_set. Thread safety: Thread-
+    /// safe; takes the hook context's lock briefly. (since 1.2)
+    pub fn cms_hook_region_default_template_set(
+        tag: *const c_char,
+        opts: *const cms_region_options,
+    ) -> cms_status;
+
+    /// Hooked allocations (cms_hook_alloc, the preload's cudaMalloc, cms_torch_alloc) fail with
+    /// CMS_ERR_OUT_OF_DEVICE_MEMORY when the device's free memory is less than bytes plus the
+    /// request (cuMemGetInfo). Process-wide. Thread safety: Thread-safe (atomic). (since 1.2)
+    pub fn cms_hook_memory_margin_set(bytes: u64) -> cms_status;
 }

@@ -466,9 +466,11 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
         ("cms_region_flags_set", cms_region_flags_set as *const () as usize),
         ("cms_hook_region_default_set", cms_hook_region_default_set as *const () as usize),
         ("cms_hook_region_default", cms_hook_region_default as *const () as usize),
+        ("cms_hook_region_default_template_set", cms_hook_region_default_template_set as *const () as usize),
+        ("cms_hook_memory_margin_set", cms_hook_memory_margin_set as *const () as usize),
     ]
 }
 
 pub const STRUCT_COUNT: usize = 16;
 pub const CONST_COUNT: usize = 76;
-pub const FUNCTION_COUNT: usize = 59;
+pub const FUNCTION_COUNT: usize = 61;
