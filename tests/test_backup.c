@@ -423,8 +423,6 @@ START_TEST(flags_unregister_fails)
 	if (!t_is_sim()) /* it fails driver calls on purpose */
 		return;
 	sim = t_sim();
-	if (!t_is_sim())
-		return;
 	for (nth = 1; nth <= 2; nth++) {
 		cms_region_info i;
 
@@ -465,8 +463,6 @@ START_TEST(flags_settle_fails)
 	if (!t_is_sim()) /* it fails driver calls on purpose */
 		return;
 	sim = t_sim();
-	if (!t_is_sim())
-		return;
 	ro.flags = CMS_RESUME_ASYNC;
 	ctx = t_ctx();
 	r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
