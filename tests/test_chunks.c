@@ -13,7 +13,12 @@
  * per region, pause/resume content for HOST, ZERO and DISK (backups of the
  * allocations only), guarded pauses, destroy with live chunks, cms_free while
  * paused, and fault sweeps over every driver call of cms_alloc and of a
- * pause and a resume. Runs with CMS_SIM_GRANULARITY=64K.
+ * pause and a resume. Runs with CMS_SIM_GRANULARITY=64K. The gpu mode runs
+ * first_pause_per_chunk only (the others need the simulation's counters and
+ * faults): 64 x 8 MiB share 8 handles of 64 MiB on the real driver
+ * (cuMemRetainAllocationHandle gives the handle mapped at an address), the
+ * first pause releases them, the resume backs runs, and every allocation is
+ * read-write throughout.
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -104,10 +109,142 @@ static void rw_at(uint64_t p, uint64_t len)
 		ck_assert_int_eq(acc(p + o, 0), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 }
 
+/* The tests that need the simulation's counters pass at once on a GPU (said on stdout). */
+static bool sim_only(const char *name)
+{
+	if (t_is_sim())
+		return true;
+	printf("%s: simulation only, skipped\n", name);
+	return false;
+}
+
+/* ---- the real driver too: handles per chunk, first pause, resume ------------ */
+
+typedef CUresult (*retain_fn)(CUmemGenericAllocationHandle *handle, void *addr);
+
+/* The handle mapped at addr (cuMemRetainAllocationHandle, then released), 0 if none; NULL
+ * retain: the simulation, which has no such call. Device 0's primary context current. */
+static CUmemGenericAllocationHandle handle_at(retain_fn retain, uint64_t addr)
+{
+	struct cms_driver *d = t_drv();
+	CUmemGenericAllocationHandle h = 0;
+	CUcontext c, popped;
+	CUdevice cu;
+
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), 0);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), 0);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	if (retain(&h, (void *)(uintptr_t)addr) == CUDA_SUCCESS)
+		ck_assert_int_eq(d->cuMemRelease(h), 0);
+	else
+		h = 0;
+	d->cuCtxPopCurrent(&popped);
+	d->cuDevicePrimaryCtxRelease(cu);
+	return h;
+}
+
+/* Write and read back the last word of each live allocation. */
+static void probe_rw(const uint64_t *p, const bool *live, int n, uint64_t size, uint32_t salt)
+{
+	int k;
+
+	for (k = 0; k < n; k++) {
+		uint32_t v = 0x9e3779b9u * (uint32_t)(k + 1) + salt, got = ~v;
+
+		if (!live[k])
+			continue;
+		ck_assert_int_eq(t_write(0, p[k] + size - 4, &v, 4), 0);
+		ck_assert_int_eq(t_read(0, &got, p[k] + size - 4, 4), 0);
+		ck_assert_uint_eq(got, v);
+	}
+}
+
+/* Distinct handles mapped at the live allocations (address order: runs are consecutive). */
+static int distinct_handles(retain_fn retain, const uint64_t *p, const bool *live, int n)
+{
+	CUmemGenericAllocationHandle h, prev = 0;
+	int k, count = 0;
+
+	for (k = 0; k < n; k++) {
+		if (!live[k])
+			continue;
+		h = handle_at(retain, p[k]);
+		ck_assert_uint_ne(h, 0);
+		count += h != prev;
+		prev = h;
+	}
+	return count;
+}
+
+#define NF 64
+
+START_TEST(first_pause_per_chunk)
+{
+	cms_context *ctx = t_ctx();
+	retain_fn retain = (retain_fn)dlsym(t_drv()->dl, "cuMemRetainAllocationHandle");
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
+	uint64_t p[NF], gran, chunk, size;
+	bool live[NF];
+	cms_region *r;
+	int k;
+
+	t_region_flags = CMS_REGION_COALESCE;
+	r = t_region(ctx, "first", 0, CMS_POLICY_DISCARD);
+	t_region_flags = 0;
+	gran = info(r).granularity;
+	chunk = t_is_sim() ? 16 * gran : 64 * MiB; /* CMS_CHUNK_BYTES (docs/internals.md) */
+	ck_assert_uint_eq(chunk % (8 * gran), 0);
+	size = chunk / 8; /* 8 MiB on a GPU: the bench's (b) */
+	for (k = 0; k < NF; k++) {
+		p[k] = alloc(r, size);
+		live[k] = true;
+		if (k)
+			ck_assert_uint_eq(p[k], p[k - 1] + size);
+	}
+	ck_assert_uint_eq(info(r).retained_bytes, 0); /* 8 full chunks */
+	ck_assert_uint_eq(info(r).backed_bytes, NF * size);
+	if (retain)
+		ck_assert_int_eq(distinct_handles(retain, p, live, NF), NF / 8);
+	else
+		counts(NF / 8, NF / 8, NF * size);
+	probe_rw(p, live, NF, size, 1);
+
+	ck_ok(cms_free(ctx, p[1])); /* retained in its chunk */
+	live[1] = false;
+	ck_assert_uint_eq(info(r).retained_bytes, size);
+	probe_rw(p, live, NF, size, 2);
+
+	ck_ok(cms_region_pause(r, NULL, &pr)); /* one release per chunk */
+	ck_assert_uint_eq(pr.allocations, NF - 1);
+	ck_assert_uint_eq(pr.bytes_released, NF * size);
+	ck_assert_uint_eq(info(r).retained_bytes, 0);
+	if (retain) {
+		for (k = 0; k < NF; k++)
+			if (live[k])
+				ck_assert_uint_eq(handle_at(retain, p[k]), 0);
+	} else {
+		counts(0, 0, 0);
+	}
+
+	ck_ok(cms_region_resume(r, NULL, &rr)); /* runs: p[0] alone, p[2..] together */
+	ck_assert_uint_eq(rr.bytes_backed, (NF - 1) * size);
+	if (retain)
+		ck_assert_int_eq(distinct_handles(retain, p, live, NF), 2);
+	else
+		counts(2, 2, (NF - 1) * size);
+	probe_rw(p, live, NF, size, 3);
+	ck_ok(cms_region_destroy(r));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* ---- one handle per chunk from the first allocation ------------------------ */
 
 START_TEST(first_allocations_share_a_handle)
 {
+	if (!sim_only("first_allocations_share_a_handle"))
+		return;
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_DISCARD, 0);
 	cms_pause_result pr = { .struct_size = sizeof(pr) };
@@ -153,6 +290,8 @@ END_TEST
 
 START_TEST(frees_inside_a_chunk)
 {
+	if (!sim_only("frees_inside_a_chunk"))
+		return;
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_HOST, 0);
 	uint64_t p[4], q;
@@ -189,6 +328,8 @@ END_TEST
 
 START_TEST(spare_tails_bounded)
 {
+	if (!sim_only("spare_tails_bounded"))
+		return;
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_DISCARD, 0);
 	uint64_t p[5];
@@ -226,6 +367,8 @@ static const uint32_t policies[] = { CMS_POLICY_HOST, CMS_POLICY_DISK, CMS_POLIC
 
 START_TEST(cycles_keep_content)
 {
+	if (!sim_only("cycles_keep_content"))
+		return;
 	uint32_t policy = policies[_i];
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, policy, 0);
@@ -291,6 +434,8 @@ END_TEST
 
 START_TEST(guarded_chunks)
 {
+	if (!sim_only("guarded_chunks"))
+		return;
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_HOST, CMS_REGION_GUARD);
 	int (*acc)(uint64_t, int) = get_access();
@@ -327,6 +472,8 @@ END_TEST
 
 START_TEST(destroy_live_chunks)
 {
+	if (!sim_only("destroy_live_chunks"))
+		return;
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_HOST, 0);
 	cms_region *r2 = region(ctx, CMS_POLICY_DISCARD, 0);
@@ -355,6 +502,8 @@ END_TEST
  */
 START_TEST(alloc_fault_sweep)
 {
+	if (!sim_only("alloc_fault_sweep"))
+		return;
 	uint64_t nth;
 	bool fired = true;
 
@@ -416,6 +565,8 @@ END_TEST
  */
 START_TEST(cycle_fault_sweep)
 {
+	if (!sim_only("cycle_fault_sweep"))
+		return;
 	uint64_t nth;
 	int side = _i; /* 0: the pause fails, 1: the resume */
 	bool fired = true;
@@ -470,6 +621,7 @@ static Suite *suite(void)
 	TCase *fc = tcase_create("faults");
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, first_pause_per_chunk);
 	tcase_add_test(tc, first_allocations_share_a_handle);
 	tcase_add_test(tc, frees_inside_a_chunk);
 	tcase_add_test(tc, spare_tails_bounded);
