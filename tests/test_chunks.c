@@ -468,6 +468,45 @@ START_TEST(guarded_chunks)
 }
 END_TEST
 
+/* ---- swap: the out side releases chunks whole, the in side backs runs ------- */
+
+START_TEST(swap_chunks)
+{
+	if (!sim_only("swap_chunks"))
+		return;
+	cms_context *ctx = t_ctx();
+	cms_region *a, *b;
+	uint64_t pa[6], pb[6];
+	int k;
+
+	t_region_flags = CMS_REGION_COALESCE;
+	a = t_region(ctx, "a", 0, CMS_POLICY_HOST);
+	b = t_region(ctx, "b", 0, CMS_POLICY_HOST);
+	t_region_flags = 0;
+	for (k = 0; k < 6; k++) {
+		pa[k] = alloc(a, 2 * G);
+		pb[k] = alloc(b, 3 * G);
+		ck_assert_int_eq(t_fill(0, pa[k], 2 * G, (uint32_t)k), 0);
+		ck_assert_int_eq(t_fill(0, pb[k], 3 * G, (uint32_t)(k + 50)), 0);
+	}
+	ck_ok(cms_free(ctx, pa[3])); /* retained in a's chunk */
+	ck_ok(cms_region_pause(b, NULL, NULL));
+	counts(1, 1, CHUNK); /* a: one chunk of 16 granules (12 live, 2 freed, 2 spare) */
+	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL));
+	counts(2, 2, 18 * G); /* b: 2 runs (its 2nd chunk left a granule of tail unused: a gap) */
+	ck_assert_uint_eq(info(a).retained_bytes, 0);
+	for (k = 0; k < 6; k++)
+		ck_assert_int_eq(t_check(0, pb[k], 3 * G, (uint32_t)(k + 50)), -1);
+	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
+	counts(2, 2, 10 * G); /* a: runs split by the freed member's addresses */
+	for (k = 0; k < 6; k++)
+		if (k != 3)
+			ck_assert_int_eq(t_check(0, pa[k], 2 * G, (uint32_t)k), -1);
+	ck_ok(cms_context_destroy(ctx));
+	everything_freed();
+}
+END_TEST
+
 /* ---- destroy with live chunks, active and paused --------------------------- */
 
 START_TEST(destroy_live_chunks)
@@ -627,6 +666,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, spare_tails_bounded);
 	tcase_add_loop_test(tc, cycles_keep_content, 0, 3);
 	tcase_add_test(tc, guarded_chunks);
+	tcase_add_test(tc, swap_chunks);
 	tcase_add_test(tc, destroy_live_chunks);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(fc, 600);
