@@ -116,7 +116,8 @@ cms_status cms_vmm_map(struct cms_alloc *a);
 cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke);
 /* cuMemUnmap if mapped; clears mapped on success. */
 cms_status cms_vmm_unmap(struct cms_alloc *a);
-/* Whatever is missing of handle + mapping; on failure as before. */
+/* Whatever is missing of handle + mapping (a member carved from a mapped chunk's tail only
+ * becomes mapped: no driver call); on failure as before. */
 cms_status cms_vmm_back(struct cms_alloc *a);
 /* Unmap and release; a failed release is rolled back by mapping again. */
 cms_status cms_vmm_unback(struct cms_alloc *a);
