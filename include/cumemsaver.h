@@ -435,18 +435,18 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * Region flag (since 1.1): coalesced backing, so that a region of many small
  * allocations pauses and resumes in a few driver calls.
  *
- * At allocation time (since 1.2): cms_alloc() of less than the chunk size
+ * At allocation time (since 1.2): cms_alloc() of at most half the chunk size
  * (64 MiB, whatever the granularity) carves the allocation out of a shared
  * physical handle, a "chunk": the first such allocation, and each one that no
- * longer fits the tail of the region's open chunk, creates a chunk of the
- * chunk size (cuMemCreate), maps it whole (cuMemMap) and gives it read-write
- * access (cuMemSetAccess); the next allocations take the chunk's tail, one
- * after another, with no driver call. So the region may hold device memory
- * ahead of need: the tails of its chunks not yet handed out, at most the chunk
- * size per region (a chunk is made smaller near that bound; an allocation the
- * bound leaves no room for gets a handle of its own), counted in
- * cms_region_info.retained_bytes. Allocations of the chunk size or more get
- * handles of their own, as without the flag.
+ * longer fits the tail of the region's open chunk, creates a chunk of as many
+ * allocations of its size as the chunk size holds (cuMemCreate), maps it whole
+ * (cuMemMap) and gives it read-write access (cuMemSetAccess); the next
+ * allocations take the chunk's tail, one after another, with no driver call.
+ * So the region may hold device memory ahead of need: the tails of its chunks
+ * not yet handed out, at most the chunk size per region (a chunk is made
+ * smaller near that bound; an allocation the bound leaves no room for gets a
+ * handle of its own), counted in cms_region_info.retained_bytes. Larger
+ * allocations get handles of their own, as without the flag.
  *
  * At resume: each run of address-adjacent allocations of the region
  * (allocations made one after another usually are) is backed with ONE

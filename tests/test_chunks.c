@@ -2,8 +2,9 @@
 /*
  * test_chunks.c - allocation-time coalescing (CMS_REGION_COALESCE, vmm/run.c)
  * on the host simulation: cms_alloc carves a region's small allocations out
- * of chunks, one physical handle each (16 granules here, the simulation's
- * CMS_SIM_CHUNK_GRANULES default; 64 MiB on a GPU), mapped whole, so that the
+ * of chunks, one physical handle each (at most 16 granules here, the simulation's
+ * CMS_SIM_CHUNK_GRANULES default; 64 MiB on a GPU; as many allocations of the
+ * first one's size as fit), mapped whole, so that the
  * first pause already releases one handle per chunk. The simulation's
  * counters show how many driver objects back the memory; content checks show
  * that nothing moved.
@@ -316,8 +317,8 @@ START_TEST(frees_inside_a_chunk)
 	ck_assert_uint_eq(info(r).retained_bytes, 0);
 	ck_assert_uint_eq(t_counters().reservations, 0);
 	/* And a new one opens at the next allocation. */
-	p[0] = alloc(r, 3 * G);
-	counts(1, 1, CHUNK);
+	p[0] = alloc(r, 3 * G); /* a chunk of 5 x 3 granules */
+	counts(1, 1, 15 * G);
 	ck_ok(cms_free(ctx, p[0]));
 	everything_freed();
 	ck_ok(cms_context_destroy(ctx));
@@ -332,30 +333,44 @@ START_TEST(spare_tails_bounded)
 		return;
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_DISCARD, 0);
-	uint64_t p[5];
+	uint64_t used = 0, p;
+	/* Size (granules), then the chunk it opens (0: carved from the open one's tail; -1: a
+	 * handle of its own), then the tails held ahead of need after it. */
+	static const int64_t steps[][3] = {
+		{ 6, 12, 6 },  /* as many of its size as 16 granules hold: 2 */
+		{ 7, 14, 13 }, /* does not fit the tail of 6: a new chunk, of 2 x 7 */
+		{ 5, 0, 8 },   /* fits the open tail of 7 */
+		{ 9, -1, 8 },  /* more than half a chunk: its own handle */
+		{ 4, 12, 16 }, /* 4 x 4 would hold 12 ahead: cut to the bound, 16 in all */
+		{ 3, 0, 13 },  /* the open tail */
+		{ 6, 9, 16 },  /* 2 x 6 would hold 6 ahead: cut to 3 */
+		{ 2, 0, 14 },  /* the open tail */
+		{ 5, 7, 16 },  /* tail of 1 too short; 3 x 5 cut to 2 ahead */
+		{ 4, -1, 16 }, /* tail of 2 too short, no room under the bound: its own handle */
+	};
+	size_t k, handles = 0;
 
-	p[0] = alloc(r, 10 * G); /* chunk of 16: 6 spare */
-	ck_assert_uint_eq(info(r).retained_bytes, 6 * G);
-	p[1] = alloc(r, 10 * G); /* does not fit: a second chunk, 6 spare (12 in all) */
-	ck_assert_uint_eq(info(r).retained_bytes, 12 * G);
-	counts(2, 2, 2 * CHUNK);
-	p[2] = alloc(r, 10 * G); /* 4 spare left to the bound: a chunk of 14 */
-	ck_assert_uint_eq(info(r).retained_bytes, CHUNK);
-	counts(3, 3, 2 * CHUNK + 14 * G);
-	p[3] = alloc(r, 4 * G); /* fits the open chunk's tail */
-	ck_assert_uint_eq(info(r).retained_bytes, CHUNK - 4 * G);
-	counts(3, 3, 2 * CHUNK + 14 * G);
-	p[4] = alloc(r, 10 * G); /* 12 spare held: a chunk of 14 again */
-	ck_assert_uint_eq(info(r).retained_bytes, CHUNK);
-	ck_ok(cms_free(ctx, p[4]));
-	p[4] = alloc(r, 16 * G); /* a chunk's size or more: its own handle, no tail */
-	ck_assert_uint_eq(info(r).retained_bytes, CHUNK - 4 * G);
-	counts(4, 4, 3 * CHUNK + 14 * G);
+	for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		p = alloc(r, (uint64_t)steps[k][0] * G);
+		if (steps[k][1]) {
+			handles++;
+			used += (uint64_t)(steps[k][1] < 0 ? steps[k][0] : steps[k][1]) * G;
+		}
+		ck_assert_msg(info(r).retained_bytes == (uint64_t)steps[k][2] * G,
+			      "step %zu: retained %llu granules, want %lld", k,
+			      (unsigned long long)(info(r).retained_bytes / G),
+			      (long long)steps[k][2]);
+		counts(handles, handles, used);
+		ck_assert_uint_le(info(r).retained_bytes, CHUNK); /* the bound */
+	}
+	ck_ok(cms_free(ctx, p)); /* its own handle: back at once */
+	counts(handles - 1, handles - 1, used - 4 * G);
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	counts(0, 0, 0);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_uint_eq(info(r).retained_bytes, 0);
-	ck_assert_uint_eq(t_counters().device_used_bytes[0], 50 * G);
+	ck_assert_uint_eq(t_counters().device_used_bytes[0],
+			  (6 + 7 + 5 + 9 + 4 + 3 + 6 + 2 + 5) * G);
 	ck_ok(cms_context_destroy(ctx));
 	everything_freed();
 }
@@ -493,7 +508,7 @@ START_TEST(swap_chunks)
 	ck_ok(cms_region_pause(b, NULL, NULL));
 	counts(1, 1, CHUNK); /* a: one chunk of 16 granules (12 live, 2 freed, 2 spare) */
 	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL));
-	counts(2, 2, 18 * G); /* b: 2 runs (its 2nd chunk left a granule of tail unused: a gap) */
+	counts(1, 1, 18 * G); /* b: one run (chunks of 5 x 3 granules: no unused end) */
 	ck_assert_uint_eq(info(a).retained_bytes, 0);
 	for (k = 0; k < 6; k++)
 		ck_assert_int_eq(t_check(0, pb[k], 3 * G, (uint32_t)(k + 50)), -1);

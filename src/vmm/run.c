@@ -21,15 +21,15 @@
  * Chunks: such a region also coalesces from the first allocation. cms_alloc
  * of less than cms_run_chunk_bytes() carves its addresses from the tail of
  * the region's open chunk, a run made at allocation time of one handle of
- * CMS_CHUNK_BYTES mapped whole (the driver refuses a mapping shorter than its
- * handle) and whose tail has not been handed out yet ("spare", counted with
- * the retained bytes: released with the run). When the tail is too short a
- * new chunk opens; the tails of all chunks of a region (those left too short
- * included) are kept at most cms_run_chunk_bytes() in all, so a chunk's size
- * shrinks towards the allocation's own near that bound (an allocation the
- * bound leaves no spare for gets its own handle, as without the flag). A
- * pause releases a chunk as any run and dissolves it (its tail's addresses go
- * back to the arena); the resume re-plans runs of the members only.
+ * as many allocations of the first one's size as CMS_CHUNK_BYTES holds,
+ * mapped whole (the driver refuses a mapping shorter than its handle), whose
+ * tail has not been handed out yet ("spare", counted with the retained bytes:
+ * released with the run). An allocation of more than half of it gets its own
+ * handle. When the tail is too short a new chunk opens; the tails of all chunks of a region (those
+ * left too short included) are kept at most cms_run_chunk_bytes() in all, so a chunk's size shrinks
+ * towards the allocation's own near that bound (an allocation the bound leaves no spare for gets
+ * its own handle, as without the flag). A pause releases a chunk as any run and dissolves it (its
+ * tail's addresses go back to the arena); the resume re-plans runs of the members only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -319,7 +319,9 @@ cms_status cms_run_take(struct cms_alloc *a)
 		carve_tail(run, a);
 		return CMS_OK;
 	}
-	spare = cb - a->physical;
+	/* As many allocations of this size as fit: no unused end when the next ones are alike
+	 * (an unused end would split a resume's runs). */
+	spare = cb / a->physical * a->physical - a->physical;
 	if (spare > cb - r->spare_bytes) /* the bound on tails held ahead of need */
 		spare = cb - r->spare_bytes;
 	if (!spare)
