@@ -246,6 +246,7 @@ START_TEST(first_allocations_share_a_handle)
 {
 	if (!sim_only("first_allocations_share_a_handle"))
 		return;
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, CMS_POLICY_DISCARD, 0);
 	cms_pause_result pr = { .struct_size = sizeof(pr) };
@@ -264,6 +265,11 @@ START_TEST(first_allocations_share_a_handle)
 	counts(1, 1, CHUNK);
 	ck_assert_uint_eq(info(r).retained_bytes, 0); /* full */
 	rw_at(p[0], CHUNK);
+	ck_ok(cms_pointer_info_get(ctx, p[3] + 5, &pi)); /* the allocation, not its chunk */
+	ck_assert_uint_eq(pi.base, p[3]);
+	ck_assert_uint_eq(pi.size, G);
+	ck_assert_uint_eq(pi.physical_size, G);
+	ck_assert_uint_eq(pi.offset, 5);
 	p[16] = alloc(r, G); /* a second chunk, right after the first */
 	ck_assert_uint_eq(p[16], p[15] + G);
 	counts(2, 2, 2 * CHUNK);
@@ -522,6 +528,25 @@ START_TEST(swap_chunks)
 }
 END_TEST
 
+/* ---- shareable regions never chunk (importers map each allocation's handle) -- */
+
+START_TEST(shareable_regions_never_chunk)
+{
+	if (!sim_only("shareable_regions_never_chunk"))
+		return;
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, CMS_POLICY_DISCARD, CMS_REGION_SHAREABLE);
+	int k;
+
+	for (k = 0; k < 4; k++)
+		alloc(r, G);
+	counts(4, 4, 4 * G);
+	ck_assert_uint_eq(info(r).retained_bytes, 0);
+	ck_ok(cms_context_destroy(ctx));
+	everything_freed();
+}
+END_TEST
+
 /* ---- destroy with live chunks, active and paused --------------------------- */
 
 START_TEST(destroy_live_chunks)
@@ -682,6 +707,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, cycles_keep_content, 0, 3);
 	tcase_add_test(tc, guarded_chunks);
 	tcase_add_test(tc, swap_chunks);
+	tcase_add_test(tc, shareable_regions_never_chunk);
 	tcase_add_test(tc, destroy_live_chunks);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(fc, 600);
