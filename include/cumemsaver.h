@@ -432,14 +432,32 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  */
 #define CMS_REGION_SHAREABLE_FABRIC 0x4ull
 /*
- * Region flag (since 1.1): coalesced re-backing. A resume then backs each run
- * of address-adjacent allocations of the region (allocations made one after
- * another usually are) with ONE physical handle (cuMemCreate of the run's
- * size) mapped ONCE (cuMemMap + cuMemSetAccess), at the same addresses, so
- * that a region of many small allocations pauses and resumes in a few driver
- * calls. The cost: a cms_free() of an allocation that shares a handle with
- * live neighbours cannot give its device memory back by itself (the driver
- * cannot unmap part of a mapping); its bytes stay in the shared handle
+ * Region flag (since 1.1): coalesced backing, so that a region of many small
+ * allocations pauses and resumes in a few driver calls.
+ *
+ * At allocation time (since 1.2): cms_alloc() of at most half the chunk size
+ * (64 MiB, whatever the granularity) carves the allocation out of a shared
+ * physical handle, a "chunk": the first such allocation, and each one that no
+ * longer fits the tail of the region's open chunk, creates a chunk of as many
+ * allocations of its size as the chunk size holds (cuMemCreate), maps it whole
+ * (cuMemMap) and gives it read-write access (cuMemSetAccess); the next
+ * allocations take the chunk's tail, one after another, with no driver call.
+ * So the region may hold device memory ahead of need: the tails of its chunks
+ * not yet handed out, at most the chunk size per region (a chunk is made
+ * smaller near that bound; an allocation the bound leaves no room for gets a
+ * handle of its own), counted in cms_region_info.retained_bytes. Larger
+ * allocations get handles of their own, as without the flag.
+ *
+ * At resume: each run of address-adjacent allocations of the region
+ * (allocations made one after another usually are) is backed with ONE
+ * physical handle (cuMemCreate of the run's size) mapped ONCE (cuMemMap +
+ * cuMemSetAccess), at the same addresses; a pause releases each chunk or run
+ * whole (one cuMemUnmap + cuMemRelease), with its tail, which is never backed
+ * up (HOST and DISK copy the allocations only).
+ *
+ * The cost: a cms_free() of an allocation that shares a handle with live
+ * neighbours cannot give its device memory back by itself (the driver cannot
+ * unmap part of a mapping); its bytes stay in the shared handle
  * (cms_region_info.retained_bytes) until the next pause or until its
  * neighbours are freed too. Without the flag every allocation keeps its own
  * handle and every free returns its memory at once. Ignored for shareable
@@ -656,7 +674,9 @@ typedef struct cms_region_info {
 	 * Since 1.1: device bytes of allocations freed while they shared a
 	 * physical handle with live neighbours (see CMS_REGION_COALESCE): still
 	 * held in that handle until the next pause or until the neighbours are
-	 * freed. Not part of physical_bytes or backed_bytes.
+	 * freed. Since 1.2 also the tails of the region's chunks not yet handed
+	 * out (CMS_REGION_COALESCE; at most 64 MiB per region), released with
+	 * them. Not part of physical_bytes or backed_bytes.
 	 */
 	uint64_t retained_bytes;
 } cms_region_info;

@@ -169,6 +169,16 @@ CMSSIM_API int cmssim_io_hook(int op);
  */
 CMSSIM_API int cmssim_get_counters(cmssim_counters *out);
 
+/*
+ * Granules of a chunk (cumemsaver's CMS_REGION_COALESCE regions carve their
+ * allocations from chunks of this many granules on the simulation; 64 MiB on
+ * a real driver): $CMS_SIM_CHUNK_GRANULES, 16 by default (small tests fill
+ * several), 0 for none (every allocation gets its own handle until a resume
+ * coalesces it, as before chunks). Read by the library when it loads the
+ * simulation; invalid values make cuInit fail, as the other variables.
+ */
+CMSSIM_API int cmssim_chunk_granules(void);
+
 /* ---- several devices ------------------------------------------------------ */
 
 /*

@@ -47,13 +47,14 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 				   "region \"%s\" is paused: resume it before allocating", r->tag);
 		goto err_unlock;
 	}
-	st = cms_vmm_reserve(a);
+	st = cms_vmm_reserve(a); /* a CMS_REGION_COALESCE region's chunk may back it too */
 	if (st)
 		goto err_unlock;
 	cms_region_link_alloc(r, a); /* accounting follows the state from here on */
 	st = cms_vmm_back(a);
 	if (st)
 		goto err_unlink;
+	cms_run_open(a);
 	/* The address is an allocation again; before it can be found (and retired again by a
 	 * destroy, which the region lock orders after this). */
 	cms_hook_unretire(a->base);
@@ -68,7 +69,10 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	return CMS_OK;
 
 err_unback:
-	cms_vmm_unback(a);
+	if (cms_run_keeps(a))
+		cms_run_untake(a); /* the chunk's other members keep it mapped */
+	else
+		cms_vmm_unback(a);
 err_unlink:
 	if (a->mapped || a->handle) {
 		/* Rollback failed: keep it (unindexed) rather than lose track of driver objects. */
@@ -78,6 +82,7 @@ err_unlink:
 		return st;
 	}
 	cms_region_unlink_alloc(r, a);
+	cms_run_dissolve(&a, 1); /* a new chunk never backed: its tail's addresses go back */
 	cms_vmm_unreserve(a);
 err_unlock:
 	pthread_mutex_unlock(&r->lock);

@@ -197,7 +197,8 @@ struct cms_arena {
 
 /* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
  * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
- * it ("retained") until it is released. */
+ * it ("retained") until it is released. A chunk is a run made by cms_alloc with a spare tail
+ * that the region's next allocations are carved from (slots has room for len / granularity). */
 struct cms_run {
 	struct cms_region *region;
 	struct cms_arena *arena;
@@ -206,7 +207,8 @@ struct cms_run {
 	CUmemGenericAllocationHandle handle;
 	bool mapped;
 	size_t users;	 /* live members */
-	size_t retained; /* bytes of freed members, still in the handle and mapping */
+	size_t retained; /* bytes of freed members and the spare tail, in the handle and mapping */
+	size_t spare;	 /* a chunk's tail [base + len - spare, base + len), not handed out */
 	size_t nslots;	 /* members at creation, by address */
 	struct cms_run_slot {
 		CUdeviceptr base;
@@ -241,6 +243,8 @@ struct cms_region {
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
 	uint64_t retained_bytes;      /* of freed allocations, still in runs (run.c) */
+	uint64_t spare_bytes;	      /* chunks' tails not yet handed out (run.c); in retained */
+	struct cms_run *chunk;	      /* the open chunk: new allocations carved from its tail */
 	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
 	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
 	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c); under lock */

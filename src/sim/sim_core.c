@@ -222,6 +222,14 @@ static void setup_once_fn(void)
 		else
 			sim.gran = g;
 	}
+	sim.chunk_granules = 16;
+	s = getenv("CMS_SIM_CHUNK_GRANULES");
+	if (s && *s) {
+		if (parse_int(s, 0, 1 << 20, &v))
+			config_error = 1;
+		else
+			sim.chunk_granules = (int)v;
+	}
 	s = getenv("CMS_SIM_GDR");
 	if (s && *s) {
 		if (parse_int(s, 0, 1, &v))
@@ -610,6 +618,12 @@ SIM_EXPORT void cmssim_host_free_hook(size_t bytes)
 		sim.host_buffers--;
 	sim.host_bytes = sim.host_bytes >= bytes ? sim.host_bytes - bytes : 0;
 	sim_unlock();
+}
+
+SIM_EXPORT int cmssim_chunk_granules(void)
+{
+	sim_setup();
+	return sim.chunk_granules;
 }
 
 SIM_EXPORT int cmssim_get_counters(cmssim_counters *out)

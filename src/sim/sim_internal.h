@@ -127,7 +127,8 @@ struct sim_state {
 	/* configuration (set once) */
 	int ndev;
 	int gdr;
-	int poison; /* -1: do not fill */
+	int chunk_granules; /* CMS_SIM_CHUNK_GRANULES (cmssim_chunk_granules) */
+	int poison;	    /* -1: do not fill */
 	uint64_t gran;
 
 	/* per device, under lock */

@@ -17,6 +17,19 @@
  * run is released, at the next pause or when its last member is freed. Only
  * regions created with CMS_REGION_COALESCE get runs, never shareable ones
  * (importers map every allocation's own handle).
+ *
+ * Chunks: such a region also coalesces from the first allocation. cms_alloc
+ * of less than cms_run_chunk_bytes() carves its addresses from the tail of
+ * the region's open chunk, a run made at allocation time of one handle of
+ * as many allocations of the first one's size as CMS_CHUNK_BYTES holds,
+ * mapped whole (the driver refuses a mapping shorter than its handle), whose
+ * tail has not been handed out yet ("spare", counted with the retained bytes:
+ * released with the run). An allocation of more than half of it gets its own
+ * handle. When the tail is too short a new chunk opens; the tails of all chunks of a region (those
+ * left too short included) are kept at most cms_run_chunk_bytes() in all, so a chunk's size shrinks
+ * towards the allocation's own near that bound (an allocation the bound leaves no spare for gets
+ * its own handle, as without the flag). A pause releases a chunk as any run and dissolves it (its
+ * tail's addresses go back to the arena); the resume re-plans runs of the members only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +86,15 @@ static void dissolve(struct cms_run *run)
 	size_t i;
 
 	r->retained_bytes -= run->retained;
+	r->spare_bytes -= run->spare;
+	if (r->chunk == run)
+		r->chunk = NULL;
+	if (run->spare &&
+	    cms_arena_give(r, run->arena, run->base + run->len - run->spare, run->spare))
+		cms_log(r->ctx, CMS_LOG_ERROR,
+			"0x%llx: %zu bytes of address space not given back: %s",
+			(unsigned long long)(run->base + run->len - run->spare), run->spare,
+			cms_last_error());
 	for (i = 0; i < run->nslots; i++) {
 		struct cms_run_slot *sl = &run->slots[i];
 
@@ -215,6 +237,120 @@ void cms_run_retire(struct cms_alloc *a)
 	a->handle = 0;
 	a->run = NULL;
 	a->arena = NULL; /* its addresses belong to the run until the run is released */
+}
+
+size_t cms_run_chunk_bytes(const struct cms_region *r)
+{
+	size_t gran = r->ctx->devices[r->device].granularity;
+	const struct cms_driver *d = &r->ctx->drv;
+	size_t n = CMS_CHUNK_BYTES;
+
+	if (d->is_sim) /* CMS_SIM_CHUNK_GRANULES: 0 turns chunks off for the tests of resumes */
+		n = (d->chunk_granules ? (size_t)d->chunk_granules() : CMS_CHUNK_SIM_GRANULES) *
+		    gran;
+
+	if (r->handle_types || !(r->flags & CMS_REGION_COALESCE) || !gran || !n || n % gran)
+		return 0;
+	return n;
+}
+
+/* a gets the next bytes of the open chunk's tail (mapped: checked by the caller). */
+static void carve_tail(struct cms_run *run, struct cms_alloc *a)
+{
+	struct cms_region *r = run->region;
+	struct cms_run_slot *sl = &run->slots[run->nslots++];
+
+	sl->base = run->base + run->len - run->spare;
+	sl->len = a->physical;
+	sl->a = a;
+	run->users++;
+	run->spare -= a->physical;
+	run->retained -= a->physical;
+	r->retained_bytes -= a->physical;
+	r->spare_bytes -= a->physical;
+	if (!run->spare)
+		r->chunk = NULL; /* full: closed */
+	a->base = sl->base;
+	a->arena = run->arena;
+	a->run = run;
+	a->handle = run->handle;
+}
+
+/* A new chunk of len bytes (a granularity multiple > a->physical) with a as its first member. */
+static cms_status chunk_new(struct cms_alloc *a, size_t len)
+{
+	struct cms_region *r = a->region;
+	size_t gran = r->ctx->devices[r->device].granularity;
+	struct cms_run *run;
+	cms_status st;
+
+	run = calloc(1, sizeof(*run) + len / gran * sizeof(run->slots[0]));
+	if (!run)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
+	st = cms_arena_take(r, len, &run->base, &run->arena);
+	if (st) {
+		free(run);
+		return st;
+	}
+	run->region = r;
+	run->len = len;
+	run->users = run->nslots = 1;
+	run->slots[0].base = run->base;
+	run->slots[0].len = a->physical;
+	run->slots[0].a = a;
+	run->spare = run->retained = len - a->physical;
+	r->retained_bytes += run->spare;
+	r->spare_bytes += run->spare;
+	a->base = run->base;
+	a->arena = run->arena;
+	a->run = run;
+	return CMS_OK;
+}
+
+cms_status cms_run_take(struct cms_alloc *a)
+{
+	struct cms_region *r = a->region;
+	struct cms_run *run = r->chunk;
+	size_t cb = cms_run_chunk_bytes(r), spare;
+
+	if (!cb || a->physical >= cb)
+		return cms_arena_take(r, a->physical, &a->base, &a->arena);
+	if (run && run->mapped && run->handle && run->spare >= a->physical) {
+		carve_tail(run, a);
+		return CMS_OK;
+	}
+	/* As many allocations of this size as fit: no unused end when the next ones are alike
+	 * (an unused end would split a resume's runs). */
+	spare = cb / a->physical * a->physical - a->physical;
+	if (spare > cb - r->spare_bytes) /* the bound on tails held ahead of need */
+		spare = cb - r->spare_bytes;
+	if (!spare)
+		return cms_arena_take(r, a->physical, &a->base, &a->arena);
+	return chunk_new(a, a->physical + spare);
+}
+
+void cms_run_open(struct cms_alloc *a)
+{
+	if (a->run && a->run->spare && a->run->mapped)
+		a->region->chunk = a->run;
+}
+
+void cms_run_untake(struct cms_alloc *a)
+{
+	struct cms_run *run = a->run;
+	struct cms_region *r = a->region;
+
+	run->nslots--;
+	run->users--;
+	run->spare += a->physical;
+	run->retained += a->physical;
+	r->retained_bytes += a->physical;
+	r->spare_bytes += a->physical;
+	r->chunk = run;
+	cms_alloc_set_mapped(a, false);
+	a->handle = 0;
+	a->run = NULL;
+	a->arena = NULL; /* its addresses are the chunk's tail again */
 }
 
 bool cms_run_is_last(const struct cms_alloc *a)

@@ -12,7 +12,7 @@
 
 cms_status cms_vmm_reserve(struct cms_alloc *a)
 {
-	return cms_arena_take(a->region, a->physical, &a->base, &a->arena);
+	return cms_run_take(a); /* from a chunk in a CMS_REGION_COALESCE region (run.c) */
 }
 
 cms_status cms_vmm_unreserve(struct cms_alloc *a)
@@ -114,6 +114,10 @@ cms_status cms_vmm_back(struct cms_alloc *a)
 	}
 	if (a->mapped)
 		return CMS_OK;
+	if (a->run && a->run->mapped) { /* carved from a chunk's tail (cms_run_take) */
+		cms_alloc_set_mapped(a, true);
+		return CMS_OK;
+	}
 	st = cms_vmm_map(a);
 	if (st && created && !a->mapped && cms_vmm_release(a))
 		cms_log(a->region->ctx, CMS_LOG_ERROR,

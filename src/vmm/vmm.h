@@ -50,6 +50,25 @@ bool cms_run_keeps(const struct cms_alloc *a);
 /* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
  * the run until the run is released. No driver call; cannot fail. */
 void cms_run_retire(struct cms_alloc *a);
+/* Most bytes of a chunk (CMS_CHUNK_BYTES; the simulation CMS_CHUNK_SIM_GRANULES granules,
+ * so that small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
+ * half of that are carved from chunks (of as many allocations of the first one's size as
+ * fit), and the region holds at most that many bytes of chunk tails not yet handed out.
+ * 0: the region makes no chunks. */
+#define CMS_CHUNK_BYTES (64ull << 20)
+#define CMS_CHUNK_SIM_GRANULES 16
+size_t cms_run_chunk_bytes(const struct cms_region *r);
+/* Addresses for a new allocation (a->physical set): carved from the region's open chunk
+ * when it is mapped and its tail has room (a gets the chunk's handle, not yet mapped: see
+ * cms_vmm_back), else from a new chunk (planned, no handle yet: cms_vmm_back creates and
+ * maps it whole), else from the arena (cms_arena_take). No driver call but
+ * cuMemAddressReserve. On failure nothing changed. */
+cms_status cms_run_take(struct cms_alloc *a);
+/* After a's cms_vmm_back succeeded: its chunk, if it has a spare tail, becomes the open one. */
+void cms_run_open(struct cms_alloc *a);
+/* Undoes the carving of a (the newest member of a chunk with other live members) after a
+ * failure: its bytes go back to the tail. No driver call; cannot fail. */
+void cms_run_untake(struct cms_alloc *a);
 /* Whether a is the live member of its run with the highest address (a run's members are
  * copied in address order: after this one's copy the run may be released). */
 bool cms_run_is_last(const struct cms_alloc *a);
@@ -68,6 +87,7 @@ cms_status cms_vmm_guard(struct cms_alloc *a);
 cms_status cms_vmm_unguard(struct cms_alloc *a);
 
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
+/* Addresses for a new allocation: cms_run_take. */
 cms_status cms_vmm_reserve(struct cms_alloc *a);
 /* Unmaps a's guard (guard.c), then gives its addresses back to the arena; when that fails
  * an allocation that was guarded is guarded again (best effort, logged). */
@@ -97,7 +117,8 @@ cms_status cms_vmm_map(struct cms_alloc *a);
 cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke);
 /* cuMemUnmap if mapped; clears mapped on success. */
 cms_status cms_vmm_unmap(struct cms_alloc *a);
-/* Whatever is missing of handle + mapping; on failure as before. */
+/* Whatever is missing of handle + mapping (a member carved from a mapped chunk's tail only
+ * becomes mapped: no driver call); on failure as before. */
 cms_status cms_vmm_back(struct cms_alloc *a);
 /* Unmap and release; a failed release is rolled back by mapping again. */
 cms_status cms_vmm_unback(struct cms_alloc *a);
