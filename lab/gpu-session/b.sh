@@ -3,6 +3,10 @@
 # SKIP_TMS=1), the SGLang-style end-to-end through the drop-in and through the peer.
 # Needs build-peer/ (the peer's folder from ../shared/peer) carried.
 . "$(dirname "$0")/common.sh"
+if [ -n "${CTEST_R:-}" ]; then # gpu tests to run again first (e.g. after fixes)
+	(cd "$build" && ctest --output-on-failure -R "$CTEST_R" --timeout 300) >"$out/ctest-rerun.txt" 2>&1
+	echo "ctest rerun rc=$?"; grep -E "Test +#|tests passed|:F:|:E:" "$out/ctest-rerun.txt"
+fi
 OUT=$out timeout 420 bash build-peer/run-tms-suite.sh cumemsaver >"$out/tms-suite-cumemsaver.log" 2>&1
 echo "suite (cumemsaver) rc=$?"; tail -n 25 "$out/tms-suite-cumemsaver.log"
 w=/tmp/peer-site; if [ ! -d $w/site ]; then mkdir -p $w && tar -xzf build-peer/torch_memory_saver-4a43c97.tar.gz -C $w &&
