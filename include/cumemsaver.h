@@ -435,25 +435,13 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * Region flag (since 1.1): coalesced backing, so that a region of many small
  * allocations pauses and resumes in a few driver calls.
  *
- * At allocation time (since 1.2): cms_alloc() of at most half the chunk size
- * (64 MiB, whatever the granularity) carves the allocation out of a shared
- * physical handle, a "chunk": the first such allocation, and each one that no
- * longer fits the tail of the region's open chunk, creates a chunk of as many
- * allocations of its size as the chunk size holds (cuMemCreate), maps it whole
- * (cuMemMap) and gives it read-write access (cuMemSetAccess); the next
- * allocations take the chunk's tail, one after another, with no driver call.
- * So the region may hold device memory ahead of need: the tails of its chunks
- * not yet handed out, at most the chunk size per region (a chunk is made
- * smaller near that bound; an allocation the bound leaves no room for gets a
- * handle of its own), counted in cms_region_info.retained_bytes. Larger
- * allocations get handles of their own, as without the flag.
+ * At allocation time, with CMS_REGION_CHUNKS too (since 1.2): see there.
  *
  * At resume: each run of address-adjacent allocations of the region
  * (allocations made one after another usually are) is backed with ONE
  * physical handle (cuMemCreate of the run's size) mapped ONCE (cuMemMap +
- * cuMemSetAccess), at the same addresses; a pause releases each chunk or run
- * whole (one cuMemUnmap + cuMemRelease), with its tail, which is never backed
- * up (HOST and DISK copy the allocations only).
+ * cuMemSetAccess), at the same addresses; a pause releases each run whole
+ * (one cuMemUnmap + cuMemRelease).
  *
  * The cost: a cms_free() of an allocation that shares a handle with live
  * neighbours cannot give its device memory back by itself (the driver cannot
@@ -464,6 +452,28 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * regions (CMS_REGION_SHAREABLE*: importers map each allocation's own handle).
  */
 #define CMS_REGION_COALESCE 0x8ull
+/*
+ * Region flag (since 1.2), with CMS_REGION_COALESCE only (else
+ * cms_region_create returns CMS_ERR_INVALID_ARGUMENT): coalesced backing from
+ * the first allocation. cms_alloc() of at most half the chunk size (64 MiB,
+ * whatever the granularity) carves the allocation out of a shared physical
+ * handle, a "chunk": the first such allocation, and each one that no longer
+ * fits the tail of the region's open chunk, creates a chunk of as many
+ * allocations of its size as the chunk size holds (cuMemCreate), maps it whole
+ * (cuMemMap) and gives it read-write access (cuMemSetAccess); the next
+ * allocations take the chunk's tail, one after another, with no driver call.
+ * So the first pause of many small allocations releases one handle per chunk
+ * instead of one per allocation. The cost: the region may hold device memory
+ * ahead of need: the tails of its chunks not yet handed out, at most the
+ * chunk size per region (a chunk is made smaller near that bound; an
+ * allocation the bound leaves no room for gets a handle of its own), counted
+ * in cms_region_info.retained_bytes. A pause releases those tails with their
+ * chunk and never backs them up (HOST and DISK copy the allocations only); the
+ * resume backs the allocations only (CMS_REGION_COALESCE's runs), so it takes
+ * back up to the chunk size less device memory than the first pause gave.
+ * Larger allocations get handles of their own. Ignored for shareable regions.
+ */
+#define CMS_REGION_CHUNKS 0x40ull
 /*
  * Region flag (since 1.2): guarded paused ranges. While the region is paused
  * (or an allocation of it has no memory after a failed call), the address

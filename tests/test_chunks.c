@@ -84,7 +84,7 @@ static cms_region *region(cms_context *ctx, uint32_t policy, uint64_t flags)
 	cms_region *r;
 
 	snprintf(tag, sizeof(tag), "chunks-%d", n++);
-	t_region_flags = CMS_REGION_COALESCE | flags;
+	t_region_flags = CMS_REGION_COALESCE | CMS_REGION_CHUNKS | flags;
 	r = t_region(ctx, tag, 0, policy);
 	t_region_flags = 0;
 	ck_assert_uint_eq(info(r).granularity, G);
@@ -190,7 +190,7 @@ START_TEST(first_pause_per_chunk)
 	cms_region *r;
 	int k;
 
-	t_region_flags = CMS_REGION_COALESCE;
+	t_region_flags = CMS_REGION_COALESCE | CMS_REGION_CHUNKS;
 	r = t_region(ctx, "first", 0, CMS_POLICY_DISCARD);
 	t_region_flags = 0;
 	gran = info(r).granularity;
@@ -500,7 +500,7 @@ START_TEST(swap_chunks)
 	uint64_t pa[6], pb[6];
 	int k;
 
-	t_region_flags = CMS_REGION_COALESCE;
+	t_region_flags = CMS_REGION_COALESCE | CMS_REGION_CHUNKS;
 	a = t_region(ctx, "a", 0, CMS_POLICY_HOST);
 	b = t_region(ctx, "b", 0, CMS_POLICY_HOST);
 	t_region_flags = 0;
@@ -538,6 +538,31 @@ START_TEST(shareable_regions_never_chunk)
 	cms_region *r = region(ctx, CMS_POLICY_DISCARD, CMS_REGION_SHAREABLE);
 	int k;
 
+	for (k = 0; k < 4; k++)
+		alloc(r, G);
+	counts(4, 4, 4 * G);
+	ck_assert_uint_eq(info(r).retained_bytes, 0);
+	ck_ok(cms_context_destroy(ctx));
+	everything_freed();
+}
+END_TEST
+
+/* Chunks are opt-in (CMS_REGION_CHUNKS): COALESCE alone keeps one handle per allocation until
+ * the first resume, and CHUNKS without COALESCE is refused. */
+START_TEST(chunks_only_when_asked)
+{
+	if (!sim_only("chunks_only_when_asked"))
+		return;
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r, *bad = NULL;
+	int k;
+
+	o.flags = CMS_REGION_CHUNKS;
+	ck_status(cms_region_create(ctx, "bad", &o, &bad), CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_ptr_null(bad);
+	o.flags = CMS_REGION_COALESCE;
+	ck_ok(cms_region_create(ctx, "coalesce", &o, &r));
 	for (k = 0; k < 4; k++)
 		alloc(r, G);
 	counts(4, 4, 4 * G);
@@ -708,6 +733,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, guarded_chunks);
 	tcase_add_test(tc, swap_chunks);
 	tcase_add_test(tc, shareable_regions_never_chunk);
+	tcase_add_test(tc, chunks_only_when_asked);
 	tcase_add_test(tc, destroy_live_chunks);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(fc, 600);

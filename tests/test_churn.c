@@ -250,7 +250,7 @@ START_TEST(random_churn_stays_bounded)
 	printf("churn: seed %llu, %d cycles\n", (unsigned long long)c->seed_state, c->p->cycles);
 	c->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	c->ctx = t_ctx();
-	t_region_flags = _i ? CMS_REGION_COALESCE : 0; /* 1: chunks and runs (vmm/run.c) */
+	t_region_flags = _i ? CMS_REGION_COALESCE | CMS_REGION_CHUNKS : 0; /* 1: chunks, runs */
 	c->r = t_region(c->ctx, "churn", 0, CMS_POLICY_HOST);
 	t_region_flags = 0;
 	c->gran = info(c->r).granularity;

@@ -31,9 +31,12 @@ cms_status cms_region_options_check(const cms_region_options *opts, cms_region_o
 				     o.policy);
 	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
 				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE |
-				  CMS_REGION_GUARD | CMS_REGION_HOST_PAGEABLE))
+				  CMS_REGION_GUARD | CMS_REGION_HOST_PAGEABLE | CMS_REGION_CHUNKS))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
+	if ((o.flags & CMS_REGION_CHUNKS) && !(o.flags & CMS_REGION_COALESCE))
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "CMS_REGION_CHUNKS needs CMS_REGION_COALESCE");
 	if ((o.flags & CMS_REGION_HOST_PAGEABLE) && o.policy != CMS_POLICY_HOST)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (policy %u "

@@ -249,7 +249,8 @@ size_t cms_run_chunk_bytes(const struct cms_region *r)
 		n = (d->chunk_granules ? (size_t)d->chunk_granules() : CMS_CHUNK_SIM_GRANULES) *
 		    gran;
 
-	if (r->handle_types || !(r->flags & CMS_REGION_COALESCE) || !gran || !n || n % gran)
+	if (r->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
+	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n || n % gran)
 		return 0;
 	return n;
 }

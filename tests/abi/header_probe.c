@@ -144,6 +144,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_GUARD) == 1, "CMS_REGION_GUARD is u
 _Static_assert(CMS_REGION_HOST_PAGEABLE == 32u, "CMS_REGION_HOST_PAGEABLE == 32");
 _Static_assert(sizeof(CMS_REGION_HOST_PAGEABLE) == sizeof(uint64_t), "CMS_REGION_HOST_PAGEABLE has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_HOST_PAGEABLE) == 1, "CMS_REGION_HOST_PAGEABLE is unsigned");
+_Static_assert(CMS_REGION_CHUNKS == 64u, "CMS_REGION_CHUNKS == 64");
+_Static_assert(sizeof(CMS_REGION_CHUNKS) == sizeof(uint64_t), "CMS_REGION_CHUNKS has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_CHUNKS) == 1, "CMS_REGION_CHUNKS is unsigned");
 _Static_assert(CMS_HANDLE_TYPE_POSIX_FD == 1u, "CMS_HANDLE_TYPE_POSIX_FD == 1");
 _Static_assert(sizeof(CMS_HANDLE_TYPE_POSIX_FD) == sizeof(uint32_t), "CMS_HANDLE_TYPE_POSIX_FD has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_HANDLE_TYPE_POSIX_FD) == 1, "CMS_HANDLE_TYPE_POSIX_FD is unsigned");
@@ -722,7 +725,7 @@ int main(void)
 	(void)p_cms_hook_region_default;
 	(void)p_cms_hook_region_default_template_set;
 	(void)p_cms_hook_memory_margin_set;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 76, 61);
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 77, 61);
 	return 0;
 }
 /* clang-format on */

@@ -40,10 +40,11 @@ void bench_works_init(struct bench *b)
 		bool implemented;
 		int vmm;
 	} t[BENCH_NWORK] = {
-		/* DISCARD: the handles are the whole cost, so these coalesce (CMS_REGION_COALESCE);
-		 * every other workload runs in the default configuration. */
-		{ "32 x 1 GiB DISCARD, COALESCE", CMS_POLICY_DISCARD, 32, GIB, true, BENCH_VA },
-		{ "2048 x 8 MiB DISCARD, COALESCE", CMS_POLICY_DISCARD, 2048, 8 * MIB, true,
+		/* DISCARD: the handles are the whole cost, so these coalesce (CMS_REGION_COALESCE,
+		 * CHUNKS); every other workload runs in the default configuration. */
+		{ "32 x 1 GiB DISCARD, COALESCE, CHUNKS", CMS_POLICY_DISCARD, 32, GIB, true,
+		  BENCH_VA },
+		{ "2048 x 8 MiB DISCARD, COALESCE, CHUNKS", CMS_POLICY_DISCARD, 2048, 8 * MIB, true,
 		  BENCH_VB_1G },
 		{ "16 x 1 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "2048 x 8 MiB HOST", CMS_POLICY_HOST, 2048, 8 * MIB, true, -1 },
@@ -51,7 +52,7 @@ void bench_works_init(struct bench *b)
 		{ "async resume, 16 GiB HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "DISK policy, 8 x 1 GiB", CMS_POLICY_DISK, 8, GIB, true, -1 },
 		/* (a) with CMS_REGION_GUARD: what guarding the paused ranges costs */
-		{ "32 x 1 GiB DISCARD, COALESCE, GUARD", CMS_POLICY_DISCARD, 32, GIB, true,
+		{ "32 x 1 GiB DISCARD, COALESCE, CHUNKS, GUARD", CMS_POLICY_DISCARD, 32, GIB, true,
 		  BENCH_VA },
 		/* (c) giving host memory back after each resume: no buffer kept between cycles */
 		{ "16 x 1 GiB HOST, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
@@ -74,7 +75,9 @@ void bench_works_init(struct bench *b)
 		w->id = (char)('a' + i);
 		w->what = t[i].what;
 		w->policy = t[i].policy;
-		w->flags = w->policy == CMS_POLICY_DISCARD ? CMS_REGION_COALESCE : 0;
+		w->flags = w->policy == CMS_POLICY_DISCARD ?
+				   CMS_REGION_COALESCE | CMS_REGION_CHUNKS :
+				   0;
 		if (i == BENCH_WH)
 			w->flags |= CMS_REGION_GUARD;
 		if (i == BENCH_WI || i == BENCH_WJ)

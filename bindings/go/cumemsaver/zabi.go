@@ -214,6 +214,10 @@ const (
 	// grows by the backup at a pause and, with CMS_REGION_RELEASE_HOST, falls back after each
 	// successful resume. Not combinable with CMS_RESUME_ASYNC.
 	RegionHostPageable RegionFlags = 0x20
+	// RegionChunks is CMS_REGION_CHUNKS (since 1.2): With CMS_REGION_COALESCE: allocations of up to
+	// 32 MiB are carved from shared 64 MiB chunks from the first allocation, so a first pause
+	// releases one handle per chunk; unused chunk tails are held ahead of need (retained_bytes).
+	RegionChunks RegionFlags = 0x40
 )
 
 // PauseFlags is a value of group pause_flag (a C uint64_t): cms_pause_options.flags.
@@ -418,6 +422,10 @@ func (v RegionFlags) String() string {
 	if v&RegionHostPageable != 0 {
 		s = append(s, "host_pageable")
 		v &^= RegionHostPageable
+	}
+	if v&RegionChunks != 0 {
+		s = append(s, "chunks")
+		v &^= RegionChunks
 	}
 	if v != 0 {
 		s = append(s, fmt.Sprintf("0x%x", uint64(v)))

@@ -103,6 +103,10 @@ CMS_REGION_GUARD = 0x10  # uint64_t, since 1.2
 # staging buffers; RSS grows by the backup at a pause and, with CMS_REGION_RELEASE_HOST, falls
 # back after each successful resume. Not combinable with CMS_RESUME_ASYNC.
 CMS_REGION_HOST_PAGEABLE = 0x20  # uint64_t, since 1.2
+# With CMS_REGION_COALESCE: allocations of up to 32 MiB are carved from shared 64 MiB chunks from
+# the first allocation, so a first pause releases one handle per chunk; unused chunk tails are
+# held ahead of need (retained_bytes).
+CMS_REGION_CHUNKS = 0x40  # uint64_t, since 1.2
 
 # ---- pause_flag
 # cms_pause_options.flags.

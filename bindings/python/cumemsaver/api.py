@@ -455,6 +455,8 @@ class PointerInfo:
 # Region flags and backup states of release 1.2 (read from _lib once it is regenerated with
 # them; the values are the ABI's).
 REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
+# With coalesce=True: allocations carved from shared 64 MiB chunks from the first one (flags=).
+REGION_CHUNKS = getattr(L, "CMS_REGION_CHUNKS", 0x40)
 BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
 BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
 

@@ -37,6 +37,29 @@ def hook_region_push(region: Region) -> None:
     _call("cms_hook_region_push", region._h())
 
 
+def hook_region_default_template_set(tag: Optional[str], policy: int = 0, flags: int = 0) -> None:
+    """Default regions made on demand (cms_hook_region_default_template_set, since 1.2): a
+    hooked allocation of a thread with no active region, on a device with no default region,
+    first makes the region tagged tag on that device (found, or created with policy and the
+    CMS_REGION_* flags) its default. Only devices that allocate get one. None clears the
+    template; cms_hook_context_set clears it too. Raises InvalidArgument (bad tag, policy or
+    flags; no hook context)."""
+    if tag is None:
+        _call("cms_hook_region_default_template_set", None, None)
+        return
+    opts = L.init_struct(L.cms_region_options)
+    opts.policy = int(policy)
+    opts.flags = _u64(flags, "flags")
+    _call("cms_hook_region_default_template_set", tag.encode(), ctypes.byref(opts))
+
+
+def hook_memory_margin_set(nbytes: int) -> None:
+    """Device bytes every hooked allocation must leave free (cms_hook_memory_margin_set,
+    since 1.2): an allocation that would leave less fails (PyTorch then frees its cache and
+    retries); 0 turns the check off. Process-wide."""
+    _call("cms_hook_memory_margin_set", _u64(nbytes, "nbytes"))
+
+
 def hook_region_pop() -> None:
     """Removes the calling thread's top active region; raises NotFound when none."""
     _call("cms_hook_region_pop")
@@ -175,8 +198,10 @@ __all__ = [
     "hook_alloc",
     "hook_free",
     "hook_region_current",
+    "hook_memory_margin_set",
     "hook_region_default",
     "hook_region_default_set",
+    "hook_region_default_template_set",
     "hook_region_pop",
     "hook_region_push",
     "torch_alloc",

@@ -61,6 +61,7 @@ from typing import Optional
 from . import _lib as L
 from . import preload as _preload
 from .api import AlreadyPaused, NotFound, NotPaused, NotSupported, Policy, _call
+from .hooks import hook_memory_margin_set
 
 __all__ = ["TorchMemorySaver", "torch_memory_saver", "configure_subprocess"]
 
@@ -139,7 +140,7 @@ class TorchMemorySaver:
         self._margin = int(value)
         if _have("cms_hook_memory_margin_set"):
             self._ensure()  # the hook context the margin belongs to
-            _call("cms_hook_memory_margin_set", ctypes.c_uint64(self._margin))
+            hook_memory_margin_set(self._margin)
 
     @property
     def retain_cpu_backup(self) -> bool:

@@ -87,6 +87,10 @@ pub const CMS_REGION_GUARD: u64 = 0x10;
 /// staging buffers; RSS grows by the backup at a pause and, with CMS_REGION_RELEASE_HOST, falls
 /// back after each successful resume. Not combinable with CMS_RESUME_ASYNC. (since 1.2)
 pub const CMS_REGION_HOST_PAGEABLE: u64 = 0x20;
+/// With CMS_REGION_COALESCE: allocations of up to 32 MiB are carved from shared 64 MiB chunks from
+/// the first allocation, so a first pause releases one handle per chunk; unused chunk tails are
+/// held ahead of need (retained_bytes). (since 1.2)
+pub const CMS_REGION_CHUNKS: u64 = 0x40;
 
 // ---- pause_flag
 /// The caller guarantees no GPU work uses the memory; skip waiting. (since 1.0)

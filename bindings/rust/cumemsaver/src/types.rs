@@ -163,6 +163,10 @@ pub const REGION_GUARD: u64 = sys::CMS_REGION_GUARD as u64;
 /// copies go through page-locked staging. Not combinable with `RESUME_ASYNC`; changeable with
 /// [`Region::set_flags`].
 pub const REGION_HOST_PAGEABLE: u64 = sys::CMS_REGION_HOST_PAGEABLE as u64;
+/// Region flag (1.2, with [`REGION_COALESCE`]): allocations carved from shared 64 MiB chunks
+/// from the first one, so a first pause releases one handle per chunk; unused tails are held
+/// ahead of need (`retained_bytes`).
+pub const REGION_CHUNKS: u64 = sys::CMS_REGION_CHUNKS as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
 /// `RegionInfo::handle_types` bit: fabric handles.

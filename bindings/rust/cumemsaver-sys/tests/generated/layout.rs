@@ -348,6 +348,7 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_REGION_COALESCE", CMS_REGION_COALESCE as i128),
         ("const CMS_REGION_GUARD", CMS_REGION_GUARD as i128),
         ("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE as i128),
+        ("const CMS_REGION_CHUNKS", CMS_REGION_CHUNKS as i128),
         ("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD as i128),
         ("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC as i128),
         ("const CMS_PAUSE_NO_SYNC", CMS_PAUSE_NO_SYNC as i128),
@@ -472,5 +473,5 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
 }
 
 pub const STRUCT_COUNT: usize = 16;
-pub const CONST_COUNT: usize = 76;
+pub const CONST_COUNT: usize = 77;
 pub const FUNCTION_COUNT: usize = 61;
