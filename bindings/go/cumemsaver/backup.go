@@ -94,3 +94,63 @@ func (r *Region) IsHookDefault(device int32) bool {
 	defer r.mu.RUnlock()
 	return !r.closed && cur == r.raw
 }
+
+// RangeDiscard declares [ptr, ptr+size) of one live allocation content-free
+// (cms_range_discard, since 1.2): the next pause of its region does not copy those bytes and
+// the resume after it does not restore them. It ends at that resume, at RangeKeep or at the
+// allocation's free.
+func (c *Context) RangeDiscard(ptr, size uint64) error {
+	return c.with(func(raw *C.cms_context) error {
+		return call("cms_range_discard", func() C.cms_status {
+			return c_cms_range_discard(raw, C.uint64_t(ptr), C.uint64_t(size))
+		})
+	})
+}
+
+// RangeKeep ends the declarations of RangeDiscard over [ptr, ptr+size) (cms_range_keep).
+func (c *Context) RangeKeep(ptr, size uint64) error {
+	return c.with(func(raw *C.cms_context) error {
+		return call("cms_range_keep", func() C.cms_status {
+			return c_cms_range_keep(raw, C.uint64_t(ptr), C.uint64_t(size))
+		})
+	})
+}
+
+// SetHookDefaultTemplate makes default regions on demand
+// (cms_hook_region_default_template_set, since 1.2): a hooked allocation of a thread with no
+// hook region, on a device with no default region, first makes the region tagged tag on that
+// device (found, or created with opts' policy and flags) its default. An empty tag clears
+// the template; a change of the hook context clears it too.
+func SetHookDefaultTemplate(tag string, opts *RegionOptions) error {
+	if tag == "" {
+		return call("cms_hook_region_default_template_set", func() C.cms_status {
+			return c_cms_hook_region_default_template_set(nil, nil)
+		})
+	}
+	var ro RegionOptions
+	if opts != nil {
+		ro = *opts
+	}
+	ct, err := cTag("cms_hook_region_default_template_set", tag, false)
+	if err != nil {
+		return err
+	}
+	defer freeTag(ct)
+	var o C.cms_region_options
+	return call("cms_hook_region_default_template_set", func() C.cms_status {
+		if st := c_cms_region_options_init(&o); st != 0 {
+			return st
+		}
+		o.policy = C.uint32_t(ro.Policy)
+		o.flags = C.uint64_t(ro.Flags)
+		return c_cms_hook_region_default_template_set(ct, &o)
+	})
+}
+
+// SetHookMemoryMargin sets the device bytes every hooked allocation must leave free
+// (cms_hook_memory_margin_set, since 1.2; process-wide); 0 turns the check off.
+func SetHookMemoryMargin(bytes uint64) error {
+	return call("cms_hook_memory_margin_set", func() C.cms_status {
+		return c_cms_hook_memory_margin_set(C.uint64_t(bytes))
+	})
+}

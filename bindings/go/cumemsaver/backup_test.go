@@ -65,3 +65,48 @@ func TestBackupFlagsAndHookDefault(t *testing.T) {
 		t.Fatalf("no default: %v", err)
 	}
 }
+
+func TestRangesTemplateAndMargin(t *testing.T) {
+	ctx := newCtx(t)
+	w := must(ctx.NewRegion("rg-w", &RegionOptions{Policy: PolicyHost}))
+	a := must(w.Alloc(4 * mib))
+	if err := ctx.RangeDiscard(a+mib, mib); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.RangeKeep(a+mib, mib/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.RangeDiscard(a, 8*mib); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("past the end: %v", err)
+	}
+	r := must(w.Pause())
+	if r.BytesBackedUp != 4*mib-mib/2 {
+		t.Fatalf("backed up %d", r.BytesBackedUp)
+	}
+	must(w.Resume())
+
+	h := must(ctx.SetHookContext())
+	defer h.Close()
+	if err := SetHookDefaultTemplate("rg-auto", &RegionOptions{Policy: PolicyDiscard}); err != nil {
+		t.Fatal(err)
+	}
+	p := must(HookAlloc(mib, 0))
+	if err := HookFree(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetHookMemoryMargin(^uint64(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HookAlloc(mib, 0); !errors.Is(err, ErrOutOfDeviceMemory) {
+		t.Fatalf("margin: %v", err)
+	}
+	if err := SetHookMemoryMargin(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetHookDefaultTemplate("", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearHookDefault(0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,7 +3,7 @@
 //! stack of regions where hooked allocations go, as RAII guards.
 
 use crate::error::{check, Result};
-use crate::{sys, Context, Region};
+use crate::{cstring, sys, Context, Region, RegionOptions};
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr;
@@ -41,6 +41,33 @@ impl HookContext {
     /// Whether `device` has a default region.
     pub fn has_default_region(&self, device: i32) -> bool {
         unsafe { !sys::cms_hook_region_default(device).is_null() }
+    }
+
+    /// Default regions made on demand (`cms_hook_region_default_template_set`, since 1.2):
+    /// a hooked allocation of a thread with no hook region, on a device with no default
+    /// region, first makes the region tagged `tag` on that device (found, or created with
+    /// `opts`' policy and flags; its device and `disk_dir` are not used) its default. `None`
+    /// clears the template; setting a hook context clears it too.
+    pub fn set_default_template(&self, template: Option<(&str, &RegionOptions)>) -> Result<()> {
+        match template {
+            None => check(unsafe {
+                sys::cms_hook_region_default_template_set(ptr::null(), ptr::null())
+            }),
+            Some((tag, opts)) => {
+                let ctag = cstring("tag", tag)?;
+                let mut o = sys::cms_region_options::default();
+                check(unsafe { sys::cms_region_options_init(&mut o) })?;
+                o.policy = opts.policy.raw() as _;
+                o.flags = opts.flags as _;
+                check(unsafe { sys::cms_hook_region_default_template_set(ctag.as_ptr(), &o) })
+            }
+        }
+    }
+
+    /// Device bytes every hooked allocation must leave free (`cms_hook_memory_margin_set`,
+    /// since 1.2; process-wide); 0 turns the check off.
+    pub fn set_memory_margin(&self, bytes: u64) -> Result<()> {
+        check(unsafe { sys::cms_hook_memory_margin_set(bytes) })
     }
 }
 

@@ -555,6 +555,20 @@ impl Context {
         })
     }
 
+    /// Declares `[ptr, ptr + size)` of one live allocation content-free (`cms_range_discard`,
+    /// since 1.2): the next pause of its region does not copy those bytes and the resume
+    /// after it does not restore them. Ends at that resume, at [`Context::range_keep`] or
+    /// at the allocation's free.
+    pub fn range_discard(&self, ptr: u64, size: u64) -> Result<()> {
+        check(unsafe { sys::cms_range_discard(self.inner.raw, ptr, size) })
+    }
+
+    /// Ends the declarations of [`Context::range_discard`] over `[ptr, ptr + size)`
+    /// (`cms_range_keep`, since 1.2).
+    pub fn range_keep(&self, ptr: u64, size: u64) -> Result<()> {
+        check(unsafe { sys::cms_range_keep(self.inner.raw, ptr, size) })
+    }
+
     /// The driver's free and total memory of `device` (`cuMemGetInfo`).
     pub fn device_memory_info(&self, device: i32) -> Result<MemoryInfo> {
         let mut free = 0u64;

@@ -252,3 +252,44 @@ fn backups_flags_and_default_hook_region() {
     hooks.set_default_region(0, None).unwrap();
     assert_eq!(hook_alloc(MIB, 0).unwrap_err().kind(), ErrorKind::NotFound);
 }
+
+/// 1.2: content-free ranges (`Context::range_discard` / `range_keep`), default regions
+/// made on demand (`HookContext::set_default_template`) and the memory margin.
+#[test]
+fn ranges_template_and_margin() {
+    let _g = serial();
+    let ctx = ctx();
+    let w = ctx
+        .create_region("rg-w", &RegionOptions::with_policy(Policy::Host))
+        .unwrap();
+    let a = w.alloc(4 * MIB).unwrap();
+    ctx.range_discard(a + MIB, MIB).unwrap();
+    ctx.range_keep(a + MIB, MIB / 2).unwrap();
+    assert_eq!(
+        ctx.range_discard(a, 8 * MIB).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let r = w.pause().unwrap();
+    assert_eq!(r.bytes_backed_up, 4 * MIB - MIB / 2);
+    w.resume().unwrap();
+
+    let hooks = ctx.hook_context().unwrap();
+    hooks
+        .set_default_template(Some((
+            "rg-auto",
+            &RegionOptions::with_policy(Policy::Discard),
+        )))
+        .unwrap();
+    let p = hook_alloc(MIB, 0).unwrap();
+    let auto = ctx.find_region("rg-auto", 0).unwrap();
+    assert_eq!(ctx.pointer_info(p).unwrap().region, auto);
+    hook_free(p).unwrap();
+    hooks.set_memory_margin(u64::MAX).unwrap();
+    assert_eq!(
+        hook_alloc(MIB, 0).unwrap_err().kind(),
+        ErrorKind::OutOfDeviceMemory
+    );
+    hooks.set_memory_margin(0).unwrap();
+    hooks.set_default_template(None).unwrap();
+    hooks.set_default_region(0, None).unwrap();
+}
