@@ -806,7 +806,8 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * Returns (on failure nothing changed):
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: region is NULL; mask has a bit other than the
- *     changeable ones; flags has a bit outside mask.
+ *     changeable ones; flags has a bit outside mask; flags sets
+ *     CMS_REGION_HOST_PAGEABLE on a region whose policy is not CMS_POLICY_HOST.
  *   CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change on a paused region.
  *   driver statuses: waiting for an asynchronous restore failed.
  */

@@ -219,6 +219,34 @@ START_TEST(disk_read_back)
 }
 END_TEST
 
+/* A DISK backup whose last staging chunks were declared content-free (cms_range_discard) is
+ * not written there, so the file ends inside the slot: a read of the whole allocation still
+ * succeeds (the declared bytes read zeros) and the live bytes come back. */
+START_TEST(disk_read_past_a_declared_tail)
+{
+	uint64_t chunk = t_is_sim() ? (1ull << 20) : (64ull << 20), n = 3 * chunk, p;
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
+	uint32_t *buf = malloc(n);
+	size_t k;
+
+	ck_assert_ptr_nonnull(buf);
+	make_dir();
+	ck_ok(cms_region_disk_dir_set(r, dir));
+	ck_ok(cms_alloc(r, n, &p));
+	ck_assert_int_eq(t_fill(0, p, n, 9), 0);
+	ck_ok(cms_range_discard(ctx, p + chunk, 2 * chunk));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_backup_read(ctx, p, buf, n));
+	for (k = 0; k < chunk / 4; k++) /* the live first chunk */
+		ck_assert_uint_eq(buf[k], t_pattern(9, k));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_eq(rmdir(dir), 0);
+	free(buf);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
 	cms_context *ctx = t_ctx();
@@ -281,6 +309,15 @@ START_TEST(flags_rules)
 		  CMS_ERR_INVALID_ARGUMENT);
 	ck_status(cms_region_flags_set(r, 1ull << 63, 1ull << 63), CMS_ERR_INVALID_ARGUMENT);
 	ck_assert_uint_eq(info(r).flags, 0);
+	{ /* pageable backups only for HOST, as at cms_region_create */
+		cms_region *z = t_region(ctx, "z", 0, CMS_POLICY_DISCARD);
+
+		ck_status(
+			cms_region_flags_set(z, CMS_REGION_HOST_PAGEABLE, CMS_REGION_HOST_PAGEABLE),
+			CMS_ERR_INVALID_ARGUMENT);
+		ck_assert_uint_eq(info(z).flags, 0);
+		ck_ok(cms_region_destroy(z));
+	}
 	ck_ok(cms_region_flags_set(r, 0, 0)); /* nothing to change */
 
 	/* Paused: HOST_PAGEABLE cannot change; RELEASE_HOST applies at the resume. */
@@ -524,6 +561,7 @@ static Suite *make(void)
 	tcase_add_test(tc, releasing_resume_keeps_none);
 	tcase_add_test(tc, policies_without_content);
 	tcase_add_test(tc, disk_read_back);
+	tcase_add_test(tc, disk_read_past_a_declared_tail);
 	tcase_add_test(tc, bad_arguments);
 	tcase_add_test(tc, flags_rules);
 	tcase_add_test(tc, flags_after_async_resume);

@@ -630,6 +630,10 @@ START_TEST(default_template_makes_regions_on_demand)
 	ck_status(cms_hook_alloc(MiB, d, &p), CMS_ERR_NOT_FOUND); /* nothing was set */
 
 	ck_ok(cms_hook_region_default_template_set("dflt", &o));
+	/* a region that cannot be made fails the allocation with why, and size 0 makes none */
+	ck_status(cms_hook_alloc(MiB, 63, &p), CMS_ERR_INVALID_DEVICE);
+	ck_status(cms_hook_alloc(0, d, &p), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_region_find(ctx, "dflt", d, &r1), CMS_ERR_NOT_FOUND);
 	ck_ok(cms_hook_alloc(MiB, d, &p));
 	ck_ok(cms_region_find(ctx, "dflt", d, &r1));
 	ck_assert_ptr_eq(region_of(ctx, p), r1);

@@ -166,8 +166,10 @@ static cms_status margin_check(cms_context *ctx, const struct cms_region *r, uin
 }
 
 /* Makes device's default region from the template of generation ticket, if there is one:
- * the region of its tag on device, created with its options when it does not exist. */
-static void default_from_template(cms_context *ctx, unsigned ticket, int32_t device)
+ * the region of its tag on device, created with its options when it does not exist. CMS_OK
+ * also when there is no template (the caller then finds no default); else why the region
+ * could not be made (cms_region_create's status). */
+static cms_status default_from_template(cms_context *ctx, unsigned ticket, int32_t device)
 {
 	char tag[CMS_TAG_MAX + 1];
 	cms_region_options o;
@@ -175,7 +177,7 @@ static void default_from_template(cms_context *ctx, unsigned ticket, int32_t dev
 	cms_status st;
 
 	if (!cms_hook_template_get(ctx, ticket, tag, &o))
-		return;
+		return CMS_OK;
 	o.device = device;
 	st = cms_region_create(ctx, tag, &o, &r);
 	if (st == CMS_ERR_EXISTS) /* made meanwhile by another thread, or by the application */
@@ -183,6 +185,7 @@ static void default_from_template(cms_context *ctx, unsigned ticket, int32_t dev
 	/* refused if a destroy took it meanwhile: the caller then finds no default */
 	if (!st)
 		(void)cms_hook_default_set(ctx, ticket, device, r);
+	return st;
 }
 
 /* A hooked allocation of a thread without an active region: in device's default region of
@@ -195,23 +198,24 @@ static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	unsigned ticket;
 	cms_status st;
 
+	if (!size)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	ctx = cms_hookctx_enter(&ticket);
+	st = CMS_OK;
 	/* A forked child has none (the parent's are not its own): its lock is not taken. */
 	if (ctx && !cms_check_fork(ctx) && device >= 0 && device < CMS_MAX_DEVICES) {
 		r = cms_hook_default_get(ctx, ticket, device, true);
 		if (!r) {
-			default_from_template(ctx, ticket, device);
-			r = cms_hook_default_get(ctx, ticket, device, true);
+			st = default_from_template(ctx, ticket, device);
+			if (!st)
+				r = cms_hook_default_get(ctx, ticket, device, true);
 		}
 	}
-	st = CMS_OK;
-	if (!r)
+	if (!st && !r)
 		st = cms_set_error(CMS_ERR_NOT_FOUND,
 				   "no region is active on this thread and device %d has no "
 				   "default region",
 				   (int)device);
-	if (!st && !size)
-		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	if (!st)
 		st = margin_check(ctx, r, size);
 	if (!st) /* refuses the region if a destroy finished meanwhile (it is dead) */

@@ -129,9 +129,10 @@ CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size)
 	cms_status st;
 	int dev = -1;
 
-	/* Ours with an active region, else with a default region for the thread's device. */
-	if (!cms_hook_region_current() &&
-	    ((dev = rt_device()) < 0 || !cms_hook_region_default(dev)))
+	/* Ours with an active region, else with a default region for the thread's device (set,
+	 * or made from the hook context's template by cms_hook_alloc: CMS_ERR_NOT_FOUND when
+	 * there is neither, and the call goes to the runtime). */
+	if (!cms_hook_region_current() && (dev = rt_device()) < 0)
 		return real_cuda_malloc(ptr, size);
 	if (!ptr)
 		return RT_INVALID_VALUE;

@@ -149,6 +149,12 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "flags 0x%llx are outside the mask 0x%llx",
 				     (unsigned long long)flags, (unsigned long long)mask);
+	if ((flags & CMS_REGION_HOST_PAGEABLE) && r->policy != CMS_POLICY_HOST) /* as at create */
+		return cms_set_error(
+			CMS_ERR_INVALID_ARGUMENT,
+			"CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (region \"%s\" has "
+			"policy %u)",
+			r->tag, r->policy);
 	pthread_mutex_lock(&r->lock);
 	next = (r->flags & ~mask) | flags;
 	changed = r->flags ^ next;

@@ -744,8 +744,15 @@ static cms_status disk_backup_read(struct cms_alloc *a, uint64_t off, void *buf,
 			want = READ_BOUNCE;
 		n = read_some(d->fd, d->direct ? bounce : out, d->direct ? align_up(want) : want,
 			      from);
-		if (n < 0 || (uint64_t)n <= skip) {
-			err = n < 0 ? errno : ENODATA; /* the file ends before the slot */
+		if (n < 0) {
+			err = errno;
+			break;
+		}
+		if ((uint64_t)n <= skip) {
+			/* The file ends inside the slot: a pause writes no chunk whose bytes are
+			 * all declared content-free (cms_range_discard), so the rest is undefined:
+			 * zeros. */
+			memset(out, 0, end - pos);
 			break;
 		}
 		if ((uint64_t)n - skip < want - skip)

@@ -148,6 +148,38 @@ START_TEST(default_region_serves_threads_without_one)
 }
 END_TEST
 
+/* A default region made from the hook context's template (since 1.2) serves the preload's
+ * cudaMalloc too: the first call on a device makes the region. */
+START_TEST(default_template_serves_the_interposer)
+{
+	struct consumer c = consumer();
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+	cms_region *r = NULL;
+	void *p = NULL;
+
+	o.policy = CMS_POLICY_HOST;
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_default_template_set("tpl", &o));
+	ck_status(cms_region_find(ctx, "tpl", 0, &r), CMS_ERR_NOT_FOUND);
+	ck_assert_int_eq(c.malloc_fn(&p, 3 * MiB), 0);
+	ck_assert_int_eq(c.calls(0), 0); /* not the runtime's */
+	ck_ok(cms_region_find(ctx, "tpl", 0, &r));
+	ck_ok(cms_pointer_info_get(ctx, (uint64_t)(uintptr_t)p, &pi));
+	ck_assert_ptr_eq(pi.region, r);
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_assert_int_eq(c.calls(1), 0);
+	ck_ok(cms_hook_region_default_template_set(NULL, NULL));
+	ck_ok(cms_hook_region_default_set(0, NULL));
+	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
+	ck_assert_int_eq(c.calls(0), 1); /* neither a default nor a template: the runtime's */
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* PyTorch frees a pool's segments after the context is gone (interpreter exit, close()
  * with live tensors): the interposer must answer success, never hand our addresses to the
  * runtime (which refuses them; PyTorch then terminates the process). */
@@ -180,6 +212,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, inside_a_region_the_library_serves);
 	tcase_add_test(tc, another_device_goes_to_the_runtime);
 	tcase_add_test(tc, default_region_serves_threads_without_one);
+	tcase_add_test(tc, default_template_serves_the_interposer);
 	tcase_add_test(tc, free_after_context_destroy_stays_ours);
 	suite_add_tcase(s, tc);
 	return s;
