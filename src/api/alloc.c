@@ -188,3 +188,48 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
 	cms_copy_out(info, &o, sizeof(o));
 	return CMS_OK;
 }
+
+cms_status cms_alloc_lock(cms_context *ctx, uint64_t ptr, const char *what, struct cms_alloc **out)
+{
+	struct cms_region *r;
+	struct cms_alloc *a;
+	bool same;
+
+	*out = NULL;
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr);
+	if (!a || ptr - a->base >= a->size) {
+		pthread_mutex_unlock(&ctx->lock);
+		goto err;
+	}
+	r = a->region;
+	r->refs++; /* the region outlives the wait for its lock */
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr); /* freed meanwhile? */
+	same = a && ptr - a->base < a->size && a->region == r;
+	pthread_mutex_unlock(&ctx->lock);
+	if (same) {
+		*out = a;
+		return CMS_OK;
+	}
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+err:
+	return cms_set_error(CMS_ERR_NOT_FOUND,
+			     "%s: 0x%llx is not in any allocation of this context (or was freed)",
+			     what, (unsigned long long)ptr);
+}
+
+void cms_alloc_unlock(cms_context *ctx, struct cms_alloc *a)
+{
+	struct cms_region *r = a->region;
+
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&ctx->lock);
+	cms_region_unref_locked(r);
+	pthread_mutex_unlock(&ctx->lock);
+}

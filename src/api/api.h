@@ -21,6 +21,14 @@ struct cms_selection {
  * References and locks (creation order) the regions tagged tag1 or tag2 (either may be NULL;
  * both NULL: every region). An empty selection (n == 0) is not an error here.
  */
+/*
+ * The allocation of ctx containing ptr (any address inside it), with its region referenced
+ * and locked (cms_alloc_unlock undoes both); CMS_ERR_NOT_FOUND (message prefixed with what)
+ * if there is none. Found again once the region is locked: a free or destroy that finished
+ * meanwhile took it out of the index, and none can start while the lock is held.
+ */
+cms_status cms_alloc_lock(cms_context *ctx, uint64_t ptr, const char *what, struct cms_alloc **out);
+void cms_alloc_unlock(cms_context *ctx, struct cms_alloc *a);
 /* opts (NULL: the defaults) copied into *out and checked as cms_region_create checks them:
  * struct size, policy, flags. */
 cms_status cms_region_options_check(const cms_region_options *opts, cms_region_options *out);

@@ -11,56 +11,6 @@
 
 #include "api.h"
 
-/*
- * The allocation of ctx containing ptr, with its region referenced and locked (backup_unlock
- * undoes both); CMS_ERR_NOT_FOUND if there is none. Found again once the region is locked:
- * a free or destroy that finished meanwhile took it out of the index, and none can start
- * while the lock is held.
- */
-static cms_status backup_lock(cms_context *ctx, uint64_t ptr, struct cms_alloc **out)
-{
-	struct cms_region *r;
-	struct cms_alloc *a;
-	bool same;
-
-	*out = NULL;
-	pthread_mutex_lock(&ctx->lock);
-	a = cms_index_find(ctx, ptr);
-	if (!a || ptr - a->base >= a->size) {
-		pthread_mutex_unlock(&ctx->lock);
-		goto err;
-	}
-	r = a->region;
-	r->refs++;
-	pthread_mutex_unlock(&ctx->lock);
-	pthread_mutex_lock(&r->lock);
-	pthread_mutex_lock(&ctx->lock);
-	a = cms_index_find(ctx, ptr);
-	same = a && ptr - a->base < a->size && a->region == r;
-	pthread_mutex_unlock(&ctx->lock);
-	if (same) {
-		*out = a;
-		return CMS_OK;
-	}
-	pthread_mutex_unlock(&r->lock);
-	pthread_mutex_lock(&ctx->lock);
-	cms_region_unref_locked(r);
-	pthread_mutex_unlock(&ctx->lock);
-err:
-	return cms_set_error(CMS_ERR_NOT_FOUND, "0x%llx is not in any allocation of this context",
-			     (unsigned long long)ptr);
-}
-
-static void backup_unlock(cms_context *ctx, struct cms_alloc *a)
-{
-	struct cms_region *r = a->region;
-
-	pthread_mutex_unlock(&r->lock);
-	pthread_mutex_lock(&ctx->lock);
-	cms_region_unref_locked(r);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
 CMS_API cms_status cms_backup_get(cms_context *ctx, uint64_t ptr, cms_backup_info *info)
 {
 	cms_backup_info o;
@@ -76,7 +26,7 @@ CMS_API cms_status cms_backup_get(cms_context *ctx, uint64_t ptr, cms_backup_inf
 	st = cms_check_out(info, CMS_BACKUP_INFO_SIZE_VER0, "cms_backup_info");
 	if (st)
 		return st;
-	st = backup_lock(ctx, ptr, &a);
+	st = cms_alloc_lock(ctx, ptr, "cms_backup_get", &a);
 	if (st)
 		return st;
 	st = cms_store_backup(a, &host);
@@ -90,7 +40,7 @@ CMS_API cms_status cms_backup_get(cms_context *ctx, uint64_t ptr, cms_backup_inf
 		o.state = a->region->state == CMS_STATE_PAUSED ? CMS_BACKUP_CURRENT :
 								 CMS_BACKUP_RETAINED;
 	}
-	backup_unlock(ctx, a);
+	cms_alloc_unlock(ctx, a);
 	if (!st)
 		cms_copy_out(info, &o, sizeof(o));
 	return st;
@@ -108,7 +58,7 @@ CMS_API cms_status cms_backup_read(cms_context *ctx, uint64_t ptr, void *buf, ui
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	st = backup_lock(ctx, ptr, &a);
+	st = cms_alloc_lock(ctx, ptr, "cms_backup_read", &a);
 	if (st)
 		return st;
 	off = ptr - a->base;
@@ -123,7 +73,7 @@ CMS_API cms_status cms_backup_read(cms_context *ctx, uint64_t ptr, void *buf, ui
 		st = cms_store_backup(a, &host);
 	if (!st && len)
 		st = cms_store_backup_read(a, off, buf, len);
-	backup_unlock(ctx, a);
+	cms_alloc_unlock(ctx, a);
 	return st;
 }
 
