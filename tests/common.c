@@ -276,3 +276,16 @@ int t_probe_devices(int *is_sim)
 	*is_sim = out[1];
 	return out[0];
 }
+
+void t_nothing_left(int ndev)
+{
+	cmssim_counters c = t_counters();
+	int d;
+
+	ck_assert_uint_eq(c.handles, 0);
+	ck_assert_uint_eq(c.mappings, 0);
+	ck_assert_uint_eq(c.physical_allocations, 0);
+	ck_assert_uint_eq(c.reservations, 0);
+	for (d = 0; d < ndev; d++)
+		ck_assert_uint_eq(c.device_used_bytes[d], 0);
+}

@@ -68,6 +68,9 @@ struct t_sim {
 };
 const struct t_sim *t_sim(void);
 cmssim_counters t_counters(void);
+/* Asserts that the simulation holds no handle, mapping, physical allocation or reservation,
+ * and no device bytes on devices 0..ndev-1. */
+void t_nothing_left(int ndev);
 int t_open_fds(void);
 
 #define ck_ok(expr)                                                                       \
