@@ -47,6 +47,9 @@ __all__ = [
 ]
 
 
+_MAX_DEVICES = 64  # device ordinals the hook API takes (cumemsaver_hooks.h)
+
+
 def check_allocator_config() -> None:
     """Raises RuntimeError when PyTorch's allocator is configured with expandable segments:
     PyTorch then maps its own segments with the driver's VMM calls instead of calling
@@ -250,6 +253,7 @@ class Saver:
             )
         self._tls = threading.local()
         self._defaults: Dict[int, Region] = {}  # device -> default region
+        self._template: Optional[tuple] = None  # (tag, policy, flags, disk_dir) of defaults
         self._disabled = 0  # disable() blocks running (defaults set aside)
         _call("cms_hook_context_set", self.context._h())
         _set_live(self)
@@ -266,6 +270,8 @@ class Saver:
         flags: int = 0,
     ) -> Region:
         key = (tag, device)
+        if self._template is not None and self._template[0] == tag:
+            self._adopt()  # the template may have made it
         with self._lock:
             if key in self._regions:
                 region, have = self._regions[key]
@@ -408,16 +414,80 @@ class Saver:
         with self._lock:
             return dict(self._defaults)
 
+    def set_default_template(
+        self,
+        tag: Optional[str],
+        policy: Policy = Policy.DISCARD,
+        release_host: bool = False,
+        disk_dir=None,
+        flags: int = 0,
+    ) -> None:
+        """Default regions made on demand (hook_mode="preload"; release 1.2,
+        cms_hook_region_default_template_set): a cudaMalloc on a thread with no active
+        region(), on a device without a default region (set_default_region), first makes the
+        region tag on that device (with policy, release_host, flags and this Saver's
+        coalescing) its default. Only devices that allocate get a region, and so a primary
+        context. Such regions are this Saver's like the others (regions(), stats(), pause,
+        resume); a Policy.DISK one gets disk_dir before its first pause. None clears the
+        template (regions already made stay). disable() sets it aside for its block."""
+        from .hooks import hook_region_default_template_set
+
+        if tag is None:
+            with self._lock:
+                self._template = None
+                if self._disabled == 0:
+                    hook_region_default_template_set(None)
+            return
+        if Policy(policy) == Policy.DISK and disk_dir is None:
+            raise ValueError("a Policy.DISK template needs disk_dir")
+        bits = int(flags)
+        if release_host:
+            bits |= L.CMS_REGION_RELEASE_HOST
+        if self._coalesce:
+            bits |= L.CMS_REGION_COALESCE
+        with self._lock:
+            self._template = (tag, Policy(policy), bits, disk_dir)
+            if self._disabled == 0:
+                hook_region_default_template_set(tag, int(policy), bits)
+
+    def _adopt(self) -> None:
+        """Takes the regions the default template made (found by its tag among the
+        context's regions) into this Saver's, giving a DISK one its directory."""
+        template = self._template
+        if template is None:
+            return
+        tag, policy, _, disk_dir = template
+        for stats in self.context.regions():
+            if stats.tag != tag or (tag, stats.device) in self._regions:
+                continue
+            try:
+                region = self.context.find_region(tag, stats.device)
+            except NotFound:  # destroyed meanwhile
+                continue
+            if policy == Policy.DISK and not region.info().paused:
+                region.set_disk_dir(disk_dir)
+            with self._lock:
+                self._regions.setdefault((tag, stats.device), (region, Policy(stats.policy)))
+
     def _defaults_aside(self, aside: bool) -> bool:
         """Clears (aside=True) or sets again the default regions, counting nested
         disable() blocks; returns whether defaults are set (so the block needs a pool of its
         own)."""
-        from .hooks import hook_region_default_set
+        from .hooks import (
+            hook_region_default,
+            hook_region_default_set,
+            hook_region_default_template_set,
+        )
 
         with self._lock:
             if aside:
                 self._disabled += 1
                 if self._disabled == 1:
+                    if self._template is not None:
+                        hook_region_default_template_set(None)
+                        for dev in range(_MAX_DEVICES):  # also those the template made
+                            if hook_region_default(dev):
+                                hook_region_default_set(dev, None)
                     for dev in self._defaults:
                         hook_region_default_set(dev, None)
             else:
@@ -425,7 +495,10 @@ class Saver:
                 if self._disabled == 0:
                     for dev, region in self._defaults.items():
                         hook_region_default_set(dev, region)
-            return bool(self._defaults)
+                    if self._template is not None:  # finds the regions it made again
+                        tag, policy, bits, _ = self._template
+                        hook_region_default_template_set(tag, int(policy), bits)
+            return bool(self._defaults) or self._template is not None
 
     @contextlib.contextmanager
     def disable(self):
@@ -474,6 +547,7 @@ class Saver:
         tag's pools content-free (declare_free_blocks), so that HOST and DISK tags copy and
         restore only the blocks tensors use; do not allocate from those pools on another
         thread meanwhile."""
+        self._adopt()  # a DISK region the template made needs its directory first
         if live_only and L.available("cms_range_discard"):
             self.declare_free_blocks(tag)
         return self.context.pause(tag)
@@ -495,11 +569,13 @@ class Saver:
 
     def regions(self, tag: Optional[str] = None) -> List[Region]:
         """The regions this Saver made (of tag on every device; every tag when None)."""
+        self._adopt()
         with self._lock:
             return [r for (t, _), (r, _) in self._regions.items() if tag is None or t == tag]
 
     def stats(self) -> List[RegionInfo]:
         """Region info (bytes, state, epoch) of every region this Saver made."""
+        self._adopt()
         with self._lock:
             regions = [r for r, _ in self._regions.values()]
         return [r.info() for r in regions]

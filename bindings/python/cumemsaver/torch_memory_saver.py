@@ -25,8 +25,9 @@ Options, as in torch_memory_saver (docs/python.md maps each onto the library):
 - $TMS_INIT_ENABLE=1 (with $TMS_INIT_ENABLE_CPU_BACKUP, $TMS_INIT_CPU_BACKUP_BACKEND,
   $TMS_INIT_ENABLE_DISK_BACKUP) in a process started with configure_subprocess(): set up
   when this module is imported; every cudaMalloc outside a region() goes to the tag
-  "default" (a default region per device, cms_hook_region_default_set); region() blocks
-  nest inside it; disable() sets it aside for its block.
+  "default" (a region made on demand on each device that allocates,
+  cms_hook_region_default_template_set); region() blocks nest inside it; disable() sets it
+  aside for its block.
 
 Differences from torch_memory_saver (docs/python.md has the full list):
 - Errors raise cumemsaver exceptions (subclasses of CumemsaverError, with the status and the
@@ -374,30 +375,28 @@ class TorchMemorySaver:
         """TMS_INIT_ENABLE=1 in a process started with the interposer (configure_subprocess):
         every cudaMalloc outside a region() goes to the tag "default", with a CPU backup
         (TMS_INIT_ENABLE_CPU_BACKUP, backend TMS_INIT_CPU_BACKUP_BACKEND) or a disk backup
-        (TMS_INIT_ENABLE_DISK_BACKUP), through a default region on every visible device
-        (each one's primary context is initialised by its region: cms_region_create sets
-        its device up). Returns whether it was set up (not in a process without the
-        interposer)."""
+        (TMS_INIT_ENABLE_DISK_BACKUP), through default regions made on demand
+        (Saver.set_default_template): only a device that allocates gets its region (and its
+        primary context), at its first such allocation. Returns whether it was set up (not
+        in a process without the interposer)."""
         if not _env_bool("TMS_INIT_ENABLE") or not _preload.active():
             return False
-        if not _have("cms_hook_region_default_set"):
+        if not _have("cms_hook_region_default_template_set"):
             warnings.warn(
-                "cumemsaver: TMS_INIT_ENABLE needs cms_hook_region_default_set (libcumemsaver "
-                "1.2); allocations outside region() are not pausable in this process",
+                "cumemsaver: TMS_INIT_ENABLE needs cms_hook_region_default_template_set "
+                "(libcumemsaver 1.2); allocations outside region() are not pausable in this "
+                "process",
                 RuntimeWarning,
                 stacklevel=3,
             )
             return False
-        import torch
-
         cpu = _env_bool("TMS_INIT_ENABLE_CPU_BACKUP")
         disk = _env_bool("TMS_INIT_ENABLE_DISK_BACKUP") and not cpu
         self._hook_mode = "preload"
         self._whole_process = True
         saver = self._ensure()
         ctag, kwargs = self._options(_TAG_DEFAULT, cpu, disk, None)
-        for dev in range(torch.cuda.device_count()):
-            saver.set_default_region(dev, saver._region(ctag, device=dev, **kwargs))
+        saver.set_default_template(ctag, **kwargs)
         return True
 
 

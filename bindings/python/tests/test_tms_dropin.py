@@ -390,6 +390,82 @@ class TestWholeProcess(EnvCase):
         self.assertEqual(out.stdout.split(), ["default+cpu_backup", "True"])
 
 
+    def run_whole_process(self, code, **env_more):
+        """Runs code in a child started with the interposer and TMS_INIT_ENABLE=1 (two
+        simulated devices); returns its stdout lines."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        head = (
+            "import ctypes, fake_torch; fake_torch.install()\n"
+            "from cumemsaver.torch_memory_saver import torch_memory_saver as t\n"
+            "def malloc(n):\n"
+            "    p = ctypes.c_void_p()\n"
+            "    assert ctypes.CDLL(None).cudaMalloc(ctypes.byref(p), n) == 0\n"
+            "    return p.value\n"
+        )
+        env = preload.env()
+        env.update(TMS_INIT_ENABLE="1", CMS_SIM_DEVICES="2", **env_more)
+        env["PYTHONPATH"] = os.pathsep.join([here] + sys.path)
+        out = subprocess.run(
+            [sys.executable, "-c", head + code], env=env, capture_output=True, text=True,
+            timeout=120,
+        )
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return out.stdout.split("\n")[:-1]
+
+    @need("cms_hook_region_default_template_set")
+    def test_only_a_device_that_allocates_gets_a_default_region(self):
+        out = self.run_whole_process(
+            "print(len(t.saver.context.regions()))  # nothing made at import\n"
+            "p = malloc(1 << 20)\n"
+            "print([(r.tag, r.device) for r in t.saver.context.regions()])\n"
+            "print([(i.tag, i.device) for i in t.saver.stats()])\n",
+            TMS_INIT_ENABLE_CPU_BACKUP="1",
+        )
+        self.assertEqual(
+            out, ["0", "[('default+cpu_backup', 0)]", "[('default+cpu_backup', 0)]"]
+        )
+
+    @need("cms_hook_region_default_template_set")
+    def test_disk_backup_directory_and_retention_reach_a_region_made_on_demand(self):
+        code = (
+            "import os\n"
+            "from cumemsaver import _lib as L\n"
+            "p = malloc(1 << 20)\n"
+            "ctypes.memmove(p, b'xyz' * 100, 300)\n"
+            "t.pause('default'); print(sorted(os.listdir(os.environ['D'])) == [])\n"
+            "t.resume('default'); print(ctypes.string_at(p, 300) == b'xyz' * 100)\n"
+            "(r,) = t.saver.regions()\n"
+            "print(bool(r.info().flags & L.CMS_REGION_RELEASE_HOST))\n"
+            "t.retain_cpu_backup = True\n"
+            "print(bool(r.info().flags & L.CMS_REGION_RELEASE_HOST))\n"
+            "d2 = os.path.join(os.environ['D'], 'later'); t.set_disk_backup_dir(d2)\n"
+            "t.pause(); t.resume(); print(ctypes.string_at(p, 300) == b'xyz' * 100)\n"
+            "print(r.info().policy.name)\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp, D=self.tmp
+        )
+        self.assertEqual(out, ["True", "True", "True", "False", "True", "DISK"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_disable_sets_regions_made_on_demand_aside(self):
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "with t.disable():\n"
+            "    print(cms.hook_region_default(0) is None)\n"
+            "    try:\n"
+            "        cms.hook_alloc(1 << 20, 0); print('allocated')\n"
+            "    except cms.NotFound:\n"
+            "        print('not cumemsaver')\n"
+            "q = malloc(1 << 20)\n"
+            "print(t.saver.context.pointer_info(q).region.info().tag)\n"
+            "print(len(t.saver.context.regions()))\n"
+        )
+        out = self.run_whole_process(code)
+        self.assertEqual(out, ["True", "not cumemsaver", "default", "1"])
+
+
 class TestMisc(EnvCase):
     def test_hook_mode_set_again_to_the_same_mode_after_start(self):
         tms = self.make()
