@@ -4,9 +4,14 @@
 The way SGLang (and verl, slime, miles on top of it) drive torch_memory_saver: the model's
 weights in region("weights", enable_cpu_backup=True), per-request memory (KV cache) in
 region("kv_cache"), the decode graph captured with cuda_graph(tag="cuda_graph", pool=a
-shared graph pool), a bookkeeping tensor allocated under disable() (never paused), then
-release/resume cycles: pause every tag, read weights from their host backups with
-get_cpu_backup(zero_copy=True) while paused, resume. The model is a transformers
+shared graph pool), then release/resume cycles: pause every tag, read weights from their
+host backups with get_cpu_backup(zero_copy=True) while paused, resume. The process runs in
+whole-process mode (TMS_INIT_ENABLE=1, the RL frameworks' training-side setting): what is
+allocated outside the tags goes to the tag "default", never paused here, and a bookkeeping
+tensor is allocated under disable() (PyTorch's own memory). disable() is used outside any
+region(): torch_memory_saver's disable() asserts outside a region unless TMS_INIT_ENABLE is
+set, and inside one it drops a MemPool while the region's pool is in use, which PyTorch 2.11
+aborts on (captures_underway.empty()). The model is a transformers
 LlamaForCausalLM built from a config with random weights (fixed seed, nothing downloaded),
 sized like tools/scripts/gpu-torch-e2e.py's decoder (its CFG is read from that file).
 
@@ -21,7 +26,7 @@ has none (None); the disable() tensor stays readable while everything is paused.
 MODULE: torch_memory_saver (the peer, PYTHONPATH to a built peer, or cumemsaver's drop-in
 through a shim package of that name) or cumemsaver.torch_memory_saver. hook_mode preload
 (the peer's and SGLang's default) re-executes the script inside MODULE's
-configure_subprocess(). Prints the figures; writes them as JSON to
+configure_subprocess(), with TMS_INIT_ENABLE=1. Prints the figures; writes them as JSON to
 $OUT/sglang-e2e-<label>.json (label: peer or cumemsaver). Exit status 0 when every check
 passed.
 """
@@ -71,7 +76,7 @@ def main():
         mod = importlib.import_module(args.module)
         with mod.configure_subprocess():
             cmd = [sys.executable, os.path.abspath(__file__), *sys.argv[1:], "--child"]
-            sys.exit(subprocess.call(cmd))
+            sys.exit(subprocess.call(cmd, env=dict(os.environ, TMS_INIT_ENABLE="1")))
     sys.exit(run(args))
 
 
@@ -140,11 +145,11 @@ def run(args):
     prompt = torch.randint(0, cfg["vocab"], (1, prompt_len), generator=gen).to(dev)
 
     # -- per-request memory in the "kv_cache" tag (no backup); a bookkeeping tensor under
-    # disable() inside it: PyTorch's own memory, never paused
+    # disable(): PyTorch's own memory, never paused
     with tms.region(tag="kv_cache"):
         static_ids = torch.empty_like(prompt)  # the graph's input buffer
-        with tms.disable():
-            keep = torch.arange(1 << 20, device=dev, dtype=torch.int64)
+    with tms.disable():
+        keep = torch.arange(1 << 20, device=dev, dtype=torch.int64)
     keep_sum = int(keep.sum().item())
 
     @torch.no_grad()
