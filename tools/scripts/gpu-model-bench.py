@@ -306,7 +306,8 @@ def table(floor, rows):
             f"{w['live_bytes'] / GB:.3f}", f"{w['moved_over_live']:.2f}x",
             f"{w['pause_gbps']:.1f}", f"{w['pause_over_floor']:.2f}x",
             f"{w['resume_gbps']:.1f}", f"{w['resume_over_floor']:.2f}x",
-            "identical" if w["tokens_ok"] else "DIFFER")) + (f" ({w['exit']})" if w["exit"] else ""))
+            "identical" if w["tokens_ok"] else "DIFFER"))
+            + (f" ({w['exit']})" if w["exit"] else ""))
     lines.append(f"floor (torch, pinned, {floor['bytes'] / GB:.3f} GB): D2H "
                  f"{floor['d2h_gbps']:.1f} GB/s, H2D {floor['h2d_gbps']:.1f} GB/s; GB/s are live "
                  "bytes over the steady median time; x floor t: that time over the live bytes' "

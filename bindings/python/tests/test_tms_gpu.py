@@ -2,13 +2,16 @@
 """cumemsaver.torch_memory_saver's get_cpu_backup and retain_cpu_backup with real PyTorch
 tensors on a GPU (skips without torch, CUDA, or the 1.2 functions): the tensor built over
 the library's host buffer (zero_copy), views into an allocation, dtype and shape, the same
-host address across retaining cycles, None when there is no backup.
+host address across retaining cycles, None when there is no backup; whole-process mode
+(TMS_INIT_ENABLE in a child started under configure_subprocess) with its default regions
+made on demand.
 
     CUMEMSAVER_LIBRARY=$BUILD/libcumemsaver.so.1 PYTHONPATH=bindings/python \\
         python3 -m unittest bindings/python/tests/test_tms_gpu.py -v
 """
 
 import os
+import subprocess
 import sys
 import unittest
 
@@ -96,6 +99,44 @@ class TestGetCpuBackup(unittest.TestCase):
         self.assertIsNone(tms.get_cpu_backup(x))
         self.assertTrue(torch.equal(x.cpu(), pattern + 1))
         del x
+
+
+CHILD = """
+import torch
+from cumemsaver.torch_memory_saver import torch_memory_saver as t
+print(len(t.saver.stats()))  # nothing made at import
+x = torch.arange(1 << 22, dtype=torch.int64, device="cuda")  # outside any region
+with t.region(tag="kv"):
+    kv = torch.ones(1 << 20, device="cuda")
+with t.disable():
+    keep = torch.full((1024,), 7, device="cuda")
+print(sorted((i.tag, i.device) for i in t.saver.stats()))
+free0 = torch.cuda.mem_get_info()[0]
+t.pause("default")
+torch.cuda.synchronize()
+print(torch.cuda.mem_get_info()[0] - free0 >= x.numel() * 8, int(keep.sum()))
+t.resume("default")
+print(torch.equal(x, torch.arange(1 << 22, dtype=torch.int64, device="cuda")))
+"""
+
+
+@unittest.skipUnless(L.available("cms_hook_region_default_template_set"), "needs 1.2")
+class TestWholeProcess(unittest.TestCase):
+    def test_default_regions_made_on_demand_pause_and_restore(self):
+        from cumemsaver.torch_memory_saver import configure_subprocess
+
+        for disk in ("0", "1"):
+            cpu = "0" if disk == "1" else "1"
+            env = dict(os.environ, TMS_INIT_ENABLE="1", TMS_INIT_ENABLE_CPU_BACKUP=cpu,
+                       TMS_INIT_ENABLE_DISK_BACKUP=disk, TMS_DISK_BACKUP_DIR="/tmp")
+            with configure_subprocess():
+                env["LD_PRELOAD"] = os.environ["LD_PRELOAD"]
+                out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+                                     text=True, timeout=240)
+            self.assertEqual(out.returncode, 0, out.stderr[-3000:])
+            tag = "default+disk_backup" if disk == "1" else "default+cpu_backup"
+            self.assertEqual(out.stdout.split("\n")[:4],
+                             ["0", f"[('{tag}', 0), ('kv', 0)]", "True 7168", "True"])
 
 
 if __name__ == "__main__":
