@@ -22,6 +22,9 @@
  *           first then all releases (split; the unmaps' share is printed)
  *   threads the release spread over T threads, each unmapping and releasing
  *           a contiguous share of the handles (T = 1 unless said)
+ *   range   one cuMemUnmap over each reservation's whole mapped range (so
+ *           over many adjacent mappings at once), then every cuMemRelease;
+ *           whether the driver accepts such an unmap is part of the answer
  *
  * Then the pause of a HOST region of the same allocations in the steady state
  * (host buffer page-locked beforehand, as retained between cycles), to see
@@ -32,6 +35,8 @@
  *   C3 as C1, with an event per stream after every 128 allocations; each
  *      batch is unmapped and released as soon as its events complete, while
  *      the later batches copy (what src/engine/overlap.c does)
+ *   C4 as C3, each batch's 128 adjacent mappings unmapped with one cuMemUnmap
+ *   C5 as C2, each reservation unmapped with one cuMemUnmap
  *
  * Every time is the median of EXP_REPS repetitions after a warm-up, from
  * before the first driver call to after the last; reservations are made and
@@ -59,6 +64,7 @@ struct exp_var {
 	enum exp_layout layout;
 	bool gdr, touch, split;
 	unsigned int threads;
+	bool range;
 };
 
 struct exp {
@@ -204,12 +210,45 @@ static int touch(struct exp *x)
 	return 0;
 }
 
+/*
+ * One cuMemUnmap over the n adjacent mappings from handle i; where the driver
+ * refuses that, says so once and unmaps them one by one (so the run goes on).
+ */
+static int unmap_range(struct exp *x, uint64_t i, uint64_t n)
+{
+	static bool told;
+	CUresult res = x->b.drv.cuMemUnmap(x->va[i], n * x->size);
+	uint64_t k;
+
+	if (res == CUDA_SUCCESS)
+		return 0;
+	if (!told) {
+		printf("     one cuMemUnmap over %" PRIu64 " mappings refused (CUresult %d): "
+		       "unmapped one by one instead\n",
+		       n, (int)res);
+		told = true;
+	}
+	for (k = i; k < i + n; k++)
+		CU(x, x->b.drv.cuMemUnmap(x->va[k], x->size));
+	return 0;
+}
+
 static int release(struct exp *x, const struct exp_var *v)
 {
 	uint64_t i;
 
 	if (v->threads > 1)
 		return release_threads(x, v->threads);
+	if (v->range) {
+		for (i = 0; i < x->n; i += x->resv_len[0] / x->size) /* same-size reservations */
+			if (unmap_range(x, i, x->resv_len[0] / x->size < x->n - i
+						      ? x->resv_len[0] / x->size
+						      : x->n - i))
+				return -1;
+		for (i = 0; i < x->n; i++)
+			CU(x, x->b.drv.cuMemRelease(x->h[i]));
+		return 0;
+	}
 	if (v->split) {
 		uint64_t t0 = bench_now_ns();
 
@@ -258,7 +297,8 @@ static int run_var(struct exp *x, const struct exp_var *v)
 	       "release "
 	       "%8.2f ms (%6.2f us/handle)\n",
 	       v->id, lname[v->layout], v->gdr && x->b.gdr, v->touch, v->threads ? v->threads : 1,
-	       v->split ? "split" : "interleaved", bench_median_ns(tb, EXP_REPS) / 1e6,
+	       v->range ? "range" : v->split ? "split" : "interleaved",
+	       bench_median_ns(tb, EXP_REPS) / 1e6,
 	       bench_median_ns(tb, EXP_REPS) / 1e3 / (double)x->n,
 	       bench_median_ns(tr, EXP_REPS) / 1e6,
 	       bench_median_ns(tr, EXP_REPS) / 1e3 / (double)x->n);
@@ -274,7 +314,10 @@ static int run_var(struct exp *x, const struct exp_var *v)
 static int run_copy(struct exp *x, void *host, int mode)
 {
 	static const char *const what[] = { "copies only", "copies, then release all",
-					    "copies with batch releases overlapped" };
+					    "copies with batch releases overlapped",
+					    "as C3, one unmap per batch",
+					    "as C2, one unmap per reservation" };
+	const struct exp_var vr = { "C", L_ARENA, true, false, false, 1, true };
 	const struct exp_var v = { "C", L_ARENA, true, false, false, 1 };
 	CUstream s[EXP_LANES];
 	CUevent *ev;
@@ -295,20 +338,25 @@ static int run_copy(struct exp *x, void *host, int mode)
 		for (i = 0; i < x->n; i++) {
 			CU(x, x->b.drv.cuMemcpyDtoHAsync((char *)host + i * x->size, x->va[i],
 							 x->size, s[i % EXP_LANES]));
-			if (mode == 2 && ((i + 1) % EXP_BATCH == 0 || i + 1 == x->n))
+			if ((mode == 2 || mode == 3) && ((i + 1) % EXP_BATCH == 0 || i + 1 == x->n))
 				for (q = 0; q < EXP_LANES; q++)
 					CU(x, x->b.drv.cuEventRecord(
 						      ev[i / EXP_BATCH * EXP_LANES + q], s[q]));
 		}
-		if (mode == 2) {
-			uint64_t k, lo;
+		if (mode == 2 || mode == 3) {
+			uint64_t k, lo, hi;
 
 			for (k = 0; k < nb; k++) {
 				for (q = 0; q < EXP_LANES; q++)
 					CU(x, x->b.drv.cuEventSynchronize(ev[k * EXP_LANES + q]));
-				for (lo = k * EXP_BATCH; lo < (k + 1) * EXP_BATCH && lo < x->n;
-				     lo++) {
-					CU(x, x->b.drv.cuMemUnmap(x->va[lo], x->size));
+				lo = k * EXP_BATCH;
+				hi = lo + EXP_BATCH < x->n ? lo + EXP_BATCH : x->n;
+				/* arena carving is in order: a batch inside one arena is one range */
+				if (mode == 3 && unmap_range(x, lo, hi - lo))
+					return -1;
+				for (; lo < hi; lo++) {
+					if (mode == 2)
+						CU(x, x->b.drv.cuMemUnmap(x->va[lo], x->size));
 					CU(x, x->b.drv.cuMemRelease(x->h[lo]));
 				}
 			}
@@ -316,6 +364,8 @@ static int run_copy(struct exp *x, void *host, int mode)
 			for (q = 0; q < EXP_LANES; q++)
 				CU(x, x->b.drv.cuStreamSynchronize(s[q]));
 			if (mode == 1 && release(x, &v))
+				return -1;
+			if (mode == 4 && release(x, &vr))
 				return -1;
 		}
 		if (rep)
@@ -352,7 +402,7 @@ static int run_copies(struct exp *x)
 		rc = bench_cu_fail(&x->b, res, "cuMemHostRegister");
 		goto out;
 	}
-	for (m = 0; m < 3 && !rc; m++)
+	for (m = 0; m < 5 && !rc; m++)
 		rc = run_copy(x, host, m);
 	x->b.drv.cuMemHostUnregister(host);
 out:
@@ -378,6 +428,8 @@ int main(int argc, char **argv)
 		{ "V13", L_ARENA, true, false, false, 8 },
 		{ "V14", L_ARENA, true, true, false, 4 },
 		{ "V15", L_OWN, true, false, false, 4 },
+		{ "V16", L_ARENA, true, false, false, 1, true },
+		{ "V17", L_ONE, true, false, false, 1, true },
 	};
 	struct exp *x = calloc(1, sizeof(*x));
 	uint64_t count, size;
