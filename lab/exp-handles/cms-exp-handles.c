@@ -241,9 +241,10 @@ static int release(struct exp *x, const struct exp_var *v)
 		return release_threads(x, v->threads);
 	if (v->range) {
 		for (i = 0; i < x->n; i += x->resv_len[0] / x->size) /* same-size reservations */
-			if (unmap_range(x, i, x->resv_len[0] / x->size < x->n - i
-						      ? x->resv_len[0] / x->size
-						      : x->n - i))
+			if (unmap_range(x, i,
+					x->resv_len[0] / x->size < x->n - i ?
+						x->resv_len[0] / x->size :
+						x->n - i))
 				return -1;
 		for (i = 0; i < x->n; i++)
 			CU(x, x->b.drv.cuMemRelease(x->h[i]));
@@ -297,7 +298,9 @@ static int run_var(struct exp *x, const struct exp_var *v)
 	       "release "
 	       "%8.2f ms (%6.2f us/handle)\n",
 	       v->id, lname[v->layout], v->gdr && x->b.gdr, v->touch, v->threads ? v->threads : 1,
-	       v->range ? "range" : v->split ? "split" : "interleaved",
+	       v->range ? "range" :
+	       v->split ? "split" :
+			  "interleaved",
 	       bench_median_ns(tb, EXP_REPS) / 1e6,
 	       bench_median_ns(tb, EXP_REPS) / 1e3 / (double)x->n,
 	       bench_median_ns(tr, EXP_REPS) / 1e6,
@@ -351,7 +354,8 @@ static int run_copy(struct exp *x, void *host, int mode)
 					CU(x, x->b.drv.cuEventSynchronize(ev[k * EXP_LANES + q]));
 				lo = k * EXP_BATCH;
 				hi = lo + EXP_BATCH < x->n ? lo + EXP_BATCH : x->n;
-				/* arena carving is in order: a batch inside one arena is one range */
+				/* arena carving is in order: a batch inside one arena is one range
+				 */
 				if (mode == 3 && unmap_range(x, lo, hi - lo))
 					return -1;
 				for (; lo < hi; lo++) {
