@@ -105,8 +105,8 @@ out:
  * reservation, so that one cuMemUnmap can cover both. */
 static bool unmap_together(const struct cms_alloc *a, const struct cms_alloc *b)
 {
-	return a->mapped && !a->run && b->mapped && !b->run && a->arena &&
-	       a->arena == b->arena && a->base + a->physical == b->base;
+	return a->mapped && !a->run && b->mapped && !b->run && a->arena && a->arena == b->arena &&
+	       a->base + a->physical == b->base;
 }
 
 /* One cuMemUnmap over the n adjacent mappings of v; false (nothing changed, no error set)
