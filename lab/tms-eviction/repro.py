@@ -6,6 +6,7 @@ retries). This runs the same steps with a synchronize after each, in a child per
 
   whole   TMS_INIT_ENABLE=1 (+ CPU backup), a pause/resume cycle first (the example's order)
   nocycle TMS_INIT_ENABLE=1 (+ CPU backup), no pause/resume before the eviction steps
+  disable as whole, with the example's disable() block (1 GiB and its float copy) while paused
   region  no whole-process mode: the same steps inside region("t", enable_cpu_backup=True)
 
     python3 lab/tms-eviction/repro.py            (GPU machine, PYTHONPATH=bindings/python)
@@ -34,6 +35,12 @@ with ctx:
     step("setup")
     if variant != "nocycle":
         t.pause(); step("pause")
+        if variant == "disable":  # the example's disable() block while paused
+            with t.disable():
+                d = torch.full((1 << 30,), 53, dtype=torch.uint8, device="cuda")
+                assert d.float().mean().item() == 53
+                del d
+            step("disable block")
         t.resume(); step("resume")
         ones = torch.ones((1 << 30,), dtype=torch.float32, device="cuda"); del ones
         step("forward again")
@@ -52,7 +59,7 @@ def main():
     from cumemsaver.torch_memory_saver import configure_subprocess
 
     rc = 0
-    for variant in sys.argv[1:] or ["whole", "nocycle", "region"]:
+    for variant in sys.argv[1:] or ["whole", "nocycle", "disable", "region"]:
         env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1")
         if variant != "region":
             env.update(TMS_INIT_ENABLE="1", TMS_INIT_ENABLE_CPU_BACKUP="1")

@@ -201,12 +201,12 @@ class Saver:
     with libcumemsaver-preload.so in LD_PRELOAD). context: an existing cumemsaver Context
     (else one is created, with driver_path). The Saver makes its context the library's hook
     context; only one Saver should be live in a process. By default (coalesce=True) its
-    regions have CMS_REGION_COALESCE: segments of up to 32 MiB are carved from shared handles
-    of up to 64 MiB from their allocation on, and after a resume adjacent segments share physical
-    handles (much faster pause/resume of many tensors); a segment PyTorch frees while its
-    neighbours live (torch.cuda.empty_cache(), its out-of-memory retry) gives its device
-    memory back only at the next pause, and each region may hold up to 64 MiB allocated ahead
-    of need; coalesce=False keeps one handle per segment.
+    regions have CMS_REGION_COALESCE: after a resume adjacent segments share physical handles
+    (much faster pause/resume of many tensors); a segment PyTorch frees while its neighbours
+    live (torch.cuda.empty_cache(), its out-of-memory retry) gives its device memory back
+    only at the next pause; coalesce=False keeps one handle per segment. (Chunks from the
+    first allocation on, CMS_REGION_CHUNKS, are not used: a region would hold up to 64 MiB
+    ahead of need.)
     """
 
     def __init__(
