@@ -211,8 +211,12 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
 
 /*
  * cms_hook_free - frees ptr into the hook context with cms_free: for
- * interposers that must tell their own pointers from others'. Does not
- * synchronize the application's streams (as cms_free). A pointer of an
+ * interposers that must tell their own pointers from others'. Since 1.2 it
+ * first waits until the allocation's device is idle (cuCtxSynchronize in its
+ * primary context), as the CUDA runtime's cudaFree does: allocators written
+ * for cudaFree free memory that kernels launched just before may still be
+ * writing (PyTorch's out-of-memory retry frees its cached segments so). A
+ * pointer of an
  * allocation that a region's or context's destroy already released is
  * accepted once, as a no-op; the thread's last-error message may then be one
  * this call recorded while looking the pointer up. Once such a destroy freed
@@ -222,7 +226,8 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
  * an interposer frees the other allocator's memory instead of leaking it.
  *   ptr: the device pointer cms_hook_alloc returned.
  * Threads: thread-safe.
- * CUDA: as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...); for a
+ * CUDA: cuCtxPushCurrent, cuCtxSynchronize, cuCtxPopCurrent (since 1.2), then
+ * as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...); for a
  * released pointer, cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
  * if that driver is still loaded in the process.
  * Returns:
@@ -234,6 +239,8 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
  *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; no hook context is set (and ptr
  *     is not a released pointer without memory at it).
  *   CMS_ERR_FORKED: the hook context was created before a fork().
+ *   driver statuses of the wait (a fault of an earlier kernel, say): nothing
+ *     is freed.
  *   what cms_free returns (driver statuses).
  */
 CMS_API cms_status cms_hook_free(void *ptr);
@@ -259,8 +266,9 @@ CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream);
 /*
  * cms_torch_free - PyTorch CUDAPluggableAllocator free entry point (signature
  * fixed by PyTorch): cms_hook_free(ptr), whether or not a region is active;
- * does not synchronize the application's streams (PyTorch has already
- * ordered its streams' uses).
+ * so since 1.2 it waits until the allocation's device is idle first (PyTorch
+ * orders its streams' uses of a block but, written for cudaFree, not the
+ * kernels still writing a segment it frees).
  * size, device and stream are ignored.
  * Threads: thread-safe, from any thread.
  * CUDA: as cms_free.

@@ -200,6 +200,35 @@ START_TEST(failed_destroy_keeps_hook_context)
 }
 END_TEST
 
+/* A hooked free waits for the allocation's device first, as cudaFree does: a failed wait (a
+ * fault of an earlier kernel) frees nothing, and the next free completes. The simulation
+ * runs kernels synchronously, so the wait is seen through a fault armed on it. */
+START_TEST(hook_free_waits_for_the_device)
+{
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p = 0;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_alloc(2 * MiB, 0, &p));
+	ck_ok(cms_hook_region_pop());
+	ck_assert_int_eq(t_fill(0, p, 2 * MiB, 5), 0);
+	ck_assert_int_eq(t_sim()->fail_call("cuCtxSynchronize", 1, 700), 0); /* illegal address */
+	ck_assert_int_ne(cms_hook_free((void *)(uintptr_t)p), CMS_OK);
+	t_sim()->clear_faults();
+	ck_assert_int_eq(t_check(0, p, 2 * MiB, 5), -1); /* still mapped, content kept */
+	cms_torch_free((void *)(uintptr_t)p, 2 * MiB, 0, NULL);
+	ck_status(cms_hook_free((void *)(uintptr_t)p), CMS_ERR_NOT_FOUND); /* freed by the above */
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* A forked child starts with an empty stack: its allocations are not ours. */
 START_TEST(forked_child_has_an_empty_stack)
 {
@@ -888,6 +917,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, destroyed_region_on_stack_is_refused);
 	tcase_add_test(tc, free_after_destroy_is_a_no_op);
 	tcase_add_test(tc, failed_destroy_keeps_hook_context);
+	tcase_add_test(tc, hook_free_waits_for_the_device);
 	tcase_add_test(tc, forked_child_has_an_empty_stack);
 	tcase_add_test(tc, clear_then_destroy_with_frees_in_flight);
 	tcase_add_test(tc, region_destroy_races_hooked_alloc);

@@ -372,7 +372,11 @@ CMS_API cms_status cms_hook_free(void *ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "no hook context: call cms_hook_context_set first");
 	}
-	st = cms_free(ctx, (uint64_t)(uintptr_t)ptr);
+	/* as the runtime's cudaFree: kernels may still be writing it (PyTorch's out-of-memory
+	 * retry frees cached segments right after launching into them) */
+	st = cms_alloc_device_sync(ctx, (uint64_t)(uintptr_t)ptr);
+	if (st == CMS_OK || st == CMS_ERR_NOT_FOUND)
+		st = cms_free(ctx, (uint64_t)(uintptr_t)ptr);
 	cms_hookctx_leave(ticket);
 	if (st == CMS_ERR_NOT_FOUND && cms_hook_retired_free((uint64_t)(uintptr_t)ptr))
 		return CMS_OK;

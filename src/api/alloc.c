@@ -224,6 +224,28 @@ err:
 			     what, (unsigned long long)ptr);
 }
 
+cms_status cms_alloc_device_sync(cms_context *ctx, uint64_t ptr)
+{
+	struct cms_alloc *a;
+	int32_t dev = -1;
+	cms_status st;
+
+	pthread_mutex_lock(&ctx->lock);
+	a = cms_index_find(ctx, ptr);
+	if (a && ptr - a->base < a->size)
+		dev = a->region->device; /* fixed for the region's life */
+	pthread_mutex_unlock(&ctx->lock);
+	if (dev < 0)
+		return CMS_ERR_NOT_FOUND;
+	st = cms_push(ctx, dev);
+	if (st)
+		return st;
+	CU_TRY(ctx, cuCtxSynchronize(), st, pop);
+pop:
+	cms_pop(ctx);
+	return st;
+}
+
 void cms_alloc_unlock(cms_context *ctx, struct cms_alloc *a)
 {
 	struct cms_region *r = a->region;
