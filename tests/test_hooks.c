@@ -178,20 +178,28 @@ START_TEST(free_after_destroy_is_a_no_op)
 END_TEST
 
 /* A failed cms_context_destroy leaves the context usable, and still the hook context. */
-START_TEST(failed_destroy_keeps_hook_context)
+/* A DISCARD region "kv" made the hook context's, and one hooked allocation of 2 MiB in it. */
+static uint64_t hooked_kv_alloc(cms_context *ctx)
 {
-	cms_context *ctx;
-	cms_region *r;
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
 	uint64_t p = 0;
 
-	if (!t_is_sim())
-		return;
-	ctx = t_ctx();
-	r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
 	ck_ok(cms_hook_context_set(ctx));
 	ck_ok(cms_hook_region_push(r));
 	ck_ok(cms_hook_alloc(2 * MiB, 0, &p));
 	ck_ok(cms_hook_region_pop());
+	return p;
+}
+
+START_TEST(failed_destroy_keeps_hook_context)
+{
+	cms_context *ctx;
+	uint64_t p;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	p = hooked_kv_alloc(ctx);
 	t_sim()->fail_call("cuMemUnmap", 1, 999);
 	ck_assert_int_ne(cms_context_destroy(ctx), CMS_OK);
 	t_sim()->clear_faults();
@@ -206,17 +214,12 @@ END_TEST
 START_TEST(hook_free_waits_for_the_device)
 {
 	cms_context *ctx;
-	cms_region *r;
-	uint64_t p = 0;
+	uint64_t p;
 
 	if (!t_is_sim())
 		return;
 	ctx = t_ctx();
-	r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
-	ck_ok(cms_hook_context_set(ctx));
-	ck_ok(cms_hook_region_push(r));
-	ck_ok(cms_hook_alloc(2 * MiB, 0, &p));
-	ck_ok(cms_hook_region_pop());
+	p = hooked_kv_alloc(ctx);
 	ck_assert_int_eq(t_fill(0, p, 2 * MiB, 5), 0);
 	ck_assert_int_eq(t_sim()->fail_call("cuCtxSynchronize", 1, 700), 0); /* illegal address */
 	ck_assert_int_ne(cms_hook_free((void *)(uintptr_t)p), CMS_OK);

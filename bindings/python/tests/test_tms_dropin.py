@@ -367,28 +367,18 @@ class TestWholeProcess(EnvCase):
 
     @need("cms_hook_region_default_set")
     def test_environment_at_import_in_a_process_with_the_interposer(self):
-        here = os.path.dirname(os.path.abspath(__file__))
         code = (
-            "import ctypes, fake_torch; fake_torch.install()\n"
-            "from cumemsaver.torch_memory_saver import torch_memory_saver as t\n"
             "t.hook_mode = 'preload'  # what the peer's examples do: the same mode is fine\n"
-            "p = ctypes.c_void_p()\n"
-            "assert ctypes.CDLL(None).cudaMalloc(ctypes.byref(p), 1 << 20) == 0\n"
-            "info = t.saver.context.pointer_info(p.value)\n"
-            "ctypes.memmove(p.value, b'abc' * 100, 300)\n"
+            "p = malloc(1 << 20)\n"
+            "info = t.saver.context.pointer_info(p)\n"
+            "ctypes.memmove(p, b'abc' * 100, 300)\n"
             "t.pause(); t.resume()\n"
-            "print(info.region.info().tag, ctypes.string_at(p.value, 300) == b'abc' * 100)\n"
+            "print(info.region.info().tag, ctypes.string_at(p, 300) == b'abc' * 100)\n"
         )
-        env = preload.env()
-        env.update(TMS_INIT_ENABLE="1", TMS_INIT_ENABLE_CPU_BACKUP="1")
-        env.update(TMS_INIT_CPU_BACKUP_BACKEND="pinned")
-        env["PYTHONPATH"] = os.pathsep.join([here] + sys.path)
-        out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_CPU_BACKUP="1", TMS_INIT_CPU_BACKUP_BACKEND="pinned"
         )
-        self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertEqual(out.stdout.split(), ["default+cpu_backup", "True"])
-
+        self.assertEqual(out, ["default+cpu_backup True"])
 
     def run_whole_process(self, code, **env_more):
         """Runs code in a child started with the interposer and TMS_INIT_ENABLE=1 (two
