@@ -1027,9 +1027,11 @@ extern "C" {
     pub fn cms_hook_region_current() -> *mut cms_region;
 
     /// Frees ptr into the hook context with cms_free: for interposers that must tell their own
-    /// pointers from others'. CMS_OK also for an allocation already released by its region's or
-    /// context's destroy. CMS_ERR_INVALID_ARGUMENT: ptr NULL or no hook context. Otherwise returns
-    /// what cms_free returns. Thread safety: Thread-safe. (since 1.1)
+    /// pointers from others'. Since 1.2 it first waits until the allocation's device is idle
+    /// (cuCtxSynchronize), as cudaFree does; a failed wait frees nothing. CMS_OK also for an
+    /// allocation already released by its region's or context's destroy. CMS_ERR_INVALID_ARGUMENT:
+    /// ptr NULL or no hook context. Otherwise returns what cms_free returns. Thread safety: Thread-
+    /// safe. (since 1.1)
     pub fn cms_hook_free(ptr: *mut c_void) -> cms_status;
 
     /// cms_alloc in the calling thread's active region, for interposers: CMS_ERR_NOT_FOUND when no
@@ -1042,9 +1044,9 @@ extern "C" {
     /// thread's active region (cms_hook_region_push). Thread safety: Thread-safe. (since 1.1)
     pub fn cms_torch_alloc(size: isize, device: c_int, stream: *mut c_void) -> *mut c_void;
 
-    /// PyTorch CUDAPluggableAllocator free entry point: cms_hook_free; does not synchronize the
-    /// application's streams. Thread safety: Thread-safe; from any thread, whether or not a region
-    /// is active. (since 1.1)
+    /// PyTorch CUDAPluggableAllocator free entry point: cms_hook_free, so since 1.2 it waits until
+    /// the allocation's device is idle first. Thread safety: Thread-safe; from any thread, whether
+    /// or not a region is active. (since 1.1)
     pub fn cms_torch_free(ptr: *mut c_void, size: isize, device: c_int, stream: *mut c_void);
 
     /// Gives other devices read-write access to the region's memory (peer access): the allocations
