@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU call C: the real-model benchmark (cumemsaver.torch, drop-in, peer default and retain),
-# then cms-bench three times on the workloads the performance issue judges.
+# the peer's first pause of 2048 x 8 MiB (DISCARD and with CPU backup), then cms-bench three
+# times on the workloads the performance issue judges.
 . "$(dirname "$0")/common.sh"
 if [ -n "${TMS_K:-}" ]; then # peer-suite cases to run again through the drop-in, with their output
 	OUT=$out/rerun timeout 120 bash build-peer/run-tms-suite.sh cumemsaver "$TMS_K" >/dev/null 2>&1
@@ -10,6 +11,16 @@ fi
 	 \
 	--cycles 5 --impls saver,dropin,dropin-retain,peer,peer-retain \
 	$( [ -d /tmp/peer-site/site ] && echo --peer-dir /tmp/peer-site/site ) --out "$out" >"$out/model-bench.log" 2>&1; echo "model bench rc=$?"; tail -n 30 "$out/model-bench.log"; }
+# the peer's first pause of cms-bench's (b) and (d) allocations, for the same-call comparison
+# (the model bench built the peer into build-peer/site unless b.sh built /tmp/peer-site)
+pdir=/tmp/peer-site/site; [ -d $pdir ] || pdir=$PWD/build-peer/site
+if [ -z "${SKIP_FIRST:-}" ] && [ -d $pdir ]; then
+	for m in "" --cpu-backup; do
+		PYTHONPATH=$pdir timeout 120 python3 lab/exp-handles/first-pause.py $m \
+			>>"$out/first-pause-peer.jsonl" 2>>"$out/first-pause.err"
+		echo "peer first pause ($m) rc=$?"; tail -n 1 "$out/first-pause-peer.jsonl" | cut -c1-600
+	done
+fi
 for i in $(seq 1 ${BENCH_RUNS:-3}); do
 	timeout 150 "$build/bin/cms-bench" --gpu --only ${BENCH_ONLY:-b,d,g,i} --cycles ${BENCH_CYCLES:-4} \
 		--json "$out/bench-$i.json" >"$out/bench-$i.txt" 2>&1
