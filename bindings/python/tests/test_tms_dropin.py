@@ -455,6 +455,52 @@ class TestWholeProcess(EnvCase):
         out = self.run_whole_process(code)
         self.assertEqual(out, ["True", "not cumemsaver", "default", "1"])
 
+    @need("cms_hook_region_default_template_set")
+    def test_regions_made_before_the_template_is_cleared_stay_the_savers(self):
+        # a DISK region the template made, then the template cleared before anything adopted
+        # it: it is still the Saver's (stats), with its directory (pause)
+        code = (
+            "p = malloc(1 << 20)\n"
+            "t.saver.set_default_template(None)\n"
+            "print([i.tag for i in t.saver.stats()])\n"
+            "t.pause('default'); t.resume('default'); print('cycled')\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp
+        )
+        self.assertEqual(out, ["['default+disk_backup']", "cycled"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_a_disk_region_made_while_pausing_gets_its_directory(self):
+        # another thread's first allocation on device 1 makes its region between the Saver's
+        # adoption and the library's pause (here: just before cms_pause)
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "orig = t.saver.context.pause\n"
+            "def pause(tag):\n"
+            "    cms.hook_alloc(1 << 20, 1)\n"
+            "    return orig(tag)\n"
+            "t.saver.context.pause = pause\n"
+            "t.pause('default'); print(sorted(i.paused for i in t.saver.stats()))\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp
+        )
+        self.assertEqual(out, ["[True, True]"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_clearing_the_template_inside_disable_keeps_the_defaults_made(self):
+        # as outside disable(): defaults already made stay (cumemsaver_hooks.h)
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "with t.disable():\n"
+            "    t.saver.set_default_template(None)\n"
+            "print(cms.hook_region_default(0) is not None)\n"
+        )
+        self.assertEqual(self.run_whole_process(code), ["True"])
+
 
 class TestMisc(EnvCase):
     def test_hook_mode_set_again_to_the_same_mode_after_start(self):
