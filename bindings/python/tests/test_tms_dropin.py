@@ -490,6 +490,25 @@ class TestWholeProcess(EnvCase):
         self.assertEqual(out, ["[True, True]"])
 
     @need("cms_hook_region_default_template_set")
+    def test_a_disk_region_made_after_set_disk_backup_dir_uses_the_new_directory(self):
+        # set_disk_backup_dir applies to every enable_disk_backup region: also to one the
+        # template makes afterwards (the old directory is gone, so using it fails)
+        old = os.path.join(self.tmp, "old")
+        code = (
+            "import os, shutil\n"
+            "t.set_disk_backup_dir(os.path.join(os.environ['D'], 'new'))\n"
+            "shutil.rmtree(os.environ['OLD'])\n"
+            "p = malloc(1 << 20)\n"
+            "ctypes.memmove(p, b'xyz' * 100, 300)\n"
+            "t.pause('default'); t.resume('default')\n"
+            "print(ctypes.string_at(p, 300) == b'xyz' * 100)\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=old, D=self.tmp, OLD=old
+        )
+        self.assertEqual(out, ["True"])
+
+    @need("cms_hook_region_default_template_set")
     def test_clearing_the_template_inside_disable_keeps_the_defaults_made(self):
         # as outside disable(): defaults already made stay (cumemsaver_hooks.h)
         code = (
