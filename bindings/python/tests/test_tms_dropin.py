@@ -45,7 +45,14 @@ def need(*names):
 class EnvCase(unittest.TestCase):
     """Each test gets a fresh TorchMemorySaver made under the environment it sets."""
 
-    ENV = ("TMS_RETAIN_CPU_BACKUP", "TMS_INIT_CPU_BACKUP_BACKEND", "TMS_DISK_BACKUP_DIR")
+    ENV = (
+        "TMS_RETAIN_CPU_BACKUP",
+        "TMS_INIT_CPU_BACKUP_BACKEND",
+        "TMS_DISK_BACKUP_DIR",
+        "TMS_INIT_ENABLE",
+        "TMS_INIT_ENABLE_CPU_BACKUP",
+        "TMS_INIT_ENABLE_DISK_BACKUP",
+    )
 
     def setUp(self):
         os.environ.setdefault("CMS_DRIVER_LIBRARY", SIM)
