@@ -432,28 +432,33 @@ class Saver:
         template (regions already made stay). disable() sets it aside for its block."""
         from .hooks import hook_region_default_template_set
 
-        if tag is None:
-            with self._lock:
-                self._template = None
-                if self._disabled == 0:
-                    hook_region_default_template_set(None)
-            return
-        if Policy(policy) == Policy.DISK and disk_dir is None:
-            raise ValueError("a Policy.DISK template needs disk_dir")
-        bits = int(flags)
-        if release_host:
-            bits |= L.CMS_REGION_RELEASE_HOST
-        if self._coalesce:
-            bits |= L.CMS_REGION_COALESCE
+        template = None
+        if tag is not None:
+            if Policy(policy) == Policy.DISK and disk_dir is None:
+                raise ValueError("a Policy.DISK template needs disk_dir")
+            bits = int(flags)
+            if release_host:
+                bits |= L.CMS_REGION_RELEASE_HOST
+            if self._coalesce:
+                bits |= L.CMS_REGION_COALESCE
+            template = (tag, Policy(policy), bits, disk_dir)
         with self._lock:
-            self._template = (tag, Policy(policy), bits, disk_dir)
+            old, self._template = self._template, template
             if self._disabled == 0:
-                hook_region_default_template_set(tag, int(policy), bits)
+                if template is None:
+                    hook_region_default_template_set(None)
+                else:
+                    hook_region_default_template_set(tag, int(policy), bits)
+        # the regions the previous template made until now (it makes no more) stay this
+        # Saver's, a DISK one with its directory
+        self._adopt(old)
 
-    def _adopt(self) -> None:
-        """Takes the regions the default template made (found by its tag among the
-        context's regions) into this Saver's, giving a DISK one its directory."""
-        template = self._template
+    def _adopt(self, template: Optional[tuple] = None) -> None:
+        """Takes the regions the default template (template, else the current one) made
+        (found by its tag among the context's regions) into this Saver's, giving a DISK one
+        its directory."""
+        if template is None:
+            template = self._template
         if template is None:
             return
         tag, policy, _, disk_dir = template
