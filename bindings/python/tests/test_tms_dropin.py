@@ -516,6 +516,20 @@ class TestWholeProcess(EnvCase):
         self.assertEqual(out, ["True"])
 
     @need("cms_hook_region_default_template_set")
+    def test_disable_sets_aside_defaults_a_cleared_template_made(self):
+        # the template cleared outside disable(): the defaults it made stay, and disable()
+        # must still set them aside for its block
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "t.saver.set_default_template(None)\n"
+            "with t.disable():\n"
+            "    print(cms.hook_region_default(0) is None)\n"
+            "print(cms.hook_region_default(0) is not None)\n"
+        )
+        self.assertEqual(self.run_whole_process(code), ["True", "True"])
+
+    @need("cms_hook_region_default_template_set")
     def test_clearing_the_template_inside_disable_keeps_the_defaults_made(self):
         # as outside disable(): defaults already made stay (cumemsaver_hooks.h)
         code = (
