@@ -35,7 +35,16 @@ import torch
 
 from . import _lib as L
 from . import preload as _preload
-from .api import Context, NotFound, Policy, Region, RegionInfo, RegionPaused, _call
+from .api import (
+    Context,
+    InvalidArgument,
+    NotFound,
+    Policy,
+    Region,
+    RegionInfo,
+    RegionPaused,
+    _call,
+)
 
 __all__ = [
     "Saver",
@@ -255,6 +264,7 @@ class Saver:
         self._defaults: Dict[int, Region] = {}  # device -> default region
         self._template: Optional[tuple] = None  # (tag, policy, flags, disk_dir) of defaults
         self._disabled = 0  # disable() blocks running (defaults set aside)
+        self._aside: Dict[int, int] = {}  # device -> handle of a template's default set aside
         _call("cms_hook_context_set", self.context._h())
         _set_live(self)
         atexit.register(_at_exit, weakref.ref(self))
@@ -490,16 +500,26 @@ class Saver:
                 if self._disabled == 1:
                     if self._template is not None:
                         hook_region_default_template_set(None)
-                        for dev in range(_MAX_DEVICES):  # also those the template made
-                            if hook_region_default(dev):
-                                hook_region_default_set(dev, None)
-                    for dev in self._defaults:
-                        hook_region_default_set(dev, None)
+                    # also those a template made (still set once it is cleared): their
+                    # handles, to be set again after the block
+                    self._aside = {}
+                    for dev in range(_MAX_DEVICES):
+                        handle = hook_region_default(dev)
+                        if handle and dev not in self._defaults:
+                            self._aside[dev] = handle
+                        if handle:
+                            hook_region_default_set(dev, None)
             else:
                 self._disabled -= 1
                 if self._disabled == 0:
                     for dev, region in self._defaults.items():
                         hook_region_default_set(dev, region)
+                    for dev, handle in self._aside.items():
+                        try:  # refused when the region was destroyed meanwhile
+                            _call("cms_hook_region_default_set", dev, handle)
+                        except InvalidArgument:
+                            pass
+                    self._aside = {}
                     if self._template is not None:  # finds the regions it made again
                         tag, policy, bits, _ = self._template
                         hook_region_default_template_set(tag, int(policy), bits)
