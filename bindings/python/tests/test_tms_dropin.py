@@ -530,6 +530,36 @@ class TestWholeProcess(EnvCase):
         self.assertEqual(self.run_whole_process(code), ["True", "True"])
 
     @need("cms_hook_region_default_template_set")
+    def test_adopting_races_a_pause_on_another_thread(self):
+        # stats() adopts the DISK region the template made; right after it saw the region
+        # active, another thread's pause adopts and pauses it: stats() must not then set the
+        # directory of a paused region (the library refuses: RegionPaused)
+        code = (
+            "import threading\n"
+            "p = malloc(1 << 20)\n"
+            "ctx = t.saver.context\n"
+            "find_region, other = ctx.find_region, []\n"
+            "def find(tag, device):\n"
+            "    r = find_region(tag, device)\n"
+            "    info = r.info\n"
+            "    def seen():\n"
+            "        i = info()\n"
+            "        if not other:\n"
+            "            other.append(threading.Thread(target=t.pause, args=('default',)))\n"
+            "            other[0].start(); other[0].join(2)\n"
+            "        return i\n"
+            "    r.info = seen\n"
+            "    return r\n"
+            "ctx.find_region = find\n"
+            "print(len(t.saver.stats()))\n"
+            "other[0].join(); print(t.saver.stats()[0].paused)\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp
+        )
+        self.assertEqual(out, ["1", "True"])
+
+    @need("cms_hook_region_default_template_set")
     def test_clearing_the_template_inside_disable_keeps_the_defaults_made(self):
         # as outside disable(): defaults already made stay (cumemsaver_hooks.h)
         code = (
