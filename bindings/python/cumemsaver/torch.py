@@ -253,6 +253,7 @@ class Saver:
         self._own_ctx = context is None
         self.context = context if context is not None else Context(driver_path=driver_path)
         self._lock = threading.Lock()
+        self._adopt_lock = threading.Lock()  # _adopt: outside _lock, never inside
         self._regions: Dict[Tuple[str, int], Tuple[Region, Policy]] = {}
         self._pools: Dict[Tuple[str, Policy, int], object] = {}
         self._allocator = None
@@ -472,17 +473,20 @@ class Saver:
         if template is None:
             return
         tag, policy, _, disk_dir = template
-        for stats in self.context.regions():
-            if stats.tag != tag or (tag, stats.device) in self._regions:
-                continue
-            try:
-                region = self.context.find_region(tag, stats.device)
-            except NotFound:  # destroyed meanwhile
-                continue
-            if policy == Policy.DISK and not region.info().paused:
-                region.set_disk_dir(disk_dir)
-            with self._lock:
-                self._regions.setdefault((tag, stats.device), (region, Policy(stats.policy)))
+        with self._adopt_lock:  # a region is adopted once: its directory set before a pause
+            for stats in self.context.regions():
+                if stats.tag != tag or (tag, stats.device) in self._regions:
+                    continue
+                try:
+                    region = self.context.find_region(tag, stats.device)
+                except NotFound:  # destroyed meanwhile
+                    continue
+                if policy == Policy.DISK and not region.info().paused:
+                    region.set_disk_dir(disk_dir)
+                with self._lock:
+                    self._regions.setdefault(
+                        (tag, stats.device), (region, Policy(stats.policy))
+                    )
 
     def _defaults_aside(self, aside: bool) -> bool:
         """Clears (aside=True) or sets again the default regions, counting nested
