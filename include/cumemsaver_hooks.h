@@ -225,7 +225,10 @@ CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
  * forgotten and the call answers as for a pointer that is not ours, so that
  * an interposer frees the other allocator's memory instead of leaking it.
  *   ptr: the device pointer cms_hook_alloc returned.
- * Threads: thread-safe.
+ * Threads: thread-safe; blocks until the device is idle (no lock held
+ * meanwhile, but a cms_hook_context_set or the hook context's destroy waits
+ * for it), so not from a stream callback or host function. In a child after
+ * fork() it makes no driver call.
  * CUDA: cuCtxPushCurrent, cuCtxSynchronize, cuCtxPopCurrent (since 1.2), then
  * as cms_free (cuMemUnmap, cuMemRelease, cuMemAddressFree, ...); for a
  * released pointer, cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
@@ -271,7 +274,8 @@ CMS_API void *cms_torch_alloc(ssize_t size, int device, void *stream);
  * kernels still writing a segment it frees).
  * size, device and stream are ignored.
  * Threads: thread-safe, from any thread.
- * CUDA: as cms_free.
+ * CUDA: as cms_hook_free (cuCtxPushCurrent, cuCtxSynchronize, cuCtxPopCurrent,
+ * then as cms_free).
  * Returns: nothing. It cannot fail visibly: NULL, unknown pointers and
  * failures are recorded in cms_last_error() only.
  */

@@ -232,6 +232,38 @@ START_TEST(hook_free_waits_for_the_device)
 }
 END_TEST
 
+/* A forked child's free of a pointer of the parent's hook context answers CMS_ERR_FORKED
+ * without touching the driver or the context's locks (as cms_free does): the interposer hands
+ * it to the runtime. The wait armed to fail in the parent fails in the child too, so a free
+ * that waited for the device before checking the fork returns the wait's status. */
+START_TEST(forked_child_free_of_ours_is_forked_without_waiting)
+{
+	cms_context *ctx;
+	int status = 0;
+	uint64_t p;
+	pid_t pid;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	p = hooked_kv_alloc(ctx);
+	ck_assert_int_eq(t_sim()->fail_call("cuCtxSynchronize", 1, 700), 0);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10); /* a hang fails the test with SIGALRM */
+		_exit(cms_hook_free((void *)(uintptr_t)p) != CMS_ERR_FORKED);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	t_sim()->clear_faults();
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: exit %d, signal %d",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	ck_ok(cms_hook_free((void *)(uintptr_t)p)); /* the parent's is still there */
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* A forked child starts with an empty stack: its allocations are not ours. */
 START_TEST(forked_child_has_an_empty_stack)
 {
@@ -922,6 +954,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, failed_destroy_keeps_hook_context);
 	tcase_add_test(tc, hook_free_waits_for_the_device);
 	tcase_add_test(tc, forked_child_has_an_empty_stack);
+	tcase_add_test(tc, forked_child_free_of_ours_is_forked_without_waiting);
 	tcase_add_test(tc, clear_then_destroy_with_frees_in_flight);
 	tcase_add_test(tc, region_destroy_races_hooked_alloc);
 	tcase_add_test(tc, context_set_returns_under_steady_traffic);

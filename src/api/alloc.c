@@ -230,6 +230,9 @@ cms_status cms_alloc_device_sync(cms_context *ctx, uint64_t ptr)
 	int32_t dev = -1;
 	cms_status st;
 
+	st = cms_check_fork(ctx); /* before its lock, which a parent's thread may have held */
+	if (st)
+		return st;
 	pthread_mutex_lock(&ctx->lock);
 	a = cms_index_find(ctx, ptr);
 	if (a && ptr - a->base < a->size)

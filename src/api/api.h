@@ -30,7 +30,8 @@ struct cms_selection {
 cms_status cms_alloc_lock(cms_context *ctx, uint64_t ptr, const char *what, struct cms_alloc **out);
 void cms_alloc_unlock(cms_context *ctx, struct cms_alloc *a);
 /* Waits until the device of the allocation holding ptr is idle (cuCtxSynchronize in its
- * primary context); CMS_ERR_NOT_FOUND, with no message set, when ptr is in none. */
+ * primary context); CMS_ERR_NOT_FOUND, with no message set, when ptr is in none;
+ * CMS_ERR_FORKED (no driver call, no lock) in a child forked after ctx was created. */
 cms_status cms_alloc_device_sync(cms_context *ctx, uint64_t ptr);
 /* opts (NULL: the defaults) copied into *out and checked as cms_region_create checks them:
  * struct size, policy, flags. */

@@ -35,7 +35,16 @@ import torch
 
 from . import _lib as L
 from . import preload as _preload
-from .api import Context, NotFound, Policy, Region, RegionInfo, RegionPaused, _call
+from .api import (
+    Context,
+    InvalidArgument,
+    NotFound,
+    Policy,
+    Region,
+    RegionInfo,
+    RegionPaused,
+    _call,
+)
 
 __all__ = [
     "Saver",
@@ -244,6 +253,7 @@ class Saver:
         self._own_ctx = context is None
         self.context = context if context is not None else Context(driver_path=driver_path)
         self._lock = threading.Lock()
+        self._adopt_lock = threading.Lock()  # _adopt: outside _lock, never inside
         self._regions: Dict[Tuple[str, int], Tuple[Region, Policy]] = {}
         self._pools: Dict[Tuple[str, Policy, int], object] = {}
         self._allocator = None
@@ -255,6 +265,7 @@ class Saver:
         self._defaults: Dict[int, Region] = {}  # device -> default region
         self._template: Optional[tuple] = None  # (tag, policy, flags, disk_dir) of defaults
         self._disabled = 0  # disable() blocks running (defaults set aside)
+        self._aside: Dict[int, int] = {}  # device -> handle of a template's default set aside
         _call("cms_hook_context_set", self.context._h())
         _set_live(self)
         atexit.register(_at_exit, weakref.ref(self))
@@ -432,42 +443,50 @@ class Saver:
         template (regions already made stay). disable() sets it aside for its block."""
         from .hooks import hook_region_default_template_set
 
-        if tag is None:
-            with self._lock:
-                self._template = None
-                if self._disabled == 0:
-                    hook_region_default_template_set(None)
-            return
-        if Policy(policy) == Policy.DISK and disk_dir is None:
-            raise ValueError("a Policy.DISK template needs disk_dir")
-        bits = int(flags)
-        if release_host:
-            bits |= L.CMS_REGION_RELEASE_HOST
-        if self._coalesce:
-            bits |= L.CMS_REGION_COALESCE
+        template = None
+        if tag is not None:
+            if Policy(policy) == Policy.DISK and disk_dir is None:
+                raise ValueError("a Policy.DISK template needs disk_dir")
+            bits = int(flags)
+            if release_host:
+                bits |= L.CMS_REGION_RELEASE_HOST
+            if self._coalesce:
+                bits |= L.CMS_REGION_COALESCE
+            template = (tag, Policy(policy), bits, disk_dir)
         with self._lock:
-            self._template = (tag, Policy(policy), bits, disk_dir)
+            old, self._template = self._template, template
             if self._disabled == 0:
-                hook_region_default_template_set(tag, int(policy), bits)
+                if template is None:
+                    hook_region_default_template_set(None)
+                else:
+                    hook_region_default_template_set(tag, int(policy), bits)
+        # the regions the previous template made until now (it makes no more) stay this
+        # Saver's, a DISK one with its directory
+        self._adopt(old)
 
-    def _adopt(self) -> None:
-        """Takes the regions the default template made (found by its tag among the
-        context's regions) into this Saver's, giving a DISK one its directory."""
-        template = self._template
+    def _adopt(self, template: Optional[tuple] = None) -> None:
+        """Takes the regions the default template (template, else the current one) made
+        (found by its tag among the context's regions) into this Saver's, giving a DISK one
+        its directory."""
+        if template is None:
+            template = self._template
         if template is None:
             return
         tag, policy, _, disk_dir = template
-        for stats in self.context.regions():
-            if stats.tag != tag or (tag, stats.device) in self._regions:
-                continue
-            try:
-                region = self.context.find_region(tag, stats.device)
-            except NotFound:  # destroyed meanwhile
-                continue
-            if policy == Policy.DISK and not region.info().paused:
-                region.set_disk_dir(disk_dir)
-            with self._lock:
-                self._regions.setdefault((tag, stats.device), (region, Policy(stats.policy)))
+        with self._adopt_lock:  # a region is adopted once: its directory set before a pause
+            for stats in self.context.regions():
+                if stats.tag != tag or (tag, stats.device) in self._regions:
+                    continue
+                try:
+                    region = self.context.find_region(tag, stats.device)
+                except NotFound:  # destroyed meanwhile
+                    continue
+                if policy == Policy.DISK and not region.info().paused:
+                    region.set_disk_dir(disk_dir)
+                with self._lock:
+                    self._regions.setdefault(
+                        (tag, stats.device), (region, Policy(stats.policy))
+                    )
 
     def _defaults_aside(self, aside: bool) -> bool:
         """Clears (aside=True) or sets again the default regions, counting nested
@@ -485,16 +504,26 @@ class Saver:
                 if self._disabled == 1:
                     if self._template is not None:
                         hook_region_default_template_set(None)
-                        for dev in range(_MAX_DEVICES):  # also those the template made
-                            if hook_region_default(dev):
-                                hook_region_default_set(dev, None)
-                    for dev in self._defaults:
-                        hook_region_default_set(dev, None)
+                    # also those a template made (still set once it is cleared): their
+                    # handles, to be set again after the block
+                    self._aside = {}
+                    for dev in range(_MAX_DEVICES):
+                        handle = hook_region_default(dev)
+                        if handle and dev not in self._defaults:
+                            self._aside[dev] = handle
+                        if handle:
+                            hook_region_default_set(dev, None)
             else:
                 self._disabled -= 1
                 if self._disabled == 0:
                     for dev, region in self._defaults.items():
                         hook_region_default_set(dev, region)
+                    for dev, handle in self._aside.items():
+                        try:  # refused when the region was destroyed meanwhile
+                            _call("cms_hook_region_default_set", dev, handle)
+                        except InvalidArgument:
+                            pass
+                    self._aside = {}
                     if self._template is not None:  # finds the regions it made again
                         tag, policy, bits, _ = self._template
                         hook_region_default_template_set(tag, int(policy), bits)

@@ -112,6 +112,7 @@ class TorchMemorySaver:
         self._retain = _env_bool("TMS_RETAIN_CPU_BACKUP")
         self._disk_dir = os.environ.get("TMS_DISK_BACKUP_DIR") or "/tmp"
         self._whole_process = False
+        self._template = None  # (tag, Saver.region keyword arguments) of whole-process mode
 
     # -- configuration (before first use, as in torch_memory_saver)
     @property
@@ -193,6 +194,10 @@ class TorchMemorySaver:
         os.makedirs(path, exist_ok=True)
         self._disk_dir = path
         if self._saver is not None:
+            if self._template and self._template[1].get("policy") == Policy.DISK:
+                ctag, kwargs = self._template  # regions made on demand from now on
+                self._template = (ctag, dict(kwargs, disk_dir=path))
+                self._saver.set_default_template(ctag, **self._template[1])
             self._apply_disk_dir()
 
     def _apply_disk_dir(self):
@@ -396,6 +401,7 @@ class TorchMemorySaver:
         self._whole_process = True
         saver = self._ensure()
         ctag, kwargs = self._options(_TAG_DEFAULT, cpu, disk, None)
+        self._template = (ctag, kwargs)
         saver.set_default_template(ctag, **kwargs)
         return True
 

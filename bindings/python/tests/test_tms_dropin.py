@@ -45,7 +45,14 @@ def need(*names):
 class EnvCase(unittest.TestCase):
     """Each test gets a fresh TorchMemorySaver made under the environment it sets."""
 
-    ENV = ("TMS_RETAIN_CPU_BACKUP", "TMS_INIT_CPU_BACKUP_BACKEND", "TMS_DISK_BACKUP_DIR")
+    ENV = (
+        "TMS_RETAIN_CPU_BACKUP",
+        "TMS_INIT_CPU_BACKUP_BACKEND",
+        "TMS_DISK_BACKUP_DIR",
+        "TMS_INIT_ENABLE",
+        "TMS_INIT_ENABLE_CPU_BACKUP",
+        "TMS_INIT_ENABLE_DISK_BACKUP",
+    )
 
     def setUp(self):
         os.environ.setdefault("CMS_DRIVER_LIBRARY", SIM)
@@ -454,6 +461,115 @@ class TestWholeProcess(EnvCase):
         )
         out = self.run_whole_process(code)
         self.assertEqual(out, ["True", "not cumemsaver", "default", "1"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_regions_made_before_the_template_is_cleared_stay_the_savers(self):
+        # a DISK region the template made, then the template cleared before anything adopted
+        # it: it is still the Saver's (stats), with its directory (pause)
+        code = (
+            "p = malloc(1 << 20)\n"
+            "t.saver.set_default_template(None)\n"
+            "print([i.tag for i in t.saver.stats()])\n"
+            "t.pause('default'); t.resume('default'); print('cycled')\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp
+        )
+        self.assertEqual(out, ["['default+disk_backup']", "cycled"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_a_disk_region_made_while_pausing_gets_its_directory(self):
+        # another thread's first allocation on device 1 makes its region between the Saver's
+        # adoption and the library's pause (here: just before cms_pause)
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "orig = t.saver.context.pause\n"
+            "def pause(tag):\n"
+            "    cms.hook_alloc(1 << 20, 1)\n"
+            "    return orig(tag)\n"
+            "t.saver.context.pause = pause\n"
+            "t.pause('default'); print(sorted(i.paused for i in t.saver.stats()))\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp
+        )
+        self.assertEqual(out, ["[True, True]"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_a_disk_region_made_after_set_disk_backup_dir_uses_the_new_directory(self):
+        # set_disk_backup_dir applies to every enable_disk_backup region: also to one the
+        # template makes afterwards (the old directory is gone, so using it fails)
+        old = os.path.join(self.tmp, "old")
+        code = (
+            "import os, shutil\n"
+            "t.set_disk_backup_dir(os.path.join(os.environ['D'], 'new'))\n"
+            "shutil.rmtree(os.environ['OLD'])\n"
+            "p = malloc(1 << 20)\n"
+            "ctypes.memmove(p, b'xyz' * 100, 300)\n"
+            "t.pause('default'); t.resume('default')\n"
+            "print(ctypes.string_at(p, 300) == b'xyz' * 100)\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=old, D=self.tmp, OLD=old
+        )
+        self.assertEqual(out, ["True"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_disable_sets_aside_defaults_a_cleared_template_made(self):
+        # the template cleared outside disable(): the defaults it made stay, and disable()
+        # must still set them aside for its block
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "t.saver.set_default_template(None)\n"
+            "with t.disable():\n"
+            "    print(cms.hook_region_default(0) is None)\n"
+            "print(cms.hook_region_default(0) is not None)\n"
+        )
+        self.assertEqual(self.run_whole_process(code), ["True", "True"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_adopting_races_a_pause_on_another_thread(self):
+        # stats() adopts the DISK region the template made; right after it saw the region
+        # active, another thread's pause adopts and pauses it: stats() must not then set the
+        # directory of a paused region (the library refuses: RegionPaused)
+        code = (
+            "import threading\n"
+            "p = malloc(1 << 20)\n"
+            "ctx = t.saver.context\n"
+            "find_region, other = ctx.find_region, []\n"
+            "def find(tag, device):\n"
+            "    r = find_region(tag, device)\n"
+            "    info = r.info\n"
+            "    def seen():\n"
+            "        i = info()\n"
+            "        if not other:\n"
+            "            other.append(threading.Thread(target=t.pause, args=('default',)))\n"
+            "            other[0].start(); other[0].join(2)\n"
+            "        return i\n"
+            "    r.info = seen\n"
+            "    return r\n"
+            "ctx.find_region = find\n"
+            "print(len(t.saver.stats()))\n"
+            "other[0].join(); print(t.saver.stats()[0].paused)\n"
+        )
+        out = self.run_whole_process(
+            code, TMS_INIT_ENABLE_DISK_BACKUP="1", TMS_DISK_BACKUP_DIR=self.tmp
+        )
+        self.assertEqual(out, ["1", "True"])
+
+    @need("cms_hook_region_default_template_set")
+    def test_clearing_the_template_inside_disable_keeps_the_defaults_made(self):
+        # as outside disable(): defaults already made stay (cumemsaver_hooks.h)
+        code = (
+            "import cumemsaver as cms\n"
+            "p = malloc(1 << 20)\n"
+            "with t.disable():\n"
+            "    t.saver.set_default_template(None)\n"
+            "print(cms.hook_region_default(0) is not None)\n"
+        )
+        self.assertEqual(self.run_whole_process(code), ["True"])
 
 
 class TestMisc(EnvCase):
