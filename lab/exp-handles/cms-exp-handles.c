@@ -37,6 +37,7 @@
  *      the later batches copy (what src/engine/overlap.c does)
  *   C4 as C3, each batch's 128 adjacent mappings unmapped with one cuMemUnmap
  *   C5 as C2, each reservation unmapped with one cuMemUnmap
+ *   C6 as C4, the cuMemRelease calls all after the last copy (unmaps overlapped only)
  *
  * Every time is the median of EXP_REPS repetitions after a warm-up, from
  * before the first driver call to after the last; reservations are made and
@@ -316,10 +317,12 @@ static int run_var(struct exp *x, const struct exp_var *v)
 /* C1-C3: the copies of a HOST pause into host, with no release, releases after, or overlapped. */
 static int run_copy(struct exp *x, void *host, int mode)
 {
-	static const char *const what[] = { "copies only", "copies, then release all",
+	static const char *const what[] = { "copies only",
+					    "copies, then release all",
 					    "copies with batch releases overlapped",
 					    "as C3, one unmap per batch",
-					    "as C2, one unmap per reservation" };
+					    "as C2, one unmap per reservation",
+					    "as C4, releases after the copies" };
 	const struct exp_var vr = { "C", L_ARENA, true, false, false, 1, true };
 	const struct exp_var v = { "C", L_ARENA, true, false, false, 1 };
 	CUstream s[EXP_LANES];
@@ -341,12 +344,13 @@ static int run_copy(struct exp *x, void *host, int mode)
 		for (i = 0; i < x->n; i++) {
 			CU(x, x->b.drv.cuMemcpyDtoHAsync((char *)host + i * x->size, x->va[i],
 							 x->size, s[i % EXP_LANES]));
-			if ((mode == 2 || mode == 3) && ((i + 1) % EXP_BATCH == 0 || i + 1 == x->n))
+			if ((mode == 2 || mode == 3 || mode == 5) &&
+			    ((i + 1) % EXP_BATCH == 0 || i + 1 == x->n))
 				for (q = 0; q < EXP_LANES; q++)
 					CU(x, x->b.drv.cuEventRecord(
 						      ev[i / EXP_BATCH * EXP_LANES + q], s[q]));
 		}
-		if (mode == 2 || mode == 3) {
+		if (mode == 2 || mode == 3 || mode == 5) {
 			uint64_t k, lo, hi;
 
 			for (k = 0; k < nb; k++) {
@@ -356,14 +360,16 @@ static int run_copy(struct exp *x, void *host, int mode)
 				hi = lo + EXP_BATCH < x->n ? lo + EXP_BATCH : x->n;
 				/* arena carving is in order: a batch inside one arena is one range
 				 */
-				if (mode == 3 && unmap_range(x, lo, hi - lo))
+				if (mode != 2 && unmap_range(x, lo, hi - lo))
 					return -1;
-				for (; lo < hi; lo++) {
+				for (; lo < hi && mode != 5; lo++) {
 					if (mode == 2)
 						CU(x, x->b.drv.cuMemUnmap(x->va[lo], x->size));
 					CU(x, x->b.drv.cuMemRelease(x->h[lo]));
 				}
 			}
+			for (k = 0; k < x->n && mode == 5; k++)
+				CU(x, x->b.drv.cuMemRelease(x->h[k]));
 		} else {
 			for (q = 0; q < EXP_LANES; q++)
 				CU(x, x->b.drv.cuStreamSynchronize(s[q]));
@@ -406,7 +412,7 @@ static int run_copies(struct exp *x)
 		rc = bench_cu_fail(&x->b, res, "cuMemHostRegister");
 		goto out;
 	}
-	for (m = 0; m < 5 && !rc; m++)
+	for (m = 0; m < 6 && !rc; m++)
 		rc = run_copy(x, host, m);
 	x->b.drv.cuMemHostUnregister(host);
 out:
