@@ -8,9 +8,10 @@
  * served by cms_alloc in that region, on a thread without one by the default
  * region of the runtime's current device if it has one
  * (cms_hook_region_default_set, since 1.2); every other call goes to the real
- * function. cudaFree of a pointer of the hook context goes to cms_free; any
- * other pointer (and NULL, which programs use to create the runtime's
- * context) goes to the real function.
+ * function. cudaFree of a pointer of the hook context goes to cms_hook_free
+ * (cudaErrorUnknown when that fails: the allocation stays ours); any other
+ * pointer (and NULL, which programs use to create the runtime's context)
+ * goes to the real function.
  *
  * The real functions are found without a link-time dependency on any
  * libcudart: first dlsym(RTLD_NEXT) (libcudart linked by the program), then
@@ -34,6 +35,7 @@ enum {
 	RT_INVALID_VALUE = 1,	     /* cudaErrorInvalidValue */
 	RT_MEMORY_ALLOCATION = 2,    /* cudaErrorMemoryAllocation */
 	RT_INITIALIZATION_ERROR = 3, /* cudaErrorInitializationError */
+	RT_UNKNOWN = 999,	     /* cudaErrorUnknown */
 };
 
 typedef int (*rt_malloc_fn)(void **ptr, size_t size);
@@ -156,13 +158,18 @@ CMS_API_PRELOAD int cudaMalloc(void **ptr, size_t size)
 CMS_API_PRELOAD int cudaFree(void *ptr)
 {
 	if (ptr) {
-		cms_status st = cms_hook_free(ptr);
-
-		if (st == CMS_OK)
+		switch (cms_hook_free(ptr)) {
+		case CMS_OK:
 			return RT_SUCCESS;
-		if (st == CMS_ERR_NOT_BASE)
+		case CMS_ERR_NOT_BASE:
 			return RT_INVALID_VALUE; /* inside one of ours, not its base */
-		/* NOT_FOUND, no hook context, FORKED, ...: not ours (any more) */
+		case CMS_ERR_NOT_FOUND:		 /* not ours (any more) */
+		case CMS_ERR_INVALID_ARGUMENT:	 /* no hook context */
+		case CMS_ERR_FORKED:
+			break;
+		default: /* ours, and the wait or the free failed: kept, never the runtime's */
+			return RT_UNKNOWN;
+		}
 	}
 	return real_cuda_free(ptr);
 }

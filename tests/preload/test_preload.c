@@ -88,6 +88,32 @@ START_TEST(inside_a_region_the_library_serves)
 }
 END_TEST
 
+/* cudaFree of ours whose wait for the device fails (a fault of an earlier kernel) reports an
+ * error and keeps the allocation: the pointer is never handed to the runtime. */
+START_TEST(failed_free_of_ours_stays_ours)
+{
+	struct consumer c = consumer();
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "kv", 0, CMS_POLICY_DISCARD);
+	void *p = NULL;
+
+	if (!t_is_sim())
+		return;
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_assert_int_eq(c.malloc_fn(&p, 2 * MiB), 0);
+	ck_ok(cms_hook_region_pop());
+	ck_assert_int_eq(t_sim()->fail_call("cuCtxSynchronize", 1, 700), 0);
+	ck_assert_int_ne(c.free_fn(p), 0);
+	t_sim()->clear_faults();
+	ck_assert_int_eq(c.calls(1), 0); /* not the runtime's to free */
+	ck_assert_int_eq(c.free_fn(p), 0);
+	ck_assert_int_eq(c.calls(1), 0);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* The runtime's current device decides: a region on device 0 does not serve a thread that
  * works on device 1 (the real runtime does). */
 START_TEST(another_device_goes_to_the_runtime)
@@ -210,6 +236,7 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, outside_a_region_the_real_runtime_serves);
 	tcase_add_test(tc, inside_a_region_the_library_serves);
+	tcase_add_test(tc, failed_free_of_ours_stays_ours);
 	tcase_add_test(tc, another_device_goes_to_the_runtime);
 	tcase_add_test(tc, default_region_serves_threads_without_one);
 	tcase_add_test(tc, default_template_serves_the_interposer);

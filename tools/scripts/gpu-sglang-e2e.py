@@ -28,7 +28,8 @@ tensor stays readable while everything is paused.
 MODULE: torch_memory_saver (the peer, PYTHONPATH to a built peer, or cumemsaver's drop-in
 through a shim package of that name) or cumemsaver.torch_memory_saver. hook_mode preload
 (the peer's and SGLang's default) re-executes the script inside MODULE's
-configure_subprocess(), with TMS_INIT_ENABLE=1. Prints the figures; writes them as JSON to
+configure_subprocess(), with TMS_INIT_ENABLE=1; hook_mode torch is for the drop-in only
+(torch_memory_saver's cuda_graph() needs preload, its disable() TMS_INIT_ENABLE). Prints the figures; writes them as JSON to
 $OUT/sglang-e2e-<label>.json (label: peer or cumemsaver). Exit status 0 when every check
 passed.
 """

@@ -464,14 +464,15 @@ class Saver:
         # Saver's, a DISK one with its directory
         self._adopt(old)
 
-    def _adopt(self, template: Optional[tuple] = None) -> None:
+    def _adopt(self, template: Optional[tuple] = None) -> bool:
         """Takes the regions the default template (template, else the current one) made
         (found by its tag among the context's regions) into this Saver's, giving a DISK one
-        its directory."""
+        its directory. Returns whether it took any."""
         if template is None:
             template = self._template
         if template is None:
-            return
+            return False
+        took = False
         tag, policy, _, disk_dir = template
         with self._adopt_lock:  # a region is adopted once: its directory set before a pause
             for stats in self.context.regions():
@@ -487,6 +488,8 @@ class Saver:
                     self._regions.setdefault(
                         (tag, stats.device), (region, Policy(stats.policy))
                     )
+                took = True
+        return took
 
     def _defaults_aside(self, aside: bool) -> bool:
         """Clears (aside=True) or sets again the default regions, counting nested
@@ -579,7 +582,15 @@ class Saver:
         self._adopt()  # a DISK region the template made needs its directory first
         if live_only and L.available("cms_range_discard"):
             self.declare_free_blocks(tag)
-        return self.context.pause(tag)
+        try:
+            return self.context.pause(tag)
+        except InvalidArgument:
+            # The template made a DISK region since (another thread's first allocation on a
+            # device): without its directory the pause failed and changed nothing. Once.
+            template = self._template
+            if template is None or template[1] != Policy.DISK or not self._adopt(template):
+                raise
+            return self.context.pause(tag)
 
     def declare_free_blocks(self, tag: Optional[str] = None) -> int:
         """declare_free_blocks over the pools of tag (every tag when None) of this Saver's
