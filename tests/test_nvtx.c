@@ -6,6 +6,8 @@
  * operation, and pop every range they push.
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +44,59 @@ START_TEST(ranges_around_operations)
 }
 END_TEST
 
+#define FIRST_THREADS 8
+
+struct first {
+	cms_region *r;
+	pthread_barrier_t *go;
+};
+
+static void *first_pause(void *arg)
+{
+	struct first *f = arg;
+
+	pthread_barrier_wait(f->go);
+	return (void *)(uintptr_t)(cms_region_pause(f->r, NULL, NULL) != CMS_OK);
+}
+
+/* The process's first NVTX calls made by several threads at once (each test runs in a
+ * process of its own): NVTX initializes itself lazily with plain stores to its function
+ * pointers, which ThreadSanitizer caught racing before the library initialized it once. */
+START_TEST(first_calls_on_threads_at_once)
+{
+	cms_context *ctx = t_ctx();
+	struct first f[FIRST_THREADS];
+	pthread_t th[FIRST_THREADS];
+	pthread_barrier_t go;
+	char tag[8];
+	uint64_t p;
+	void *ret;
+	int k;
+
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, FIRST_THREADS), 0);
+	for (k = 0; k < FIRST_THREADS; k++) {
+		snprintf(tag, sizeof(tag), "t%d", k);
+		f[k] = (struct first){ t_region(ctx, tag, 0, CMS_POLICY_DISCARD), &go };
+		ck_ok(cms_alloc(f[k].r, MiB, &p));
+	}
+	for (k = 0; k < FIRST_THREADS; k++)
+		ck_assert_int_eq(pthread_create(&th[k], NULL, first_pause, &f[k]), 0);
+	for (k = 0; k < FIRST_THREADS; k++) {
+		ck_assert_int_eq(pthread_join(th[k], &ret), 0);
+		ck_assert_ptr_null(ret);
+	}
+	pthread_barrier_destroy(&go);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("nvtx");
 	TCase *tc = tcase_create("nvtx");
 
 	tcase_add_test(tc, ranges_around_operations);
+	tcase_add_test(tc, first_calls_on_threads_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

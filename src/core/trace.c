@@ -12,13 +12,31 @@
 #include "core.h"
 
 #ifdef CMS_HAVE_NVTX
+#include <pthread.h>
+
 #include <nvtx3/nvToolsExt.h>
+
+static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
+
+static void trace_init(void)
+{
+	nvtxInitialize(NULL);
+}
+
+/* NVTX initializes itself at its first call, and two threads' first calls race on its
+ * function pointers (plain stores and loads): initialized once here instead, under
+ * pthread_once, every later call ordered after it. */
+static void trace_ready(void)
+{
+	(void)pthread_once(&trace_once, trace_init);
+}
 
 void cms_trace_push(const char *fmt, ...)
 {
 	char name[96];
 	va_list ap;
 
+	trace_ready();
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
@@ -27,6 +45,7 @@ void cms_trace_push(const char *fmt, ...)
 
 void cms_trace_pop(void)
 {
+	trace_ready();
 	nvtxRangePop();
 }
 
