@@ -30,6 +30,7 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 	st = cms_fork_watch();
 	if (st)
 		return st;
+	cms_trace_init();
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a context");

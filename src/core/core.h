@@ -430,6 +430,10 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
 #define CMS_BACKUP_INFO_SIZE_VER0 sizeof(cms_backup_info)   /* 1.2 */
 
 /* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
+/* Initializes NVTX once (nvtxInitialize under pthread_once). cms_context_create calls it, so
+ * that it runs before any pause, usually before the program starts threads or forks: NVTX's
+ * own initialization, interrupted by a fork(), would leave a child spinning in it. */
+void cms_trace_init(void);
 /* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */
 void cms_trace_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cms_trace_pop(void);

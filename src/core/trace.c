@@ -31,6 +31,11 @@ static void trace_ready(void)
 	(void)pthread_once(&trace_once, trace_init);
 }
 
+void cms_trace_init(void)
+{
+	trace_ready();
+}
+
 void cms_trace_push(const char *fmt, ...)
 {
 	char name[96];
@@ -54,6 +59,10 @@ bool cms_trace_enabled(void)
 	return true;
 }
 #else
+void cms_trace_init(void)
+{
+}
+
 void cms_trace_push(const char *fmt, ...)
 {
 	(void)fmt;
