@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cms-exp-register.c - an experiment, not a benchmark: what bounds a non-retaining HOST pause
+ * (issue 17 item 3) before its copies, the kernel making fresh pages or the driver
+ * page-locking them. For 16 buffers of 1 GiB (fresh anonymous memory, MADV_HUGEPAGE, as
+ * src/store/host.c makes them) and T worker threads, each step timed from the first call to
+ * the last thread's end, GB/s (1e9 bytes/s):
+ *   populate   MADV_POPULATE_WRITE of every buffer in 32 MiB slices taken in order
+ *   register   cuMemHostRegister of every (populated) buffer, one buffer per task
+ *   unregister cuMemHostUnregister of every buffer; munmap: then every munmap
+ *   both       populate then register, one whole buffer per task (no slices)
+ *   regfault   cuMemHostRegister of fresh (unpopulated) buffers: the driver faults them
+ * Raw calls on cms-bench's helpers (the device's primary context pushed on every thread).
+ * Usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS...] (default 1 4 8 16).
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "bench.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define SLICE (32ull << 20)
+
+enum step { POPULATE, REGISTER, UNREGISTER, BOTH };
+
+struct exp {
+	struct bench b;
+	uint64_t n, size;
+	char **buf;
+	enum step step;
+	atomic_ulong next;
+	atomic_int failed;
+};
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static bool populate(char *p, uint64_t len)
+{
+	return madvise(p, len, MADV_POPULATE_WRITE) == 0;
+}
+
+static void *worker(void *arg)
+{
+	struct exp *x = arg;
+	uint64_t slices = x->size / SLICE ? x->size / SLICE : 1, k;
+	uint64_t tasks = x->step == POPULATE ? x->n * slices : x->n;
+	CUcontext unused;
+
+	if (x->b.drv.cuCtxPushCurrent(x->b.primary)) {
+		atomic_store(&x->failed, 1);
+		return NULL;
+	}
+	while ((k = atomic_fetch_add(&x->next, 1)) < tasks) {
+		bool ok = true;
+
+		switch (x->step) {
+		case POPULATE: {
+			uint64_t len = x->size / slices;
+
+			ok = populate(x->buf[k / slices] + (k % slices) * len, len);
+			break;
+		}
+		case BOTH:
+			ok = populate(x->buf[k], x->size);
+			/* fall through */
+		case REGISTER:
+			ok = ok && !x->b.drv.cuMemHostRegister(x->buf[k], x->size, 0);
+			break;
+		case UNREGISTER:
+			ok = !x->b.drv.cuMemHostUnregister(x->buf[k]);
+			break;
+		}
+		if (!ok)
+			atomic_store(&x->failed, 1);
+	}
+	x->b.drv.cuCtxPopCurrent(&unused);
+	return NULL;
+}
+
+/* Runs step over every buffer on t threads; GB/s, or -1 when a call failed. */
+static double run(struct exp *x, enum step step, int t)
+{
+	pthread_t th[64];
+	double t0 = now();
+	int i, made = 0;
+
+	x->step = step;
+	atomic_store(&x->next, 0);
+	for (i = 0; i < t; i++)
+		if (!pthread_create(&th[i], NULL, worker, x))
+			made++;
+	for (i = 0; i < made; i++)
+		pthread_join(th[i], NULL);
+	if (made < t || atomic_load(&x->failed))
+		return -1;
+	return (double)(x->n * x->size) / (now() - t0) / 1e9;
+}
+
+static bool fresh(struct exp *x)
+{
+	uint64_t i;
+
+	for (i = 0; i < x->n; i++) {
+		x->buf[i] = mmap(NULL, x->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
+		if (x->buf[i] == MAP_FAILED) {
+			x->buf[i] = NULL;
+			return false;
+		}
+		madvise(x->buf[i], x->size, MADV_HUGEPAGE);
+	}
+	return true;
+}
+
+static double unmap_all(struct exp *x)
+{
+	double t0 = now();
+	uint64_t i;
+
+	for (i = 0; i < x->n; i++)
+		if (x->buf[i])
+			munmap(x->buf[i], x->size);
+	memset(x->buf, 0, x->n * sizeof(*x->buf));
+	return (double)(x->n * x->size) / (now() - t0) / 1e9;
+}
+
+static int one(struct exp *x, int t)
+{
+	double pop, reg, unreg, unm, both, regf;
+
+	if (!fresh(x))
+		return -1;
+	pop = run(x, POPULATE, t);
+	reg = run(x, REGISTER, t);
+	unreg = run(x, UNREGISTER, t);
+	unm = unmap_all(x);
+	if (!fresh(x))
+		return -1;
+	both = run(x, BOTH, t);
+	run(x, UNREGISTER, t);
+	unmap_all(x);
+	if (!fresh(x))
+		return -1;
+	regf = run(x, REGISTER, t);
+	run(x, UNREGISTER, t);
+	unmap_all(x);
+	printf("%3d threads: populate %6.2f  register %6.2f  unregister %7.2f  munmap %7.2f  "
+	       "both %6.2f  regfault %6.2f GB/s\n",
+	       t, pop, reg, unreg, unm, both, regf);
+	fflush(stdout);
+	return atomic_load(&x->failed) ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const int def[] = { 1, 4, 8, 16 };
+	struct exp *x = calloc(1, sizeof(*x));
+	int rc = 1, c, i;
+
+	if (!x)
+		return 1;
+	x->b.tool = "cms-exp-register";
+	while ((c = getopt(argc, argv, "s:SG")) != -1)
+		if (bench_parse_option(&x->b, c, optarg))
+			goto out;
+	if (bench_choose_driver(&x->b))
+		goto out;
+	if (!x->b.scale_given)
+		x->b.scale = x->b.sim ? 64 : 1;
+	if (bench_setup_device(&x->b))
+		goto out;
+	bench_scale(&x->b, 16, 1ull << 30, &x->n, &x->size);
+	x->buf = calloc(x->n, sizeof(*x->buf));
+	if (!x->buf)
+		goto close;
+	printf("%llu buffers of %llu MiB, MADV_HUGEPAGE\n", (unsigned long long)x->n,
+	       (unsigned long long)(x->size >> 20));
+	rc = 0;
+	for (i = 0; i < (optind < argc ? argc - optind : 4) && !rc; i++) {
+		int t = optind < argc ? atoi(argv[optind + i]) : def[i];
+
+		rc = t >= 1 && t <= 64 ? one(x, t) : -1;
+	}
+	unmap_all(x);
+	if (rc)
+		printf("cms-exp-register: FAIL (a call failed)\n");
+close:
+	bench_close_driver(&x->b);
+out:
+	free(x->buf);
+	free(x);
+	return rc ? 1 : 0;
+}
