@@ -210,6 +210,7 @@ struct bench {
 	unsigned int cycles;
 	enum bench_mode mode;
 	bool verify_full;
+	bool coalesce; /* --coalesce: HOST and DISK workloads' regions get CMS_REGION_COALESCE */
 	unsigned int gap_ms; /* --gap: idle time before each resume and each floor back */
 	bool only_floor;
 	unsigned int nmdev; /* --devices: 0, or the number of devices listed (>= 2) */

@@ -448,9 +448,10 @@ int bench_report_json(struct bench *b)
 	bench_json_head(b, f);
 	fprintf(f,
 		",\n  \"device_total_bytes\": %" PRIu64 ", \"granularity\": %" PRIu64
-		", \"scale\": %u, \"cycles\": %u, \"gap_ms\": %u, \"verify_full\": %s,\n",
+		", \"scale\": %u, \"cycles\": %u, \"gap_ms\": %u, \"verify_full\": %s,"
+		" \"coalesce\": %s,\n",
 		b->dev_total, b->granularity, b->scale, b->cycles, b->gap_ms,
-		b->verify_full ? "true" : "false");
+		b->verify_full ? "true" : "false", b->coalesce ? "true" : "false");
 	fputs("  \"floor\": {\n    \"vmm\": [", f);
 	for (i = 0; i < BENCH_NVMM; i++) {
 		const struct bench_vmm_floor *v = &b->vmm[i];

@@ -49,7 +49,8 @@ static void bench_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cms-bench [--scale N] [--cycles N] [--only LIST] [--json FILE]\n"
-		"                 [--verify-full] [--gap MS] [--disk-dir DIR] [--sim|--gpu]\n"
+		"                 [--verify-full] [--coalesce] [--gap MS] [--disk-dir DIR]\n"
+		"                 [--sim|--gpu]\n"
 		"  -s, --scale N      divide every workload's and floor's bytes by N (1..%u;\n"
 		"                     default 1 on a GPU, %u on the host simulation); an\n"
 		"                     allocation never goes below one granularity\n"
@@ -66,6 +67,9 @@ static void bench_usage(FILE *f)
 		"  -j, --json FILE    also write the results as JSON to FILE\n"
 		"      --verify-full  check the whole content of HOST allocations after every\n"
 		"                     cycle (default: a sample at the start, middle and end)\n"
+		"      --coalesce     HOST and DISK workloads in regions with\n"
+		"                     CMS_REGION_COALESCE (default: without; (a), (b), (h)\n"
+		"                     have it always): one handle per run after a resume\n"
 		"      --gap MS       idle MS milliseconds (0..10000, default 0) before every\n"
 		"                     resume of (a)-(d),(f) and before every back of the VMM\n"
 		"                     floors, outside the timings: the driver scrubs released\n"
@@ -128,6 +132,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "verify-full", no_argument, NULL, 'F' },
+		{ "coalesce", no_argument, NULL, 'C' },
 		{ "gap", required_argument, NULL, 'g' },
 		{ "disk-dir", required_argument, NULL, 'K' },
 		{ "devices", required_argument, NULL, 'D' },
@@ -168,6 +173,9 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 			break;
 		case 'F':
 			b->verify_full = true;
+			break;
+		case 'C':
+			b->coalesce = true;
 			break;
 		case 'g':
 			if (bench_parse_uint(optarg, 0, 10000, &b->gap_ms)) {
@@ -300,6 +308,9 @@ int main(int argc, char **argv)
 	rc = bench_parse(b, argc, argv);
 	if (rc >= 0)
 		goto out_free;
+	for (int i = 0; i < BENCH_NWORK && b->coalesce; i++)
+		if (b->work[i].policy != CMS_POLICY_DISCARD)
+			b->work[i].flags |= CMS_REGION_COALESCE;
 	b->cmdline = bench_join_args(argc, argv);
 	if (!b->cmdline) {
 		fprintf(stderr, "cms-bench: out of memory\n");
