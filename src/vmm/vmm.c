@@ -8,6 +8,9 @@
  * Every function leaves the allocation's state fields exact, whatever fails.
  */
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "vmm.h"
 
 cms_status cms_vmm_reserve(struct cms_alloc *a)
@@ -124,15 +127,25 @@ static bool unmap_span(struct cms_alloc **v, size_t n)
 	return true;
 }
 
+/* Lab switch (not an interface): CMS_LAB_SPAN_UNMAP=off unmaps one allocation at a time, for
+ * measuring what span unmaps gain or cost on a GPU (lab/gpu-session/e.sh). */
+static bool lab_span_off(void)
+{
+	const char *env = secure_getenv("CMS_LAB_SPAN_UNMAP");
+
+	return env && !strcmp(env, "off");
+}
+
 cms_status cms_vmm_unmap_many(struct cms_alloc **v, size_t n)
 {
+	bool span = !lab_span_off();
 	size_t i = 0, j;
 	cms_status st;
 
 	while (i < n) {
 		for (j = i + 1; j < n && unmap_together(v[j - 1], v[j]); j++)
 			;
-		if (j - i > 1 && unmap_span(v + i, j - i)) {
+		if (span && j - i > 1 && unmap_span(v + i, j - i)) {
 			i = j;
 			continue;
 		}
