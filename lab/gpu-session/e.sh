@@ -8,6 +8,7 @@
 #             in alternation, OVERLAP_RUNS times each (default 2), --cycles 6
 #   firstpause lab/exp-handles/first-pause.py (2048 x 8 MiB DISCARD) through the drop-in with
 #             span unmaps on and off (CMS_LAB_SPAN_UNMAP), in alternation, twice each
+#   model     tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain
 #   hoststore cms-bench (i) once per CMS_HOST_PREP variant (lab/hoststore/gpu-run.sh; VARIANTS,
 #             default "default noprefault threads:32 lazyfree")
 # Compact figures on stdout; files in $OUT.
@@ -54,6 +55,11 @@ for step in ${STEPS:-handles hoststore}; do
 				echo "span $o run $i rc=$?"; tail -n 1 "$out/first-pause-span-$o.jsonl" | grep -oE '"(alloc|pause|resume)_ms": [0-9.]{1,7}' | tr '\n' ' '; echo
 			done
 		done ;;
+	model)
+		CUMEMSAVER_LIBRARY=$build/libcumemsaver.so.1 PYTHONPATH=$PWD/bindings/python timeout 200 \
+			python3 tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain --out "$out" \
+			>"$out/model-bench.log" 2>&1
+		echo "model bench rc=$?"; grep -E "^(saver|dropin|impl|of the|floor)" "$out/model-bench.log" | cut -c1-200 ;;
 	hoststore)
 		# shellcheck disable=SC2086
 		OUT=$out/hoststore CMS_GPU_BUILD=$build bash lab/hoststore/gpu-run.sh ${VARIANTS:-default noprefault threads:32 lazyfree} 2>&1 |
