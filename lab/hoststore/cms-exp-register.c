@@ -10,9 +10,12 @@
  *   unregister cuMemHostUnregister of every buffer; munmap: then every munmap
  *   both       populate then register, one whole buffer per task (no slices)
  *   regfault   cuMemHostRegister of fresh (unpopulated) buffers: the driver faults them
+ *   hostalloc  cuMemHostAlloc of every buffer (the driver's own page-locked memory, no mmap
+ *              of ours); hostfree: then cuMemFreeHost of each (n/a where the driver lacks them)
  * Raw calls on cms-bench's helpers (the device's primary context pushed on every thread).
  * Usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS...] (default 1 4 8 16).
  */
+#include <dlfcn.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,7 +32,7 @@
 #endif
 #define SLICE (32ull << 20)
 
-enum step { POPULATE, REGISTER, UNREGISTER, BOTH };
+enum step { POPULATE, REGISTER, UNREGISTER, BOTH, HOSTALLOC, HOSTFREE };
 
 struct exp {
 	struct bench b;
@@ -38,6 +41,8 @@ struct exp {
 	enum step step;
 	atomic_ulong next;
 	atomic_int failed;
+	CUresult (*host_alloc)(void **p, size_t bytes, unsigned int flags); /* cuMemHostAlloc */
+	CUresult (*free_host)(void *p);					     /* cuMemFreeHost */
 };
 
 static double now(void)
@@ -82,6 +87,13 @@ static void *worker(void *arg)
 			break;
 		case UNREGISTER:
 			ok = !x->b.drv.cuMemHostUnregister(x->buf[k]);
+			break;
+		case HOSTALLOC:
+			ok = !x->host_alloc((void **)&x->buf[k], x->size, 0);
+			break;
+		case HOSTFREE:
+			ok = !x->free_host(x->buf[k]);
+			x->buf[k] = NULL;
 			break;
 		}
 		if (!ok)
@@ -140,7 +152,7 @@ static double unmap_all(struct exp *x)
 
 static int one(struct exp *x, int t)
 {
-	double pop, reg, unreg, unm, both, regf;
+	double pop, reg, unreg, unm, both, regf, ha = 0, hf = 0;
 
 	if (!fresh(x))
 		return -1;
@@ -158,9 +170,13 @@ static int one(struct exp *x, int t)
 	regf = run(x, REGISTER, t);
 	run(x, UNREGISTER, t);
 	unmap_all(x);
+	if (x->host_alloc && x->free_host) {
+		ha = run(x, HOSTALLOC, t);
+		hf = run(x, HOSTFREE, t);
+	}
 	printf("%3d threads: populate %6.2f  register %6.2f  unregister %7.2f  munmap %7.2f  "
-	       "both %6.2f  regfault %6.2f GB/s\n",
-	       t, pop, reg, unreg, unm, both, regf);
+	       "both %6.2f  regfault %6.2f  hostalloc %6.2f  hostfree %7.2f GB/s\n",
+	       t, pop, reg, unreg, unm, both, regf, ha, hf);
 	fflush(stdout);
 	return atomic_load(&x->failed) ? -1 : 0;
 }
@@ -184,6 +200,10 @@ int main(int argc, char **argv)
 	if (bench_setup_device(&x->b))
 		goto out;
 	bench_scale(&x->b, 16, 1ull << 30, &x->n, &x->size);
+	if (x->b.drv.dl) { /* not in the library's table: looked up here (0 GB/s: absent) */
+		*(void **)&x->host_alloc = dlsym(x->b.drv.dl, "cuMemHostAlloc");
+		*(void **)&x->free_host = dlsym(x->b.drv.dl, "cuMemFreeHost");
+	}
 	x->buf = calloc(x->n, sizeof(*x->buf));
 	if (!x->buf)
 		goto close;
