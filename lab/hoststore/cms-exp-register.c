@@ -42,7 +42,7 @@ struct exp {
 	atomic_ulong next;
 	atomic_int failed;
 	CUresult (*host_alloc)(void **p, size_t bytes, unsigned int flags); /* cuMemHostAlloc */
-	CUresult (*free_host)(void *p);					     /* cuMemFreeHost */
+	CUresult (*free_host)(void *p);					    /* cuMemFreeHost */
 };
 
 static double now(void)
