@@ -769,27 +769,33 @@ START_TEST(destroy_sweep)
 }
 END_TEST
 
-/* A pause unmaps adjacent allocations (each with a handle of its own) with one cuMemUnmap: a
- * fault armed on the second unmap never fires. When the driver refuses that unmap, they are
- * unmapped one at a time and the pause still completes. */
-START_TEST(pause_unmaps_adjacent_allocations_at_once)
+/* A pause unmaps one allocation at a time, also adjacent ones of one reservation (one
+ * cuMemUnmap over their span made the first pause of 2048 x 8 MiB slower on an H200 and gained
+ * nothing in the steady state: docs/architecture.md, step 3): a fault armed on the second
+ * cuMemUnmap fires, and the pause rolls back with the content kept. Cases: a DISCARD and a
+ * HOST first pause (the unmap step), a HOST steady pause (overlap.c's batch releases). */
+START_TEST(pause_unmaps_one_allocation_at_a_time)
 {
 	const struct t_sim *sim = t_sim();
 	struct fixture f;
-	int refused;
 
-	for (refused = 0; refused < 2; refused++) {
-		setup(&f, _i ? CMS_POLICY_HOST : CMS_POLICY_DISCARD, 0, 0);
-		ck_assert_int_eq(
-			sim->fail_call("cuMemUnmap", refused ? 1 : 2, CUDA_ERROR_INVALID_VALUE), 0);
+	setup(&f, _i ? CMS_POLICY_HOST : CMS_POLICY_DISCARD, 0, 0);
+	if (_i == 2) { /* host buffers made: the steady state */
 		ck_ok(cms_region_pause(f.r[0], NULL, NULL));
-		ck_assert_int_eq(sim->armed_faults(), refused ? 0 : 1);
-		sim->clear_faults();
 		ck_ok(cms_region_resume(f.r[0], NULL, NULL));
-		if (_i)
-			check_content(&f, 0);
-		ck_ok(cms_context_destroy(f.ctx));
 	}
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 2, CUDA_ERROR_INVALID_VALUE), 0);
+	ck_assert_int_ne(cms_region_pause(f.r[0], NULL, NULL), CMS_OK);
+	ck_assert_int_eq(sim->armed_faults(), 0);
+	sim->clear_faults();
+	ck_assert_uint_eq(state(f.r[0]), CMS_STATE_ACTIVE);
+	if (_i)
+		check_content(&f, 0);
+	ck_ok(cms_region_pause(f.r[0], NULL, NULL));
+	ck_ok(cms_region_resume(f.r[0], NULL, NULL));
+	if (_i)
+		check_content(&f, 0);
+	ck_ok(cms_context_destroy(f.ctx));
 }
 END_TEST
 
@@ -802,12 +808,9 @@ START_TEST(no_stale_backup_after_double_faults)
 	cms_status st;
 
 	/* Pause: unmap fails, then the rollback's map fails too: the region is left paused; a
-	 * resume that fails and rolls back leaves it paused, the next one completes it. The
-	 * adjacent allocations' one cuMemUnmap is refused (1st), so they are unmapped one at a
-	 * time: the first's succeeds (2nd), the second's fails (3rd). */
+	 * resume that fails and rolls back leaves it paused, the next one completes it. */
 	setup(&f, CMS_POLICY_HOST, 0, 0);
-	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
-	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 3, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN), 0);
 	ck_assert_int_eq(sim->fail_call("cuMemMap", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
 	ck_status(cms_region_pause(f.r[0], NULL, NULL), CMS_ERR_ROLLBACK_FAILED);
 	sim->clear_faults();
@@ -1202,7 +1205,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, resume_async_sweep, 0, 3);
 	tcase_add_test(tc, alloc_sweep);
 	tcase_add_test(tc, no_stale_backup_after_double_faults);
-	tcase_add_loop_test(tc, pause_unmaps_adjacent_allocations_at_once, 0, 2);
+	tcase_add_loop_test(tc, pause_unmaps_one_allocation_at_a_time, 0, 3);
 	tcase_add_loop_test(tc, pause_double_fault_sweep, 0, 3); /* coalesced 0, 1, 2 */
 	tcase_add_test(tc, region_create_sweep);
 	tcase_add_loop_test(tc, free_sweep, 0, 6);

@@ -6,8 +6,6 @@
 #   register  cms-exp-register -G 1 8 16 (fresh-page faulting against cuMemHostRegister)
 #   overlap   cms-bench (d) with the pause's overlapped releases on and off (CMS_LAB_OVERLAP),
 #             in alternation, OVERLAP_RUNS times each (default 2), --cycles 6
-#   firstpause lab/exp-handles/first-pause.py (2048 x 8 MiB DISCARD) through the drop-in with
-#             span unmaps on and off (CMS_LAB_SPAN_UNMAP), in alternation, twice each
 #   model     tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain
 #   hoststore cms-bench (i) once per CMS_HOST_PREP variant (lab/hoststore/gpu-run.sh; VARIANTS,
 #             default "default noprefault threads:32 lazyfree")
@@ -41,18 +39,6 @@ for step in ${STEPS:-handles hoststore}; do
 				CMS_LAB_OVERLAP=$o timeout 120 "$build/bin/cms-bench" --gpu --only d --cycles 6 \
 					--json "$out/overlap-$o-$i.json" >"$out/overlap-$o-$i.txt" 2>&1
 				echo "overlap $o run $i rc=$?"; grep -E "cycle [2-9]:|median pause" "$out/overlap-$o-$i.txt" | cut -c1-90
-			done
-		done ;;
-	firstpause)
-		shim=$(mktemp -d /tmp/shim.XXXX); mkdir -p "$shim/torch_memory_saver"
-		echo 'from cumemsaver.torch_memory_saver import *  # noqa' >"$shim/torch_memory_saver/__init__.py"
-		echo 'from cumemsaver.torch_memory_saver import torch_memory_saver, configure_subprocess  # noqa' \
-			>>"$shim/torch_memory_saver/__init__.py"
-		for i in 1 2; do
-			for o in on off; do
-				CMS_LAB_SPAN_UNMAP=$o CUMEMSAVER_LIBRARY=$build/libcumemsaver.so.1 PYTHONPATH=$shim:$PWD/bindings/python \
-					timeout 120 python3 lab/exp-handles/first-pause.py >>"$out/first-pause-span-$o.jsonl" 2>>"$out/first-pause.err"
-				echo "span $o run $i rc=$?"; tail -n 1 "$out/first-pause-span-$o.jsonl" | grep -oE '"(alloc|pause|resume)_ms": [0-9.]{1,7}' | tr '\n' ' '; echo
 			done
 		done ;;
 	model)

@@ -44,7 +44,15 @@ cms_status cms_out_save(struct cms_work *w, struct cms_lanes *l)
 
 cms_status cms_out_unmap(struct cms_work *w)
 {
-	return cms_vmm_unmap_many(w->vo, w->no);
+	cms_status st;
+	size_t i;
+
+	for (i = 0; i < w->no; i++) {
+		st = cms_vmm_unmap(w->vo[i]);
+		if (st)
+			return st;
+	}
+	return CMS_OK;
 }
 
 /* Bytes releasing a gives back: its own, and a run's retained bytes with its last member (a

@@ -131,9 +131,11 @@ static cms_status release_batch(struct cms_work *w, const struct cms_lanes *l,
 		if (a->handle && a->run && cms_run_is_last(a))
 			bytes += a->run->retained;
 	}
-	st = cms_vmm_unmap_many(w->vo + b->first, b->end - b->first);
-	for (i = b->first; i < b->end && !st; i++)
-		st = cms_vmm_release(w->vo[i]);
+	for (i = b->first; i < b->end && !st; i++) {
+		st = cms_vmm_unmap(w->vo[i]);
+		if (!st)
+			st = cms_vmm_release(w->vo[i]);
+	}
 	if (!st)
 		w->released += bytes;
 out:

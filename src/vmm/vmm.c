@@ -8,9 +8,6 @@
  * Every function leaves the allocation's state fields exact, whatever fails.
  */
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "vmm.h"
 
 cms_status cms_vmm_reserve(struct cms_alloc *a)
@@ -102,60 +99,6 @@ cms_status cms_vmm_unmap(struct cms_alloc *a)
 	cms_alloc_set_mapped(a, false);
 out:
 	return st;
-}
-
-/* Whether a has a mapping of its own (not a run's) and b's directly follows it in the same
- * reservation, so that one cuMemUnmap can cover both. */
-static bool unmap_together(const struct cms_alloc *a, const struct cms_alloc *b)
-{
-	return a->mapped && !a->run && b->mapped && !b->run && a->arena && a->arena == b->arena &&
-	       a->base + a->physical == b->base;
-}
-
-/* One cuMemUnmap over the n adjacent mappings of v; false (nothing changed, no error set)
- * when the driver refuses it. */
-static bool unmap_span(struct cms_alloc **v, size_t n)
-{
-	cms_context *ctx = v[0]->region->ctx;
-	CUdeviceptr end = v[n - 1]->base + v[n - 1]->physical;
-	size_t i;
-
-	if (ctx->drv.cuMemUnmap(v[0]->base, end - v[0]->base) != CUDA_SUCCESS)
-		return false;
-	for (i = 0; i < n; i++)
-		cms_alloc_set_mapped(v[i], false);
-	return true;
-}
-
-/* Lab switch (not an interface): CMS_LAB_SPAN_UNMAP=off unmaps one allocation at a time, for
- * measuring what span unmaps gain or cost on a GPU (lab/gpu-session/e.sh). */
-static bool lab_span_off(void)
-{
-	const char *env = secure_getenv("CMS_LAB_SPAN_UNMAP");
-
-	return env && !strcmp(env, "off");
-}
-
-cms_status cms_vmm_unmap_many(struct cms_alloc **v, size_t n)
-{
-	bool span = !lab_span_off();
-	size_t i = 0, j;
-	cms_status st;
-
-	while (i < n) {
-		for (j = i + 1; j < n && unmap_together(v[j - 1], v[j]); j++)
-			;
-		if (span && j - i > 1 && unmap_span(v + i, j - i)) {
-			i = j;
-			continue;
-		}
-		for (; i < j; i++) { /* one at a time: alone, or the driver refused the span */
-			st = cms_vmm_unmap(v[i]);
-			if (st)
-				return st;
-		}
-	}
-	return CMS_OK;
 }
 
 cms_status cms_vmm_back(struct cms_alloc *a)

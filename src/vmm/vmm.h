@@ -117,15 +117,6 @@ cms_status cms_vmm_map(struct cms_alloc *a);
 cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke);
 /* cuMemUnmap if mapped; clears mapped on success. */
 cms_status cms_vmm_unmap(struct cms_alloc *a);
-/*
- * cms_vmm_unmap of each of v[0..n), with adjacent mappings of one reservation (allocations
- * carved one after another, each with a handle of its own) unmapped by one cuMemUnmap: the
- * driver's invalidation work is then done once per span instead of once per allocation,
- * which slows copies running meanwhile less (docs/architecture.md). A span the driver
- * refuses is unmapped one allocation at a time. On failure, the allocations before the
- * failing one are unmapped, the others as they were.
- */
-cms_status cms_vmm_unmap_many(struct cms_alloc **v, size_t n);
 /* Whatever is missing of handle + mapping (a member carved from a mapped chunk's tail only
  * becomes mapped: no driver call); on failure as before. */
 cms_status cms_vmm_back(struct cms_alloc *a);
