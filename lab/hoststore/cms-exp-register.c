@@ -12,6 +12,12 @@
  *   regfault   cuMemHostRegister of fresh (unpopulated) buffers: the driver faults them
  *   hostalloc  cuMemHostAlloc of every buffer (the driver's own page-locked memory, no mmap
  *              of ours); hostfree: then cuMemFreeHost of each (n/a where the driver lacks them)
+ * and the same from a memfd per buffer (shared memory: the pages are made outside the process's
+ * page tables, so faulting them need not contend with registrations' page walks):
+ *   mfill      fallocate of every memfd in 32 MiB slices; mpopulate: then each mapped
+ *              (MAP_SHARED, MADV_HUGEPAGE) and MADV_POPULATE_WRITE in slices (maps pages that
+ *              exist); mregister: cuMemHostRegister of each mapping
+ *   mboth      fallocate, populate and register, one whole buffer per task
  * Raw calls on cms-bench's helpers (the device's primary context pushed on every thread).
  * Usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS...] (default 1 4 8 16).
  */
@@ -22,8 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -32,12 +40,13 @@
 #endif
 #define SLICE (32ull << 20)
 
-enum step { POPULATE, REGISTER, UNREGISTER, BOTH, HOSTALLOC, HOSTFREE };
+enum step { POPULATE, REGISTER, UNREGISTER, BOTH, HOSTALLOC, HOSTFREE, MFILL, MBOTH };
 
 struct exp {
 	struct bench b;
 	uint64_t n, size;
 	char **buf;
+	int *fd; /* memfd steps: one per buffer, else -1 */
 	enum step step;
 	atomic_ulong next;
 	atomic_int failed;
@@ -58,11 +67,24 @@ static bool populate(char *p, uint64_t len)
 	return madvise(p, len, MADV_POPULATE_WRITE) == 0;
 }
 
+/* Maps memfd k shared at x->buf[k] (MADV_HUGEPAGE: shmem's huge pages where the kernel's
+ * shmem_enabled allows advice). */
+static bool map_shared(struct exp *x, uint64_t k)
+{
+	void *p = mmap(NULL, x->size, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd[k], 0);
+
+	if (p == MAP_FAILED)
+		return false;
+	madvise(p, x->size, MADV_HUGEPAGE);
+	x->buf[k] = p;
+	return true;
+}
+
 static void *worker(void *arg)
 {
 	struct exp *x = arg;
 	uint64_t slices = x->size / SLICE ? x->size / SLICE : 1, k;
-	uint64_t tasks = x->step == POPULATE ? x->n * slices : x->n;
+	uint64_t tasks = x->step == POPULATE || x->step == MFILL ? x->n * slices : x->n;
 	CUcontext unused;
 
 	if (x->b.drv.cuCtxPushCurrent(x->b.primary)) {
@@ -79,8 +101,16 @@ static void *worker(void *arg)
 			ok = populate(x->buf[k / slices] + (k % slices) * len, len);
 			break;
 		}
+		case MFILL:
+			ok = !fallocate(x->fd[k / slices], 0,
+					(off_t)((k % slices) * (x->size / slices)),
+					(off_t)(x->size / slices));
+			break;
+		case MBOTH:
+			ok = !fallocate(x->fd[k], 0, 0, (off_t)x->size) && map_shared(x, k);
+			/* fall through */
 		case BOTH:
-			ok = populate(x->buf[k], x->size);
+			ok = ok && populate(x->buf[k], x->size);
 			/* fall through */
 		case REGISTER:
 			ok = ok && !x->b.drv.cuMemHostRegister(x->buf[k], x->size, 0);
@@ -143,11 +173,56 @@ static double unmap_all(struct exp *x)
 	double t0 = now();
 	uint64_t i;
 
-	for (i = 0; i < x->n; i++)
+	for (i = 0; i < x->n; i++) {
 		if (x->buf[i])
 			munmap(x->buf[i], x->size);
+		if (x->fd[i] >= 0)
+			close(x->fd[i]);
+		x->fd[i] = -1;
+	}
 	memset(x->buf, 0, x->n * sizeof(*x->buf));
 	return (double)(x->n * x->size) / (now() - t0) / 1e9;
+}
+
+/* A memfd of x->size bytes per buffer (no pages yet). */
+static bool fresh_fds(struct exp *x)
+{
+	uint64_t i;
+
+	for (i = 0; i < x->n; i++) {
+		x->fd[i] = memfd_create("cms-exp-register", MFD_CLOEXEC);
+		if (x->fd[i] < 0 || ftruncate(x->fd[i], (off_t)x->size))
+			return false;
+	}
+	return true;
+}
+
+/* The memfd steps at t threads (a line of their own). */
+static int memfd_steps(struct exp *x, int t)
+{
+	double fill, pop, reg, both;
+	uint64_t i;
+
+	if (!fresh_fds(x))
+		return -1;
+	fill = run(x, MFILL, t);
+	for (i = 0; i < x->n; i++)
+		if (!map_shared(x, i))
+			return -1;
+	pop = run(x, POPULATE, t);
+	reg = run(x, REGISTER, t);
+	run(x, UNREGISTER, t);
+	unmap_all(x);
+	if (!fresh_fds(x))
+		return -1;
+	both = run(x, MBOTH, t);
+	run(x, UNREGISTER, t);
+	unmap_all(x);
+	printf("%3d threads, memfd: fill %6.2f  populate (map) %6.2f  register %6.2f  both %6.2f "
+	       "GB/s\n",
+	       t, fill, pop, reg, both);
+	fflush(stdout);
+	return atomic_load(&x->failed) ? -1 : 0;
 }
 
 static int one(struct exp *x, int t)
@@ -178,7 +253,9 @@ static int one(struct exp *x, int t)
 	       "both %6.2f  regfault %6.2f  hostalloc %6.2f  hostfree %7.2f GB/s\n",
 	       t, pop, reg, unreg, unm, both, regf, ha, hf);
 	fflush(stdout);
-	return atomic_load(&x->failed) ? -1 : 0;
+	if (atomic_load(&x->failed))
+		return -1;
+	return memfd_steps(x, t);
 }
 
 int main(int argc, char **argv)
@@ -205,8 +282,10 @@ int main(int argc, char **argv)
 		*(void **)&x->free_host = dlsym(x->b.drv.dl, "cuMemFreeHost");
 	}
 	x->buf = calloc(x->n, sizeof(*x->buf));
-	if (!x->buf)
+	x->fd = malloc(x->n * sizeof(*x->fd));
+	if (!x->buf || !x->fd)
 		goto close;
+	memset(x->fd, 0xff, x->n * sizeof(*x->fd)); /* -1: none */
 	printf("%llu buffers of %llu MiB, MADV_HUGEPAGE\n", (unsigned long long)x->n,
 	       (unsigned long long)(x->size >> 20));
 	rc = 0;
@@ -222,6 +301,7 @@ close:
 	bench_close_driver(&x->b);
 out:
 	free(x->buf);
+	free(x->fd);
 	free(x);
 	return rc ? 1 : 0;
 }
