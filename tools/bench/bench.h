@@ -99,8 +99,10 @@ struct bench_work {
 	const char *what; /* "32 x 1 GiB DISCARD" at --scale 1 */
 	uint32_t policy;  /* CMS_POLICY_* */
 	uint64_t flags;	  /* CMS_REGION_* its region is created with */
-	uint64_t count0;  /* allocations at --scale 1 */
-	uint64_t size0;	  /* bytes per allocation at --scale 1 */
+	/* cms_region_info.flags of its region (JSON region_flags) */
+	uint64_t region_flags;
+	uint64_t count0; /* allocations at --scale 1 */
+	uint64_t size0;	 /* bytes per allocation at --scale 1 */
 	bool implemented;
 	bool async; /* (f): resume with CMS_RESUME_ASYNC, then work on a stream of the tool */
 	bool selected;

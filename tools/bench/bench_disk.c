@@ -194,9 +194,10 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 
 	bench_scale(b, w->count0, w->size0, &w->count, &w->size);
 	need = w->count * w->size;
-	printf("\n(g) %" PRIu64 " x %s DISK in %s, %s (%s at --scale 1)\n", w->count,
+	printf("\n(g) %" PRIu64 " x %s DISK in %s, %s (%s at --scale 1%s)\n", w->count,
 	       bench_fmt_bytes(b1, sizeof(b1), w->size), disk_dir(),
-	       bench_fmt_bytes(b2, sizeof(b2), need), w->what);
+	       bench_fmt_bytes(b2, sizeof(b2), need), w->what,
+	       b->coalesce ? "; CMS_REGION_COALESCE by --coalesce" : "");
 	snprintf(b->step, sizeof(b->step), "workload (g)");
 	if (statvfs(disk_dir(), &sv)) {
 		snprintf(g.skipped, sizeof(g.skipped), "skipped: cannot statvfs %.600s: %s",
@@ -234,6 +235,7 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	BENCH_CMS(b, fail, cms_context_create, &copts, &ctx);
 	ropts.device = BENCH_DEVICE;
 	ropts.policy = CMS_POLICY_DISK;
+	ropts.flags = w->flags;
 	BENCH_CMS(b, fail, cms_region_create, ctx, "bench_g", &ropts, &region);
 	BENCH_CMS(b, fail, cms_region_disk_dir_set, region, disk_dir());
 	for (i = 0; i < w->count; i++)
@@ -241,6 +243,7 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	BENCH_CMS(b, fail, cms_region_info_get, region, &info);
 	w->logical = info.logical_bytes;
 	w->physical = info.physical_bytes;
+	w->region_flags = info.flags;
 	windows(w->size, &wl, off);
 	w->window = wl;
 	t0 = bench_now_ns();

@@ -360,9 +360,10 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 	fprintf(f,
 		",\n     \"allocations\": %" PRIu64 ", \"allocation_bytes\": %" PRIu64
 		", \"logical_bytes\": %" PRIu64 ", \"physical_bytes\": %" PRIu64
-		", \"check_window_bytes\": %" PRIu64 ", \"cycles\": %u, \"truncated\": %s",
+		", \"check_window_bytes\": %" PRIu64 ", \"cycles\": %u, \"truncated\": %s"
+		", \"region_flags\": %" PRIu64,
 		w->count, w->size, w->logical, w->physical, w->window, w->cycles_done,
-		w->truncated ? "true" : "false");
+		w->truncated ? "true" : "false", w->region_flags);
 	fputs(", \"note\": ", f);
 	bench_json_str(f, w->note);
 	if (w->id == 'g')

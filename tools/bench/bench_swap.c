@@ -154,9 +154,10 @@ int bench_swap_run(struct bench *b, struct bench_work *w)
 
 	w->ran = true;
 	bench_scale(b, w->count0, w->size0, &w->count, &w->size);
-	printf("\n(%c) swap: 2 tags of %" PRIu64 " x %s HOST, %s each (%s at --scale 1)\n", w->id,
+	printf("\n(%c) swap: 2 tags of %" PRIu64 " x %s HOST, %s each (%s at --scale 1%s)\n", w->id,
 	       w->count, bench_fmt_bytes(b1, sizeof(b1), w->size),
-	       bench_fmt_bytes(b2, sizeof(b2), w->count * w->size), w->what);
+	       bench_fmt_bytes(b2, sizeof(b2), w->count * w->size), w->what,
+	       b->coalesce ? "; CMS_REGION_COALESCE by --coalesce" : "");
 	snprintf(what, sizeof(what), "workload (%c)", w->id);
 	snprintf(b->step, sizeof(b->step), "%s", what);
 	if (swap_room(b, w, what))
@@ -175,6 +176,7 @@ int bench_swap_run(struct bench *b, struct bench_work *w)
 	BENCH_CMS(b, fail, cms_context_create, &copts, &ctx);
 	ropts.device = BENCH_DEVICE;
 	ropts.policy = CMS_POLICY_HOST;
+	ropts.flags = w->flags;
 	for (t = 0; t < 2; t++) {
 		BENCH_CMS(b, fail, cms_region_create, ctx, swap_tags[t], &ropts, &region[t]);
 		for (i = 0; i < w->count; i++)
@@ -190,6 +192,7 @@ int bench_swap_run(struct bench *b, struct bench_work *w)
 			goto fail;
 		w->logical = info.logical_bytes; /* per tag */
 		w->physical = info.physical_bytes;
+		w->region_flags = info.flags; /* the same for both tags */
 	}
 	bench_choose_window(b, w);
 	t0 = bench_now_ns();

@@ -494,6 +494,7 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 	BENCH_CMS(b, fail, cms_region_info_get, region, &info);
 	w->logical = info.logical_bytes;
 	w->physical = info.physical_bytes;
+	w->region_flags = info.flags;
 	if (!bench_check(b, info.allocations == w->count && w->logical == w->count * w->size,
 			 "(%c) the region holds %" PRIu64 " allocations, %" PRIu64
 			 " bytes after %" PRIu64 " allocations of %" PRIu64,

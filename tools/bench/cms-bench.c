@@ -69,7 +69,8 @@ static void bench_usage(FILE *f)
 		"                     cycle (default: a sample at the start, middle and end)\n"
 		"      --coalesce     HOST and DISK workloads in regions with\n"
 		"                     CMS_REGION_COALESCE (default: without; (a), (b), (h)\n"
-		"                     have it always): one handle per run after a resume\n"
+		"                     have it always): one handle per run after a resume;\n"
+		"                     not with --devices\n"
 		"      --gap MS       idle MS milliseconds (0..10000, default 0) before every\n"
 		"                     resume of (a)-(d),(f) and before every back of the VMM\n"
 		"                     floors, outside the timings: the driver scrubs released\n"
@@ -203,6 +204,11 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 			bench_usage(stderr);
 			return 2;
 		}
+	}
+	if (b->coalesce && b->nmdev) { /* bench_multi.c's regions have fixed flags */
+		fprintf(stderr, "cms-bench: --coalesce is for the single-device workloads, not "
+				"--devices\n");
+		return 2;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "cms-bench: unexpected argument '%s'\n", argv[optind]);
