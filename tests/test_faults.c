@@ -773,7 +773,10 @@ END_TEST
  * cuMemUnmap over their span made the first pause of 2048 x 8 MiB slower on an H200 and gained
  * nothing in the steady state: docs/architecture.md, step 3): a fault armed on the second
  * cuMemUnmap fires, and the pause rolls back with the content kept. Cases: a DISCARD and a
- * HOST first pause (the unmap step), a HOST steady pause (overlap.c's batch releases). */
+ * HOST first pause (the unmap step: these fail with span unmaps), a HOST steady pause (the
+ * second batch's unmap in overlap.c's release_batch fails after the first batch's release, and
+ * the rollback restores that one from its host buffer; on the simulation a batch holds one
+ * allocation, BATCH_SIM_GRANULES, so this case cannot tell spans from single unmaps). */
 START_TEST(pause_unmaps_one_allocation_at_a_time)
 {
 	const struct t_sim *sim = t_sim();
