@@ -16,7 +16,7 @@ fi
 # (the model bench built the peer into build-peer/site unless b.sh built /tmp/peer-site)
 pdir=/tmp/peer-site/site; [ -d $pdir ] || pdir=$PWD/build-peer/site
 if [ -z "${SKIP_FIRST:-}" ] && [ -d $pdir ]; then
-	shim=$(mktemp -d /tmp/shim.XXXX); mkdir -p "$shim/torch_memory_saver"
+	shim=$(mktemp -d /tmp/shim.XXXX); mkdir -p "$shim/torch_memory_saver"; trap 'rm -rf "$shim"' EXIT
 	echo 'from cumemsaver.torch_memory_saver import *  # noqa' >"$shim/torch_memory_saver/__init__.py"
 	echo 'from cumemsaver.torch_memory_saver import torch_memory_saver, configure_subprocess  # noqa' \
 		>>"$shim/torch_memory_saver/__init__.py"

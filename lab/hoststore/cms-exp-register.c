@@ -49,7 +49,8 @@ struct exp {
 	int *fd; /* memfd steps: one per buffer, else -1 */
 	enum step step;
 	atomic_ulong next;
-	atomic_int failed;
+	atomic_int failed; /* in the step running */
+	bool any_failed;   /* in any step so far */
 	CUresult (*host_alloc)(void **p, size_t bytes, unsigned int flags); /* cuMemHostAlloc */
 	CUresult (*free_host)(void *p);					    /* cuMemFreeHost */
 };
@@ -142,13 +143,16 @@ static double run(struct exp *x, enum step step, int t)
 
 	x->step = step;
 	atomic_store(&x->next, 0);
+	atomic_store(&x->failed, 0);
 	for (i = 0; i < t; i++)
 		if (!pthread_create(&th[i], NULL, worker, x))
 			made++;
 	for (i = 0; i < made; i++)
 		pthread_join(th[i], NULL);
-	if (made < t || atomic_load(&x->failed))
+	if (made < t || atomic_load(&x->failed)) {
+		x->any_failed = true;
 		return -1;
+	}
 	return (double)(x->n * x->size) / (now() - t0) / 1e9;
 }
 
@@ -222,7 +226,7 @@ static int memfd_steps(struct exp *x, int t)
 	       "GB/s\n",
 	       t, fill, pop, reg, both);
 	fflush(stdout);
-	return atomic_load(&x->failed) ? -1 : 0;
+	return x->any_failed ? -1 : 0;
 }
 
 static int one(struct exp *x, int t)
@@ -253,7 +257,7 @@ static int one(struct exp *x, int t)
 	       "both %6.2f  regfault %6.2f  hostalloc %6.2f  hostfree %7.2f GB/s\n",
 	       t, pop, reg, unreg, unm, both, regf, ha, hf);
 	fflush(stdout);
-	if (atomic_load(&x->failed))
+	if (x->any_failed)
 		return -1;
 	return memfd_steps(x, t);
 }
@@ -292,10 +296,16 @@ int main(int argc, char **argv)
 	for (i = 0; i < (optind < argc ? argc - optind : 4) && !rc; i++) {
 		int t = optind < argc ? atoi(argv[optind + i]) : def[i];
 
-		rc = t >= 1 && t <= 64 ? one(x, t) : -1;
+		if (t < 1 || t > 64) {
+			fprintf(stderr, "usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS "
+					"(1..64)...]\n");
+			rc = 2;
+			break;
+		}
+		rc = one(x, t);
 	}
 	unmap_all(x);
-	if (rc)
+	if (rc == -1)
 		printf("cms-exp-register: FAIL (a call failed)\n");
 close:
 	bench_close_driver(&x->b);
@@ -303,5 +313,5 @@ out:
 	free(x->buf);
 	free(x->fd);
 	free(x);
-	return rc ? 1 : 0;
+	return rc == 2 ? 2 : rc ? 1 : 0;
 }

@@ -163,7 +163,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		case 'o':
 			if (bench_parse_only(b, optarg)) {
 				fprintf(stderr,
-					"cms-bench: bad --only '%s' (comma-separated a..h or "
+					"cms-bench: bad --only '%s' (comma-separated a..j or "
 					"floor)\n",
 					optarg);
 				return 2;
