@@ -69,7 +69,7 @@ START_TEST(paused_reads_zeros)
 	uint32_t policy = policies[_i];
 	cms_context *ctx = t_ctx();
 	cms_region *r = guarded_region(ctx, "kv", policy);
-	cmssim_counters c0, c1;
+	cmssim_counters c0 = { 0 }, c1;
 	uint64_t sz[2], p[2], one = 1;
 	cms_region_info ri = { .struct_size = sizeof(ri) };
 	int i;
@@ -177,7 +177,7 @@ START_TEST(free_and_destroy_paused)
 	cms_region *r = guarded_region(ctx, "kv", CMS_POLICY_DISCARD);
 	cms_region *r2;
 	uint64_t sz[2], p[2], q;
-	cmssim_counters c0, c1;
+	cmssim_counters c0 = { 0 }, c1;
 
 	sizes_of(r, sz);
 	if (t_is_sim())
