@@ -4,8 +4,6 @@
 #   numa      the host's NUMA layout and the GPU's node
 #   handles   cms-exp-handles -G (C1-C6: do releases slow the copies they overlap)
 #   register  cms-exp-register -G 1 8 16 (fresh-page faulting against cuMemHostRegister)
-#   overlap   cms-bench (d) with the pause's overlapped releases on and off (CMS_LAB_OVERLAP),
-#             in alternation, OVERLAP_RUNS times each (default 2), --cycles 6
 #   model     tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain
 #   hoststore cms-bench (i) once per CMS_HOST_PREP variant (lab/hoststore/gpu-run.sh; VARIANTS,
 #             default "default noprefault threads:32 lazyfree")
@@ -33,14 +31,6 @@ for step in ${STEPS:-handles hoststore}; do
 	register)
 		timeout 200 "$build/bin/cms-exp-register" -G 1 8 16 >"$out/exp-register.txt" 2>&1; echo "register rc=$?"
 		grep -E "threads|FAIL" "$out/exp-register.txt" ;;
-	overlap)
-		for i in $(seq 1 "${OVERLAP_RUNS:-2}"); do
-			for o in on off; do
-				CMS_LAB_OVERLAP=$o timeout 120 "$build/bin/cms-bench" --gpu --only d --cycles 6 \
-					--json "$out/overlap-$o-$i.json" >"$out/overlap-$o-$i.txt" 2>&1
-				echo "overlap $o run $i rc=$?"; grep -E "cycle [2-9]:|median pause" "$out/overlap-$o-$i.txt" | cut -c1-90
-			done
-		done ;;
 	model)
 		CUMEMSAVER_LIBRARY=$build/libcumemsaver.so.1 PYTHONPATH=$PWD/bindings/python timeout 200 \
 			python3 tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain --out "$out" \

@@ -18,7 +18,6 @@
  * allocation: its in side waits for these releases (in.c).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "engine.h"
 
@@ -43,21 +42,12 @@ static bool early(const struct cms_alloc *a, bool all)
 	return all || (a->mapped && cms_store_saves_async(a));
 }
 
-/* Lab switch (not an interface): CMS_LAB_OVERLAP=off makes every pause release after its
- * copies, for measuring what overlapping costs or gains on a GPU (lab/gpu-session/e.sh). */
-static bool lab_overlap_off(void)
-{
-	const char *env = secure_getenv("CMS_LAB_OVERLAP");
-
-	return env && !strcmp(env, "off");
-}
-
 bool cms_out_can_overlap(const struct cms_work *w)
 {
 	uint64_t bytes = 0;
 	size_t i;
 
-	if (lab_overlap_off() || w->xv || !w->no || !cms_store_save_ready(w->vo, w->no))
+	if (w->xv || !w->no || !cms_store_save_ready(w->vo, w->no))
 		return false;
 	for (i = 0; i < w->no; i++)
 		if (early(w->vo[i], false))
