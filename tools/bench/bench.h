@@ -276,6 +276,9 @@ uint64_t bench_mem_available(void);
 bool bench_reset_hwm(void);
 /* "64.0 MiB", "1.00 GiB" */
 const char *bench_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* "; CMS_REGION_COALESCE by --coalesce" for a HOST or DISK workload that has the flag (only
+ * --coalesce gives it one), else "": the end of its heading. */
+const char *bench_coalesce_note(const struct bench_work *w);
 /* Sorts v[0..n) and returns the median (n > 0); the mean of the middle two for even n. */
 double bench_median_ns(const uint64_t *v, unsigned int n);
 /* What a time of a workload's cycle is: the pause call, the resume call (with

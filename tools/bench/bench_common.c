@@ -139,6 +139,13 @@ const char *bench_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 	return tool_format_bytes(buf, len, bytes);
 }
 
+const char *bench_coalesce_note(const struct bench_work *w)
+{
+	return w->policy != CMS_POLICY_DISCARD && (w->flags & CMS_REGION_COALESCE) ?
+		       "; CMS_REGION_COALESCE by --coalesce" :
+		       "";
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -196,8 +196,7 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	need = w->count * w->size;
 	printf("\n(g) %" PRIu64 " x %s DISK in %s, %s (%s at --scale 1%s)\n", w->count,
 	       bench_fmt_bytes(b1, sizeof(b1), w->size), disk_dir(),
-	       bench_fmt_bytes(b2, sizeof(b2), need), w->what,
-	       b->coalesce ? "; CMS_REGION_COALESCE by --coalesce" : "");
+	       bench_fmt_bytes(b2, sizeof(b2), need), w->what, bench_coalesce_note(w));
 	snprintf(b->step, sizeof(b->step), "workload (g)");
 	if (statvfs(disk_dir(), &sv)) {
 		snprintf(g.skipped, sizeof(g.skipped), "skipped: cannot statvfs %.600s: %s",

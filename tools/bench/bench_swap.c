@@ -157,7 +157,7 @@ int bench_swap_run(struct bench *b, struct bench_work *w)
 	printf("\n(%c) swap: 2 tags of %" PRIu64 " x %s HOST, %s each (%s at --scale 1%s)\n", w->id,
 	       w->count, bench_fmt_bytes(b1, sizeof(b1), w->size),
 	       bench_fmt_bytes(b2, sizeof(b2), w->count * w->size), w->what,
-	       b->coalesce ? "; CMS_REGION_COALESCE by --coalesce" : "");
+	       bench_coalesce_note(w));
 	snprintf(what, sizeof(what), "workload (%c)", w->id);
 	snprintf(b->step, sizeof(b->step), "%s", what);
 	if (swap_room(b, w, what))

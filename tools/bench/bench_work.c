@@ -445,7 +445,7 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 	printf("\n(%c) %" PRIu64 " x %s %s, %s (%s at --scale 1%s)\n", w->id, w->count,
 	       bench_fmt_bytes(b1, sizeof(b1), w->size), host ? "HOST" : "DISCARD",
 	       bench_fmt_bytes(b2, sizeof(b2), w->count * w->size), w->what,
-	       host && b->coalesce ? "; CMS_REGION_COALESCE by --coalesce" : "");
+	       bench_coalesce_note(w));
 	snprintf(what, sizeof(what), "workload (%c)", w->id);
 	snprintf(b->step, sizeof(b->step), "%s", what);
 
