@@ -18,6 +18,13 @@
  *              (MAP_SHARED, MADV_HUGEPAGE) and MADV_POPULATE_WRITE in slices (maps pages that
  *              exist); mregister: cuMemHostRegister of each mapping
  *   mboth      fallocate, populate and register, one whole buffer per task
+ * and host memory the driver makes for the virtual memory API (cuMemCreate with a
+ * CU_MEM_LOCATION_TYPE_HOST location: page-locked from birth, no registration):
+ *   vcreate    cuMemCreate, cuMemAddressReserve, cuMemMap and cuMemSetAccess (the device) of
+ *              every buffer, one buffer per task; vrelease: cuMemUnmap, cuMemRelease and
+ *              cuMemAddressFree of each
+ *   vcopy      one thread's cuMemcpyDtoDAsync of a 1-buffer device source into every buffer,
+ *              next to copy: the same source into every registered buffer (cuMemcpyDtoHAsync)
  * Raw calls on cms-bench's helpers (the device's primary context pushed on every thread).
  * Usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS...] (default 1 4 8 16).
  */
@@ -40,13 +47,31 @@
 #endif
 #define SLICE (32ull << 20)
 
-enum step { POPULATE, REGISTER, UNREGISTER, BOTH, HOSTALLOC, HOSTFREE, MFILL, MBOTH };
+enum step {
+	POPULATE,
+	REGISTER,
+	UNREGISTER,
+	BOTH,
+	HOSTALLOC,
+	HOSTFREE,
+	MFILL,
+	MBOTH,
+	VCREATE,
+	VRELEASE
+};
+
+#define CU_MEM_LOCATION_TYPE_HOST 0x2 /* CUDA 12.2+ */
 
 struct exp {
 	struct bench b;
 	uint64_t n, size;
 	char **buf;
-	int *fd; /* memfd steps: one per buffer, else -1 */
+	int *fd;			  /* memfd steps: one per buffer, else -1 */
+	CUmemGenericAllocationHandle *vh; /* vcreate: each buffer's host handle, else 0 */
+	CUdeviceptr *va;		  /* and its reservation, else 0 */
+	CUdeviceptr src;		  /* the copies' device source (x->size bytes), else 0 */
+	CUmemGenericAllocationHandle src_h;
+	CUstream stream;
 	enum step step;
 	atomic_ulong next;
 	atomic_int failed; /* in the step running */
@@ -79,6 +104,42 @@ static bool map_shared(struct exp *x, uint64_t k)
 	madvise(p, x->size, MADV_HUGEPAGE);
 	x->buf[k] = p;
 	return true;
+}
+
+/* A handle of x->size bytes at loc (the device's memory or the host's), mapped at a fresh
+ * reservation the device may read and write. */
+static bool vmm_make(struct exp *x, int loc, CUmemGenericAllocationHandle *h, CUdeviceptr *va)
+{
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED };
+	CUmemAccessDesc acc = { .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+
+	prop.location.type = loc;
+	prop.location.id = loc == CU_MEM_LOCATION_TYPE_DEVICE ? (int)x->b.dev : 0;
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = (int)x->b.dev;
+	if (x->b.drv.cuMemCreate(h, x->size, &prop, 0)) {
+		*h = 0;
+		return false;
+	}
+	if (x->b.drv.cuMemAddressReserve(va, x->size, 0, 0, 0)) {
+		*va = 0;
+		return false;
+	}
+	return !x->b.drv.cuMemMap(*va, x->size, 0, *h, 0) &&
+	       !x->b.drv.cuMemSetAccess(*va, x->size, &acc, 1);
+}
+
+/* Undoes what vmm_make made (an unmap of a range not mapped fails harmlessly). */
+static void vmm_free(struct exp *x, CUmemGenericAllocationHandle *h, CUdeviceptr *va)
+{
+	if (*va) {
+		x->b.drv.cuMemUnmap(*va, x->size);
+		x->b.drv.cuMemAddressFree(*va, x->size);
+	}
+	if (*h)
+		x->b.drv.cuMemRelease(*h);
+	*h = 0;
+	*va = 0;
 }
 
 static void *worker(void *arg)
@@ -125,6 +186,12 @@ static void *worker(void *arg)
 		case HOSTFREE:
 			ok = !x->free_host(x->buf[k]);
 			x->buf[k] = NULL;
+			break;
+		case VCREATE:
+			ok = vmm_make(x, CU_MEM_LOCATION_TYPE_HOST, &x->vh[k], &x->va[k]);
+			break;
+		case VRELEASE:
+			vmm_free(x, &x->vh[k], &x->va[k]);
 			break;
 		}
 		if (!ok)
@@ -201,6 +268,45 @@ static bool fresh_fds(struct exp *x)
 	return true;
 }
 
+/* One thread copies the device source into every buffer (host: registered pages of buf;
+ * else the reservations of va), one copy per buffer on one stream; GB/s, or -1. */
+static double copy_all(struct exp *x, bool host)
+{
+	double t0 = now();
+	uint64_t i;
+
+	if (!x->src || !x->stream)
+		return -1;
+	for (i = 0; i < x->n; i++)
+		if (host ? x->b.drv.cuMemcpyDtoHAsync(x->buf[i], x->src, x->size, x->stream) :
+			   x->b.drv.cuMemcpyDtoDAsync(x->va[i], x->src, x->size, x->stream))
+			return -1;
+	if (x->b.drv.cuStreamSynchronize(x->stream))
+		return -1;
+	return (double)(x->n * x->size) / (now() - t0) / 1e9;
+}
+
+/* The cuMemCreate(HOST) steps at t threads (a line of their own; n/a where the driver refuses
+ * host locations, which does not fail the run). */
+static void vmm_steps(struct exp *x, int t)
+{
+	bool failed = x->any_failed;
+	double make, cp, rel;
+
+	make = run(x, VCREATE, t);
+	cp = make < 0 ? -1 : copy_all(x, false);
+	rel = run(x, VRELEASE, t);
+	x->any_failed = failed;
+	if (make < 0) {
+		printf("%3d threads, cuMemCreate(HOST): n/a (refused)\n", t);
+		return;
+	}
+	printf("%3d threads, cuMemCreate(HOST): create+map %6.2f  copy D2D %6.2f  release %7.2f "
+	       "GB/s\n",
+	       t, make, cp, rel);
+	fflush(stdout);
+}
+
 /* The memfd steps at t threads (a line of their own). */
 static int memfd_steps(struct exp *x, int t)
 {
@@ -231,12 +337,13 @@ static int memfd_steps(struct exp *x, int t)
 
 static int one(struct exp *x, int t)
 {
-	double pop, reg, unreg, unm, both, regf, ha = 0, hf = 0;
+	double pop, reg, cp, unreg, unm, both, regf, ha = 0, hf = 0;
 
 	if (!fresh(x))
 		return -1;
 	pop = run(x, POPULATE, t);
 	reg = run(x, REGISTER, t);
+	cp = copy_all(x, true);
 	unreg = run(x, UNREGISTER, t);
 	unm = unmap_all(x);
 	if (!fresh(x))
@@ -253,12 +360,13 @@ static int one(struct exp *x, int t)
 		ha = run(x, HOSTALLOC, t);
 		hf = run(x, HOSTFREE, t);
 	}
-	printf("%3d threads: populate %6.2f  register %6.2f  unregister %7.2f  munmap %7.2f  "
-	       "both %6.2f  regfault %6.2f  hostalloc %6.2f  hostfree %7.2f GB/s\n",
-	       t, pop, reg, unreg, unm, both, regf, ha, hf);
+	printf("%3d threads: populate %6.2f  register %6.2f  copy D2H %6.2f  unregister %7.2f  "
+	       "munmap %7.2f  both %6.2f  regfault %6.2f  hostalloc %6.2f  hostfree %7.2f GB/s\n",
+	       t, pop, reg, cp, unreg, unm, both, regf, ha, hf);
 	fflush(stdout);
 	if (x->any_failed)
 		return -1;
+	vmm_steps(x, t);
 	return memfd_steps(x, t);
 }
 
@@ -287,8 +395,14 @@ int main(int argc, char **argv)
 	}
 	x->buf = calloc(x->n, sizeof(*x->buf));
 	x->fd = malloc(x->n * sizeof(*x->fd));
-	if (!x->buf || !x->fd)
+	x->vh = calloc(x->n, sizeof(*x->vh));
+	x->va = calloc(x->n, sizeof(*x->va));
+	if (!x->buf || !x->fd || !x->vh || !x->va)
 		goto close;
+	/* the copies' source (their columns read -1 without it) */
+	if (!vmm_make(x, CU_MEM_LOCATION_TYPE_DEVICE, &x->src_h, &x->src) ||
+	    x->b.drv.cuStreamCreate(&x->stream, CU_STREAM_NON_BLOCKING))
+		x->stream = NULL;
 	memset(x->fd, 0xff, x->n * sizeof(*x->fd)); /* -1: none */
 	printf("%llu buffers of %llu MiB, MADV_HUGEPAGE\n", (unsigned long long)x->n,
 	       (unsigned long long)(x->size >> 20));
@@ -307,11 +421,16 @@ int main(int argc, char **argv)
 	unmap_all(x);
 	if (rc == -1)
 		printf("cms-exp-register: FAIL (a call failed)\n");
+	if (x->stream)
+		x->b.drv.cuStreamDestroy(x->stream);
+	vmm_free(x, &x->src_h, &x->src);
 close:
 	bench_close_driver(&x->b);
 out:
 	free(x->buf);
 	free(x->fd);
+	free(x->vh);
+	free(x->va);
 	free(x);
 	return rc == 2 ? 2 : rc ? 1 : 0;
 }
