@@ -3,7 +3,7 @@
 # tests). STEPS (default "handles hoststore") picks, in this order:
 #   numa      the host's NUMA layout and the GPU's node
 #   handles   cms-exp-handles -G (C1-C6: do releases slow the copies they overlap)
-#   register  cms-exp-register -G 1 8 16 (fresh-page faulting against cuMemHostRegister)
+#   register  cms-exp-register -G ${REG_THREADS:-1 8 16} (faulting, page-locking, pageable copies)
 #   model     tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain
 #   hoststore cms-bench (i) once per CMS_HOST_PREP variant (lab/hoststore/gpu-run.sh; VARIANTS,
 #             default "default noprefault threads:32 lazyfree")
@@ -29,7 +29,7 @@ for step in ${STEPS:-handles hoststore}; do
 		timeout 150 "$build/bin/cms-exp-handles" -G >"$out/exp-handles.txt" 2>&1; echo "exp rc=$?"
 		grep -E "^ *C[0-9]|GB/s" "$out/exp-handles.txt" | head -n 20 ;;
 	register)
-		timeout 200 "$build/bin/cms-exp-register" -G 1 8 16 >"$out/exp-register.txt" 2>&1; echo "register rc=$?"
+		timeout 200 "$build/bin/cms-exp-register" -G ${REG_THREADS:-1 8 16} >"$out/exp-register.txt" 2>&1; echo "register rc=$?"
 		grep -E "threads|FAIL" "$out/exp-register.txt" ;;
 	model)
 		CUMEMSAVER_LIBRARY=$build/libcumemsaver.so.1 PYTHONPATH=$PWD/bindings/python timeout 200 \

@@ -25,6 +25,9 @@
  *              cuMemAddressFree of each
  *   vcopy      one thread's cuMemcpyDtoDAsync of a 1-buffer device source into every buffer,
  *              next to copy: the same source into every registered buffer (cuMemcpyDtoHAsync)
+ * and copies without page-locked memory at all (the driver stages pageable copies itself):
+ *   pageable   cuMemcpyDtoH of the device source into every buffer in 32 MiB slices taken in
+ *              order, into fresh buffers (the copy faults their pages) and into populated ones
  * Raw calls on cms-bench's helpers (the device's primary context pushed on every thread).
  * Usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS...] (default 1 4 8 16).
  */
@@ -57,7 +60,8 @@ enum step {
 	MFILL,
 	MBOTH,
 	VCREATE,
-	VRELEASE
+	VRELEASE,
+	PAGEABLE
 };
 
 #define CU_MEM_LOCATION_TYPE_HOST 0x2 /* CUDA 12.2+ */
@@ -146,7 +150,8 @@ static void *worker(void *arg)
 {
 	struct exp *x = arg;
 	uint64_t slices = x->size / SLICE ? x->size / SLICE : 1, k;
-	uint64_t tasks = x->step == POPULATE || x->step == MFILL ? x->n * slices : x->n;
+	bool sliced = x->step == POPULATE || x->step == MFILL || x->step == PAGEABLE;
+	uint64_t tasks = sliced ? x->n * slices : x->n;
 	CUcontext unused;
 
 	if (x->b.drv.cuCtxPushCurrent(x->b.primary)) {
@@ -187,6 +192,13 @@ static void *worker(void *arg)
 			ok = !x->free_host(x->buf[k]);
 			x->buf[k] = NULL;
 			break;
+		case PAGEABLE: {
+			uint64_t len = x->size / slices, off = (k % slices) * len;
+
+			ok = x->src &&
+			     !x->b.drv.cuMemcpyDtoH(x->buf[k / slices] + off, x->src + off, len);
+			break;
+		}
 		case VCREATE:
 			ok = vmm_make(x, CU_MEM_LOCATION_TYPE_HOST, &x->vh[k], &x->va[k]);
 			break;
@@ -307,6 +319,23 @@ static void vmm_steps(struct exp *x, int t)
 	fflush(stdout);
 }
 
+/* The pageable copies at t threads (a line of their own). */
+static int pageable_steps(struct exp *x, int t)
+{
+	double fresh_cp, resident_cp;
+
+	if (!fresh(x))
+		return -1;
+	fresh_cp = run(x, PAGEABLE, t);
+	resident_cp = run(x, PAGEABLE, t);
+	unmap_all(x);
+	printf("%3d threads, pageable cuMemcpyDtoH: into fresh pages %6.2f  into resident pages "
+	       "%6.2f GB/s\n",
+	       t, fresh_cp, resident_cp);
+	fflush(stdout);
+	return x->any_failed ? -1 : 0;
+}
+
 /* The memfd steps at t threads (a line of their own). */
 static int memfd_steps(struct exp *x, int t)
 {
@@ -367,6 +396,8 @@ static int one(struct exp *x, int t)
 	if (x->any_failed)
 		return -1;
 	vmm_steps(x, t);
+	if (pageable_steps(x, t))
+		return -1;
 	return memfd_steps(x, t);
 }
 
