@@ -138,7 +138,8 @@ CMS_API cms_region *cms_hook_region_default(int32_t device);
  * on a device that has no default region (cms_hook_region_default_set), first
  * makes the region tagged tag on that device its default: the existing one
  * (cms_region_find), else a new one (cms_region_create with opts, its device
- * replaced by the allocation's). Only devices that allocate get a region (and
+ * replaced by the allocation's, then cms_region_disk_dir_set with disk_dir
+ * when given). Only devices that allocate get a region (and
  * the primary context and streams cms_region_create sets up), so a process
  * that sees many GPUs but uses one holds nothing on the others. A region so
  * made is an ordinary region of the hook context: pause, resume and destroy
@@ -148,22 +149,36 @@ CMS_API cms_region *cms_hook_region_default(int32_t device);
  *         made stay until cleared with cms_hook_region_default_set).
  *   opts: NULL for the defaults; copied and checked as cms_region_create
  *         checks them (its device is ignored).
+ *   disk_dir: NULL, or (only with CMS_POLICY_DISK in opts) the directory
+ *         every region the template makes keeps its content in while paused,
+ *         so that it can pause from its first allocation on: 1..4000 bytes,
+ *         absolute or relative to the current directory at the time of this
+ *         call, checked and resolved to an absolute path now (realpath) and
+ *         kept. Without it a DISK region so made refuses to pause until
+ *         cms_region_disk_dir_set gives it one. Ignored when tag is NULL.
  * The template is cleared by every cms_hook_context_set.
  * Threads: thread-safe; takes the hook context's lock briefly. A region
- * creation that fails (a bad device, no memory) fails the allocation with its
- * status; two threads making the same device's region at once both end in it.
+ * creation that fails (a bad device, no memory; with disk_dir, a directory
+ * that can no longer take the region's file: the region is destroyed again)
+ * fails the allocation with its status; two threads making the same device's
+ * region at once both end in it.
  * CUDA: none here; the allocation that makes the region calls what
  * cms_region_create calls.
- * Returns:
+ * Returns (on failure the previous template stays):
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: a bad tag; an unknown policy or flag in opts;
- *     CMS_REGION_HOST_PAGEABLE without CMS_POLICY_HOST; no hook context is
- *     set (with a non-NULL tag).
+ *     CMS_REGION_HOST_PAGEABLE without CMS_POLICY_HOST; disk_dir without
+ *     CMS_POLICY_DISK, empty, too long or not a directory; no hook context
+ *     is set (with a non-NULL tag).
+ *   CMS_ERR_NOT_FOUND: disk_dir, or a component of it, does not exist.
+ *   CMS_ERR_PERMISSION: a component of disk_dir cannot be searched.
+ *   CMS_ERR_IO: another failure resolving disk_dir (the message names it).
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_FORKED: the hook context was created before a fork().
  */
 CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
-							const cms_region_options *opts);
+							const cms_region_options *opts,
+							const char *disk_dir);
 
 /*
  * cms_hook_memory_margin_set (since 1.2) - device memory every hooked
@@ -206,6 +221,10 @@ CMS_API cms_status cms_hook_memory_margin_set(uint64_t bytes);
  *   CMS_ERR_FORKED: the hook context was created before a fork().
  *   what cms_alloc returns (CMS_ERR_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY, ...,
  *     driver statuses).
+ *   making the device's default region from the template
+ *     (cms_hook_region_default_template_set, since 1.2): what
+ *     cms_region_create returns, and with a disk directory what
+ *     cms_region_disk_dir_set returns (CMS_ERR_PERMISSION, CMS_ERR_IO, ...).
  */
 CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
 

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -676,24 +677,27 @@ START_TEST(default_template_makes_regions_on_demand)
 	o.policy = CMS_POLICY_HOST;
 	o.device = 7; /* ignored */
 	/* No hook context: nothing to set; clearing is fine. */
-	ck_status(cms_hook_region_default_template_set("dflt", &o), CMS_ERR_INVALID_ARGUMENT);
-	ck_ok(cms_hook_region_default_template_set(NULL, NULL));
+	ck_status(cms_hook_region_default_template_set("dflt", &o, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_hook_region_default_template_set(NULL, NULL, NULL));
 	ck_ok(cms_hook_context_set(ctx));
-	ck_status(cms_hook_region_default_template_set("", &o), CMS_ERR_INVALID_ARGUMENT);
-	ck_status(cms_hook_region_default_template_set("a\nb", &o), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("", &o, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("a\nb", &o, NULL), CMS_ERR_INVALID_ARGUMENT);
 	bad.policy = 99;
-	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("dflt", &bad, NULL),
+		  CMS_ERR_INVALID_ARGUMENT);
 	bad.policy = CMS_POLICY_DISCARD;
 	bad.flags = CMS_REGION_HOST_PAGEABLE;
-	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("dflt", &bad, NULL),
+		  CMS_ERR_INVALID_ARGUMENT);
 	bad.flags = 1ull << 40;
-	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("dflt", &bad, NULL),
+		  CMS_ERR_INVALID_ARGUMENT);
 	bad.flags = 0;
 	bad.struct_size = 3;
-	ck_status(cms_hook_region_default_template_set("dflt", &bad), CMS_ERR_STRUCT_SIZE);
+	ck_status(cms_hook_region_default_template_set("dflt", &bad, NULL), CMS_ERR_STRUCT_SIZE);
 	ck_status(cms_hook_alloc(MiB, d, &p), CMS_ERR_NOT_FOUND); /* nothing was set */
 
-	ck_ok(cms_hook_region_default_template_set("dflt", &o));
+	ck_ok(cms_hook_region_default_template_set("dflt", &o, NULL));
 	/* a region that cannot be made fails the allocation with why, and size 0 makes none */
 	ck_status(cms_hook_alloc(MiB, 63, &p), CMS_ERR_INVALID_DEVICE);
 	ck_status(cms_hook_alloc(0, d, &p), CMS_ERR_INVALID_ARGUMENT);
@@ -739,9 +743,72 @@ START_TEST(default_template_makes_regions_on_demand)
 	/* Cleared by cms_hook_context_set (also of the same context), and by NULL. */
 	ck_ok(cms_hook_context_set(ctx));
 	ck_status(cms_hook_alloc(MiB, d, &q), CMS_ERR_NOT_FOUND);
-	ck_ok(cms_hook_region_default_template_set("dflt", &o));
-	ck_ok(cms_hook_region_default_template_set(NULL, NULL));
+	ck_ok(cms_hook_region_default_template_set("dflt", &o, NULL));
+	ck_ok(cms_hook_region_default_template_set(NULL, NULL, NULL));
 	ck_status(cms_hook_alloc(MiB, 0, &q), CMS_ERR_NOT_FOUND);
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* A DISK template with a directory: the regions it makes can pause from their first
+ * allocation on (before, they refused: no directory); a bad directory is refused when the
+ * template is set, one gone by the time a region is made fails the allocation and leaves no
+ * region behind. */
+START_TEST(default_template_disk_dir)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	char dir[256], file[300], cwd[4096];
+	const char *t = getenv("TMPDIR");
+	cms_region *r = NULL;
+	uint64_t p = 0;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/cms-tpl-XXXXXX", t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/a-file", dir);
+	ck_assert_ptr_nonnull(f = fopen(file, "w"));
+	fclose(f);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_ok(cms_hook_context_set(ctx));
+
+	/* refused: another policy, empty, missing, not a directory */
+	o.policy = CMS_POLICY_HOST;
+	ck_status(cms_hook_region_default_template_set("d", &o, dir), CMS_ERR_INVALID_ARGUMENT);
+	o.policy = CMS_POLICY_DISK;
+	ck_status(cms_hook_region_default_template_set("d", &o, ""), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_region_default_template_set("d", &o, "/nonexistent/cms"),
+		  CMS_ERR_NOT_FOUND);
+	ck_status(cms_hook_region_default_template_set("d", &o, file), CMS_ERR_INVALID_ARGUMENT);
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_NOT_FOUND); /* no template was set */
+
+	/* relative to the directory current now, not at the allocation */
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_ok(cms_hook_region_default_template_set("d", &o, "."));
+	ck_assert_int_eq(chdir(cwd), 0);
+	ck_ok(cms_hook_alloc(3 * MiB, 0, &p));
+	ck_ok(cms_region_find(ctx, "d", 0, &r));
+	ck_assert_int_eq(t_fill(0, p, 3 * MiB, 11), 0);
+	ck_ok(cms_pause(ctx, "d", NULL, NULL));
+	ck_ok(cms_resume(ctx, "d", NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, 3 * MiB, 11), -1);
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	ck_ok(cms_region_destroy(r));
+
+	/* the directory is gone when the next region is made: the allocation fails, no region */
+	ck_assert_int_eq(unlink(file), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	ck_status(cms_hook_alloc(MiB, 0, &p), CMS_ERR_NOT_FOUND);
+	ck_assert_uint_eq(p, 0);
+	ck_status(cms_region_find(ctx, "d", 0, &r), CMS_ERR_NOT_FOUND);
+	ck_assert_ptr_null(cms_hook_region_default(0));
+
+	/* without a directory (NULL) the region is made and refuses to pause, as before */
+	ck_ok(cms_hook_region_default_template_set("d", &o, NULL));
+	ck_ok(cms_hook_alloc(MiB, 0, &p));
+	ck_status(cms_pause(ctx, "d", NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
 	ck_ok(cms_hook_context_set(NULL));
 	ck_ok(cms_context_destroy(ctx));
 }
@@ -965,6 +1032,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, default_region_destroy_races);
 	tcase_add_test(tc, default_region_context_set_races);
 	tcase_add_test(tc, default_template_makes_regions_on_demand);
+	tcase_add_test(tc, default_template_disk_dir);
 	tcase_add_test(tc, memory_margin_refuses_allocations);
 	suite_add_tcase(s, tc);
 	return s;

@@ -35,6 +35,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "adapters.h"
 
@@ -166,20 +167,26 @@ static cms_status margin_check(cms_context *ctx, const struct cms_region *r, uin
 }
 
 /* Makes device's default region from the template of generation ticket, if there is one:
- * the region of its tag on device, created with its options when it does not exist. CMS_OK
- * also when there is no template (the caller then finds no default); else why the region
- * could not be made (cms_region_create's status). */
+ * the region of its tag on device, created with its options (and given the template's disk
+ * directory) when it does not exist. CMS_OK also when there is no template (the caller then
+ * finds no default); else why the region could not be made (cms_region_create's or
+ * cms_region_disk_dir_set's status: the region is then destroyed again). */
 static cms_status default_from_template(cms_context *ctx, unsigned ticket, int32_t device)
 {
-	char tag[CMS_TAG_MAX + 1];
+	char tag[CMS_TAG_MAX + 1], dir[PATH_MAX];
 	cms_region_options o;
 	cms_region *r = NULL;
 	cms_status st;
 
-	if (!cms_hook_template_get(ctx, ticket, tag, &o))
+	if (!cms_hook_template_get(ctx, ticket, tag, &o, dir))
 		return CMS_OK;
 	o.device = device;
 	st = cms_region_create(ctx, tag, &o, &r);
+	if (!st && dir[0]) {
+		st = cms_region_disk_dir_set(r, dir);
+		if (st) /* nobody has seen it yet; the directory's status is the one returned */
+			(void)cms_region_destroy(r);
+	}
 	if (st == CMS_ERR_EXISTS) /* made meanwhile by another thread, or by the application */
 		st = cms_region_find(ctx, tag, device, &r);
 	/* refused if a destroy took it meanwhile: the caller then finds no default */
@@ -289,11 +296,37 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
 	return st;
 }
 
+/* Checks a template's disk directory: given only with CMS_POLICY_DISK, a directory; *abs its
+ * absolute path (the caller frees it). */
+static cms_status template_dir(const cms_region_options *o, const char *dir, char **abs)
+{
+	cms_status st;
+
+	*abs = NULL;
+	if (o->policy != CMS_POLICY_DISK)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "a disk directory needs CMS_POLICY_DISK (policy %u)",
+				     o->policy);
+	if (!*dir || strlen(dir) > 4000)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
+				     *dir ? "too long" : "empty");
+	st = cms_store_dir_resolve(dir, abs);
+	if (!st && strlen(*abs) >= PATH_MAX) {
+		free(*abs);
+		*abs = NULL;
+		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: path too long",
+				   dir);
+	}
+	return st;
+}
+
 CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
-							const cms_region_options *opts)
+							const cms_region_options *opts,
+							const char *disk_dir)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
 	cms_context *ctx;
+	char *abs = NULL;
 	unsigned ticket;
 	cms_status st;
 
@@ -301,6 +334,8 @@ CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
 		st = cms_check_tag(tag);
 		if (!st)
 			st = cms_region_options_check(opts, &o);
+		if (!st && disk_dir)
+			st = template_dir(&o, disk_dir, &abs);
 		if (st)
 			return st;
 	}
@@ -312,8 +347,9 @@ CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
 	else if (ctx)
 		st = cms_check_fork(ctx);
 	if (!st && ctx)
-		cms_hook_template_set(ctx, ticket, tag, &o);
+		cms_hook_template_set(ctx, ticket, tag, &o, abs);
 	cms_hookctx_leave(ticket);
+	free(abs);
 	return st;
 }
 

@@ -8,6 +8,7 @@
 #ifndef CMS_CORE_H
 #define CMS_CORE_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -289,6 +290,7 @@ struct cms_context {
 	 * generation hook_template_gen; under lock. */
 	char hook_template_tag[CMS_TAG_MAX + 1];
 	cms_region_options hook_template_opts;
+	char hook_template_dir[PATH_MAX]; /* a DISK template's directory, absolute; "" = none */
 	unsigned hook_template_gen;
 };
 
@@ -407,12 +409,14 @@ cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
 struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32_t dev, bool ref);
 /* r is being destroyed: it is no device's default any more (ctx->lock held). */
 void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
-/* Sets (tag non-NULL) or clears the default-region template of generation ticket. */
+/* Sets (tag non-NULL) or clears the default-region template of generation ticket; dir: its
+ * regions' disk directory (absolute, shorter than PATH_MAX), or NULL. */
 void cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
-			   const cms_region_options *opts);
-/* Copies the template of generation ticket into tag and *opts; false when there is none. */
+			   const cms_region_options *opts, const char *dir);
+/* Copies the template of generation ticket into tag, *opts and dir ("" = none); false when
+ * there is none. */
 bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
-			   cms_region_options *opts);
+			   cms_region_options *opts, char dir[PATH_MAX]);
 
 /* ---- stats.c: cumulative counters of regions (their locks held) ---- */
 /* What one committed side of an engine call did to one region. */

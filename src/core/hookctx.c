@@ -245,20 +245,23 @@ struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32
 }
 
 void cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
-			   const cms_region_options *opts)
+			   const cms_region_options *opts, const char *dir)
 {
 	pthread_mutex_lock(&ctx->lock);
 	ctx->hook_template_tag[0] = '\0';
+	ctx->hook_template_dir[0] = '\0';
 	if (tag) {
 		snprintf(ctx->hook_template_tag, sizeof(ctx->hook_template_tag), "%s", tag);
 		ctx->hook_template_opts = *opts;
+		if (dir)
+			snprintf(ctx->hook_template_dir, sizeof(ctx->hook_template_dir), "%s", dir);
 	}
 	ctx->hook_template_gen = ticket;
 	pthread_mutex_unlock(&ctx->lock);
 }
 
 bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
-			   cms_region_options *opts)
+			   cms_region_options *opts, char dir[PATH_MAX])
 {
 	bool set;
 
@@ -267,6 +270,7 @@ bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_M
 	if (set) {
 		memcpy(tag, ctx->hook_template_tag, CMS_TAG_MAX + 1);
 		*opts = ctx->hook_template_opts;
+		memcpy(dir, ctx->hook_template_dir, PATH_MAX);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return set;

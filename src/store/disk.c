@@ -173,27 +173,38 @@ static int file_create(const char *dir, uint64_t id, bool *direct, bool *unlinki
 	return fd;
 }
 
-/* Opens a new unlinked file in dir (O_CREAT | O_EXCL, 0600). */
-static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_disk **out)
+cms_status cms_store_dir_resolve(const char *dir, char **abs)
 {
-	struct cms_disk *d;
 	struct stat sb;
-	bool unlinking;
-	char *abs;
-	size_t dl;
-	int err;
 
+	*abs = NULL;
 	if (stat(dir, &sb))
 		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
 				     strerror(errno));
 	if (!S_ISDIR(sb.st_mode))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: not a directory",
 				     dir);
-	/* resolved now: the region's later files go to this directory whatever the cwd */
-	abs = realpath(dir, NULL);
-	if (!abs)
+	*abs = realpath(dir, NULL);
+	if (!*abs)
 		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
 				     strerror(errno));
+	return CMS_OK;
+}
+
+/* Opens a new unlinked file in dir (O_CREAT | O_EXCL, 0600). */
+static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_disk **out)
+{
+	struct cms_disk *d;
+	bool unlinking;
+	char *abs;
+	size_t dl;
+	int err;
+	cms_status st;
+
+	/* resolved now: the region's later files go to this directory whatever the cwd */
+	st = cms_store_dir_resolve(dir, &abs);
+	if (st)
+		return st;
 	dl = strlen(abs);
 	d = calloc(1, sizeof(*d) + dl + 1);
 	if (!d) {

@@ -597,7 +597,7 @@ _Static_assert(CMS_PROBE_TYPE(&cms_backup_read, cms_status (*)(cms_context *, ui
 _Static_assert(CMS_PROBE_TYPE(&cms_region_flags_set, cms_status (*)(cms_region *, uint64_t, uint64_t)), "cms_region_flags_set prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default_set, cms_status (*)(int32_t, cms_region *)), "cms_hook_region_default_set prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default, cms_region *(*)(int32_t)), "cms_hook_region_default prototype");
-_Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default_template_set, cms_status (*)(const char *, const cms_region_options *)), "cms_hook_region_default_template_set prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default_template_set, cms_status (*)(const char *, const cms_region_options *, const char *)), "cms_hook_region_default_template_set prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_memory_margin_set, cms_status (*)(uint64_t)), "cms_hook_memory_margin_set prototype");
 
 int main(void)
@@ -662,7 +662,7 @@ int main(void)
 	cms_status (*p_cms_region_flags_set)(cms_region *, uint64_t, uint64_t) = cms_region_flags_set;
 	cms_status (*p_cms_hook_region_default_set)(int32_t, cms_region *) = cms_hook_region_default_set;
 	cms_region *(*p_cms_hook_region_default)(int32_t) = cms_hook_region_default;
-	cms_status (*p_cms_hook_region_default_template_set)(const char *, const cms_region_options *) = cms_hook_region_default_template_set;
+	cms_status (*p_cms_hook_region_default_template_set)(const char *, const cms_region_options *, const char *) = cms_hook_region_default_template_set;
 	cms_status (*p_cms_hook_memory_margin_set)(uint64_t) = cms_hook_memory_margin_set;
 	(void)p_cms_version;
 	(void)p_cms_version_string;

@@ -187,7 +187,7 @@ START_TEST(default_template_serves_the_interposer)
 
 	o.policy = CMS_POLICY_HOST;
 	ck_ok(cms_hook_context_set(ctx));
-	ck_ok(cms_hook_region_default_template_set("tpl", &o));
+	ck_ok(cms_hook_region_default_template_set("tpl", &o, NULL));
 	ck_status(cms_region_find(ctx, "tpl", 0, &r), CMS_ERR_NOT_FOUND);
 	ck_assert_int_eq(c.malloc_fn(&p, 3 * MiB), 0);
 	ck_assert_int_eq(c.calls(0), 0); /* not the runtime's */
@@ -196,7 +196,7 @@ START_TEST(default_template_serves_the_interposer)
 	ck_assert_ptr_eq(pi.region, r);
 	ck_assert_int_eq(c.free_fn(p), 0);
 	ck_assert_int_eq(c.calls(1), 0);
-	ck_ok(cms_hook_region_default_template_set(NULL, NULL));
+	ck_ok(cms_hook_region_default_template_set(NULL, NULL, NULL));
 	ck_ok(cms_hook_region_default_set(0, NULL));
 	ck_assert_int_eq(c.malloc_fn(&p, MiB), 0);
 	ck_assert_int_eq(c.calls(0), 1); /* neither a default nor a template: the runtime's */

@@ -6,6 +6,7 @@ package cumemsaver
 // regions.
 
 /*
+#include <stdlib.h>
 #include <cumemsaver.h>
 */
 import "C"
@@ -119,12 +120,13 @@ func (c *Context) RangeKeep(ptr, size uint64) error {
 // SetHookDefaultTemplate makes default regions on demand
 // (cms_hook_region_default_template_set, since 1.2): a hooked allocation of a thread with no
 // hook region, on a device with no default region, first makes the region tagged tag on that
-// device (found, or created with opts' policy and flags) its default. An empty tag clears
+// device (found, or created with opts' policy and flags and, for a PolicyDisk template,
+// given opts.DiskDir, resolved to an absolute path now) its default. An empty tag clears
 // the template; a change of the hook context clears it too.
 func SetHookDefaultTemplate(tag string, opts *RegionOptions) error {
 	if tag == "" {
 		return call("cms_hook_region_default_template_set", func() C.cms_status {
-			return c_cms_hook_region_default_template_set(nil, nil)
+			return c_cms_hook_region_default_template_set(nil, nil, nil)
 		})
 	}
 	var ro RegionOptions
@@ -136,6 +138,11 @@ func SetHookDefaultTemplate(tag string, opts *RegionOptions) error {
 		return err
 	}
 	defer freeTag(ct)
+	var d *C.char
+	if ro.DiskDir != "" {
+		d = C.CString(ro.DiskDir)
+		defer C.free(unsafe.Pointer(d))
+	}
 	var o C.cms_region_options
 	return call("cms_hook_region_default_template_set", func() C.cms_status {
 		if st := c_cms_region_options_init(&o); st != 0 {
@@ -143,7 +150,7 @@ func SetHookDefaultTemplate(tag string, opts *RegionOptions) error {
 		}
 		o.policy = C.uint32_t(ro.Policy)
 		o.flags = C.uint64_t(ro.Flags)
-		return c_cms_hook_region_default_template_set(ct, &o)
+		return c_cms_hook_region_default_template_set(ct, &o, d)
 	})
 }
 

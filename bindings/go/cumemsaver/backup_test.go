@@ -109,4 +109,28 @@ func TestRangesTemplateAndMargin(t *testing.T) {
 	if err := ClearHookDefault(0); err != nil {
 		t.Fatal(err)
 	}
+
+	// a PolicyDisk template with a directory: its region pauses from its first allocation on
+	disk := &RegionOptions{Policy: PolicyDisk, DiskDir: t.TempDir()}
+	if err := SetHookDefaultTemplate("rg-disk", disk); err != nil {
+		t.Fatal(err)
+	}
+	p = must(HookAlloc(mib, 0))
+	if r := must(ctx.Pause("rg-disk")); r.BytesBackedUp != mib {
+		t.Fatalf("disk template: backed up %d", r.BytesBackedUp)
+	}
+	must(ctx.Resume("rg-disk"))
+	if err := HookFree(p); err != nil {
+		t.Fatal(err)
+	}
+	disk.Policy = PolicyHost // a directory needs PolicyDisk
+	if err := SetHookDefaultTemplate("rg-disk", disk); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("directory without PolicyDisk: %v", err)
+	}
+	if err := SetHookDefaultTemplate("", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearHookDefault(0); err != nil {
+		t.Fatal(err)
+	}
 }

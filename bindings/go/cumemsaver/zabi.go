@@ -893,8 +893,8 @@ func c_cms_hook_region_default(device C.int32_t) *C.cms_region {
 }
 
 // c_cms_hook_region_default_template_set calls cms_hook_region_default_template_set (since 1.2).
-func c_cms_hook_region_default_template_set(tag *C.char, opts *C.cms_region_options) C.cms_status {
-	return C.cms_hook_region_default_template_set(tag, opts)
+func c_cms_hook_region_default_template_set(tag *C.char, opts *C.cms_region_options, disk_dir *C.char) C.cms_status {
+	return C.cms_hook_region_default_template_set(tag, opts, disk_dir)
 }
 
 // c_cms_hook_memory_margin_set calls cms_hook_memory_margin_set (since 1.2).

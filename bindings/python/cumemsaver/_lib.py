@@ -829,7 +829,10 @@ FUNCTIONS = {
     "cms_region_flags_set": (cms_status, [cms_region_p, _c.c_uint64, _c.c_uint64]),
     "cms_hook_region_default_set": (cms_status, [_c.c_int32, cms_region_p]),
     "cms_hook_region_default": (cms_region_p, [_c.c_int32]),
-    "cms_hook_region_default_template_set": (cms_status, [_c.c_char_p, P(cms_region_options)]),
+    "cms_hook_region_default_template_set": (
+        cms_status,
+        [_c.c_char_p, P(cms_region_options), _c.c_char_p],
+    ),
     "cms_hook_memory_margin_set": (cms_status, [_c.c_uint64]),
 }
 # The release each function appeared in.

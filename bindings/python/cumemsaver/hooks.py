@@ -15,7 +15,7 @@ import threading
 from typing import Iterator, Optional
 
 from . import _lib as L
-from .api import Context, Region, _call, _check, _i32, _u64
+from .api import Context, PathLike, Region, _call, _check, _i32, _path, _u64
 
 
 # The HookContext set last (cms_hook_context_set keeps one process-wide context): closing an
@@ -37,20 +37,25 @@ def hook_region_push(region: Region) -> None:
     _call("cms_hook_region_push", region._h())
 
 
-def hook_region_default_template_set(tag: Optional[str], policy: int = 0, flags: int = 0) -> None:
+def hook_region_default_template_set(
+    tag: Optional[str], policy: int = 0, flags: int = 0, disk_dir: Optional[PathLike] = None
+) -> None:
     """Default regions made on demand (cms_hook_region_default_template_set, since 1.2): a
     hooked allocation of a thread with no active region, on a device with no default region,
     first makes the region tagged tag on that device (found, or created with policy and the
-    CMS_REGION_* flags) its default. Only devices that allocate get one. None clears the
-    template; cms_hook_context_set clears it too. Raises InvalidArgument (bad tag, policy or
-    flags; no hook context)."""
+    CMS_REGION_* flags, and given disk_dir with Policy.DISK) its default. Only devices that
+    allocate get one. disk_dir is resolved to an absolute path now. None clears the template;
+    cms_hook_context_set clears it too. Raises InvalidArgument (bad tag, policy or flags;
+    disk_dir without Policy.DISK or not a directory; no hook context), NotFound (disk_dir does
+    not exist), PermissionDenied, IOFailure."""
     if tag is None:
-        _call("cms_hook_region_default_template_set", None, None)
+        _call("cms_hook_region_default_template_set", None, None, None)
         return
     opts = L.init_struct(L.cms_region_options)
     opts.policy = int(policy)
     opts.flags = _u64(flags, "flags")
-    _call("cms_hook_region_default_template_set", tag.encode(), ctypes.byref(opts))
+    arg = None if disk_dir is None else _path(disk_dir, "disk_dir")
+    _call("cms_hook_region_default_template_set", tag.encode(), ctypes.byref(opts), arg)
 
 
 def hook_memory_margin_set(nbytes: int) -> None:

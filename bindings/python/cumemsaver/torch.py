@@ -439,7 +439,7 @@ class Saver:
         region tag on that device (with policy, release_host, flags and this Saver's
         coalescing) its default. Only devices that allocate get a region, and so a primary
         context. Such regions are this Saver's like the others (regions(), stats(), pause,
-        resume); a Policy.DISK one gets disk_dir before its first pause. None clears the
+        resume); a Policy.DISK one gets disk_dir when it is made. None clears the
         template (regions already made stay). disable() sets it aside for its block."""
         from .hooks import hook_region_default_template_set
 
@@ -459,7 +459,7 @@ class Saver:
                 if template is None:
                     hook_region_default_template_set(None)
                 else:
-                    hook_region_default_template_set(tag, int(policy), bits)
+                    hook_region_default_template_set(tag, int(policy), bits, disk_dir)
         # the regions the previous template made until now (it makes no more) stay this
         # Saver's, a DISK one with its directory
         self._adopt(old)
@@ -528,8 +528,8 @@ class Saver:
                             pass
                     self._aside = {}
                     if self._template is not None:  # finds the regions it made again
-                        tag, policy, bits, _ = self._template
-                        hook_region_default_template_set(tag, int(policy), bits)
+                        tag, policy, bits, disk_dir = self._template
+                        hook_region_default_template_set(tag, int(policy), bits, disk_dir)
             return bool(self._defaults) or self._template is not None
 
     @contextlib.contextmanager

@@ -78,6 +78,24 @@ class TestBackup(unittest.TestCase):
             hooks.set_default_region(0, None)
             self.assertIsNone(hooks.default_region(0))
 
+    def test_disk_template_gives_its_regions_a_directory(self):
+        with tempfile.TemporaryDirectory() as d, self.ctx.hook_context() as hooks:
+            with self.assertRaises(cms.InvalidArgument):  # a directory needs Policy.DISK
+                cms.hook_region_default_template_set("t", int(cms.Policy.HOST), 0, d)
+            with self.assertRaises(cms.NotFound):
+                cms.hook_region_default_template_set(
+                    "t", int(cms.Policy.DISK), 0, os.path.join(d, "missing")
+                )
+            cms.hook_region_default_template_set("t", int(cms.Policy.DISK), 0, d)
+            p = hooks.alloc(MiB, 0)  # makes region "t" with the directory: it can pause
+            ctypes.memmove(p, b"cumemsaver", 10)
+            self.assertEqual(self.ctx.pause("t").bytes_backed_up, MiB)
+            self.ctx.resume("t")
+            self.assertEqual(ctypes.string_at(p, 10), b"cumemsaver")
+            hooks.free(p)
+            cms.hook_region_default_template_set(None)
+            hooks.set_default_region(0, None)
+
 
 if __name__ == "__main__":
     unittest.main()

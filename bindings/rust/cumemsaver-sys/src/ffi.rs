@@ -1248,6 +1248,7 @@ extern "C" {
     pub fn cms_hook_region_default_template_set(
         tag: *const c_char,
         opts: *const cms_region_options,
+        disk_dir: *const c_char,
     ) -> cms_status;
 
     /// Hooked allocations (cms_hook_alloc, the preload's cudaMalloc, cms_torch_alloc) fail with

@@ -3,7 +3,7 @@
 //! stack of regions where hooked allocations go, as RAII guards.
 
 use crate::error::{check, Result};
-use crate::{cstring, sys, Context, Region, RegionOptions};
+use crate::{cstring, path_cstring, sys, Context, Region, RegionOptions};
 use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr;
@@ -46,20 +46,28 @@ impl HookContext {
     /// Default regions made on demand (`cms_hook_region_default_template_set`, since 1.2):
     /// a hooked allocation of a thread with no hook region, on a device with no default
     /// region, first makes the region tagged `tag` on that device (found, or created with
-    /// `opts`' policy and flags; its device and `disk_dir` are not used) its default. `None`
-    /// clears the template; setting a hook context clears it too.
+    /// `opts`' policy and flags and, for a DISK template, given `opts.disk_dir`, resolved to
+    /// an absolute path now; `opts.device` is not used) its default. `None` clears the
+    /// template; setting a hook context clears it too.
     pub fn set_default_template(&self, template: Option<(&str, &RegionOptions)>) -> Result<()> {
         match template {
             None => check(unsafe {
-                sys::cms_hook_region_default_template_set(ptr::null(), ptr::null())
+                sys::cms_hook_region_default_template_set(ptr::null(), ptr::null(), ptr::null())
             }),
             Some((tag, opts)) => {
                 let ctag = cstring("tag", tag)?;
+                let dir = match &opts.disk_dir {
+                    Some(d) => Some(path_cstring("directory", d)?),
+                    None => None,
+                };
+                let dp = dir.as_ref().map_or(ptr::null(), |d| d.as_ptr());
                 let mut o = sys::cms_region_options::default();
                 check(unsafe { sys::cms_region_options_init(&mut o) })?;
                 o.policy = opts.policy.raw() as _;
                 o.flags = opts.flags as _;
-                check(unsafe { sys::cms_hook_region_default_template_set(ctag.as_ptr(), &o) })
+                check(unsafe {
+                    sys::cms_hook_region_default_template_set(ctag.as_ptr(), &o, dp)
+                })
             }
         }
     }

@@ -292,4 +292,28 @@ fn ranges_template_and_margin() {
     hooks.set_memory_margin(0).unwrap();
     hooks.set_default_template(None).unwrap();
     hooks.set_default_region(0, None).unwrap();
+
+    // a DISK template with a directory: its region pauses from its first allocation on
+    let dir = std::env::temp_dir().join(format!("cms-rs-{}-tpl", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut disk = RegionOptions::with_policy(Policy::Disk);
+    disk.disk_dir = Some(dir.clone());
+    hooks
+        .set_default_template(Some(("rg-disk", &disk)))
+        .unwrap();
+    let p = hook_alloc(MIB, 0).unwrap();
+    assert_eq!(ctx.pause("rg-disk").unwrap().bytes_backed_up, MIB);
+    ctx.resume("rg-disk").unwrap();
+    hook_free(p).unwrap();
+    disk.policy = Policy::Host; // a directory needs Policy::Disk
+    assert_eq!(
+        hooks
+            .set_default_template(Some(("rg-disk", &disk)))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    hooks.set_default_template(None).unwrap();
+    hooks.set_default_region(0, None).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }
