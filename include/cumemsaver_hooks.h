@@ -138,8 +138,9 @@ CMS_API cms_region *cms_hook_region_default(int32_t device);
  * on a device that has no default region (cms_hook_region_default_set), first
  * makes the region tagged tag on that device its default: the existing one
  * (cms_region_find), else a new one (cms_region_create with opts, its device
- * replaced by the allocation's, then cms_region_disk_dir_set with disk_dir
- * when given). Only devices that allocate get a region (and
+ * replaced by the allocation's, and given disk_dir, when given, before any
+ * other thread can find it). An existing region is taken as it is (its
+ * directory, or none, unchanged). Only devices that allocate get a region (and
  * the primary context and streams cms_region_create sets up), so a process
  * that sees many GPUs but uses one holds nothing on the others. A region so
  * made is an ordinary region of the hook context: pause, resume and destroy
@@ -159,9 +160,9 @@ CMS_API cms_region *cms_hook_region_default(int32_t device);
  * The template is cleared by every cms_hook_context_set.
  * Threads: thread-safe; takes the hook context's lock briefly. A region
  * creation that fails (a bad device, no memory; with disk_dir, a directory
- * that can no longer take the region's file: the region is destroyed again)
- * fails the allocation with its status; two threads making the same device's
- * region at once both end in it.
+ * that can no longer take the region's file: what cms_region_disk_dir_set
+ * returns, and no region is left) fails the allocation with its status; two
+ * threads making the same device's region at once both end in it.
  * CUDA: none here; the allocation that makes the region calls what
  * cms_region_create calls.
  * Returns (on failure the previous template stays):
@@ -173,6 +174,7 @@ CMS_API cms_region *cms_hook_region_default(int32_t device);
  *   CMS_ERR_NOT_FOUND: disk_dir, or a component of it, does not exist.
  *   CMS_ERR_PERMISSION: a component of disk_dir cannot be searched.
  *   CMS_ERR_IO: another failure resolving disk_dir (the message names it).
+ *   CMS_ERR_OUT_OF_HOST_MEMORY: no memory to resolve disk_dir.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_FORKED: the hook context was created before a fork().
  */

@@ -814,6 +814,68 @@ START_TEST(default_template_disk_dir)
 }
 END_TEST
 
+static cms_status race_st[2];
+static uint64_t race_ptr[2];
+static pthread_barrier_t race_go;
+
+static void *race_alloc(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	pthread_barrier_wait(&race_go);
+	race_st[i] = cms_hook_alloc(MiB, 0, &race_ptr[i]);
+	return NULL;
+}
+
+/* Two threads make a DISK template's region at once while its directory is gone: neither
+ * allocation may succeed (the region never joins the context without its directory; before,
+ * the second thread found the region, allocated in it, and the first one's failure
+ * destroyed it under that allocation) and no region is left. An existing region of the tag
+ * is taken as it is. */
+START_TEST(default_template_disk_dir_race)
+{
+	cms_context *ctx = t_ctx();
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	const char *t = getenv("TMPDIR");
+	cms_region *r = NULL;
+	char dir[256];
+	uint64_t p = 0;
+	int round, k;
+
+	snprintf(dir, sizeof(dir), "%s/cms-tpl-XXXXXX", t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_ok(cms_hook_context_set(ctx));
+	o.policy = CMS_POLICY_DISK;
+	ck_ok(cms_hook_region_default_template_set("d", &o, dir));
+	ck_assert_int_eq(rmdir(dir), 0);
+	for (round = 0; round < 8000; round++) {
+		pthread_t th[2];
+
+		ck_assert_int_eq(pthread_barrier_init(&race_go, NULL, 2), 0);
+		for (k = 0; k < 2; k++)
+			ck_assert_int_eq(
+				pthread_create(&th[k], NULL, race_alloc, (void *)(intptr_t)k), 0);
+		for (k = 0; k < 2; k++)
+			pthread_join(th[k], NULL);
+		pthread_barrier_destroy(&race_go);
+		for (k = 0; k < 2; k++)
+			ck_assert_msg(race_st[k] == CMS_ERR_NOT_FOUND && !race_ptr[k],
+				      "round %d: %s (0x%llx)", round, cms_status_name(race_st[k]),
+				      (unsigned long long)race_ptr[k]);
+		ck_status(cms_region_find(ctx, "d", 0, &r), CMS_ERR_NOT_FOUND);
+	}
+
+	/* the application's region of the tag: taken as it is, without a directory */
+	r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
+	ck_ok(cms_hook_alloc(MiB, 0, &p));
+	ck_assert_ptr_eq(region_of(ctx, p), r);
+	ck_status(cms_pause(ctx, "d", NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_hook_free((void *)(uintptr_t)p));
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* cms_hook_memory_margin_set: a hooked allocation that would leave less than the margin free
  * fails before creating anything, in a pushed region and in a default one. */
 START_TEST(memory_margin_refuses_allocations)
@@ -1033,6 +1095,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, default_region_context_set_races);
 	tcase_add_test(tc, default_template_makes_regions_on_demand);
 	tcase_add_test(tc, default_template_disk_dir);
+	tcase_add_test(tc, default_template_disk_dir_race);
 	tcase_add_test(tc, memory_margin_refuses_allocations);
 	suite_add_tcase(s, tc);
 	return s;

@@ -167,10 +167,9 @@ static cms_status margin_check(cms_context *ctx, const struct cms_region *r, uin
 }
 
 /* Makes device's default region from the template of generation ticket, if there is one:
- * the region of its tag on device, created with its options (and given the template's disk
- * directory) when it does not exist. CMS_OK also when there is no template (the caller then
- * finds no default); else why the region could not be made (cms_region_create's or
- * cms_region_disk_dir_set's status: the region is then destroyed again). */
+ * the region of its tag on device, created with its options (and the template's disk
+ * directory) when it does not exist, else taken as it is. CMS_OK also when there is no
+ * template (the caller then finds no default); else why the region could not be made. */
 static cms_status default_from_template(cms_context *ctx, unsigned ticket, int32_t device)
 {
 	char tag[CMS_TAG_MAX + 1], dir[PATH_MAX];
@@ -181,12 +180,7 @@ static cms_status default_from_template(cms_context *ctx, unsigned ticket, int32
 	if (!cms_hook_template_get(ctx, ticket, tag, &o, dir))
 		return CMS_OK;
 	o.device = device;
-	st = cms_region_create(ctx, tag, &o, &r);
-	if (!st && dir[0]) {
-		st = cms_region_disk_dir_set(r, dir);
-		if (st) /* nobody has seen it yet; the directory's status is the one returned */
-			(void)cms_region_destroy(r);
-	}
+	st = cms_region_create_dir(ctx, tag, &o, dir[0] ? dir : NULL, &r);
 	if (st == CMS_ERR_EXISTS) /* made meanwhile by another thread, or by the application */
 		st = cms_region_find(ctx, tag, device, &r);
 	/* refused if a destroy took it meanwhile: the caller then finds no default */
@@ -311,12 +305,6 @@ static cms_status template_dir(const cms_region_options *o, const char *dir, cha
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
 				     *dir ? "too long" : "empty");
 	st = cms_store_dir_resolve(dir, abs);
-	if (!st && strlen(*abs) >= PATH_MAX) {
-		free(*abs);
-		*abs = NULL;
-		st = cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: path too long",
-				   dir);
-	}
 	return st;
 }
 

@@ -36,6 +36,11 @@ cms_status cms_alloc_device_sync(cms_context *ctx, uint64_t ptr);
 /* opts (NULL: the defaults) copied into *out and checked as cms_region_create checks them:
  * struct size, policy, flags. */
 cms_status cms_region_options_check(const cms_region_options *opts, cms_region_options *out);
+/* cms_region_create, with dir (non-NULL: a CMS_POLICY_DISK region's directory, checked by
+ * the caller) set before the region joins the context's list, so that no other thread sees
+ * it without one; a directory that cannot take the region's file fails the creation. */
+cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_region_options *opts,
+				 const char *dir, cms_region **out);
 cms_status cms_select_lock(cms_context *ctx, const char *tag1, const char *tag2,
 			   struct cms_selection *s);
 /* Unlocks and unreferences what cms_select_lock took. */

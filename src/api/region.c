@@ -49,8 +49,15 @@ cms_status cms_region_options_check(const cms_region_options *opts, cms_region_o
 CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 				     const cms_region_options *opts, cms_region **out)
 {
+	return cms_region_create_dir(ctx, tag, opts, NULL, out);
+}
+
+cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_region_options *opts,
+				 const char *dir, cms_region **out)
+{
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
 	uint32_t handle_types = 0;
+	bool exists, dir_set = false;
 	struct cms_region *r;
 	cms_status st;
 
@@ -102,17 +109,26 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 	r->handle_types = handle_types;
 	r->state = CMS_STATE_ACTIVE;
 	r->refs = 1;
+	if (dir) { /* set before the region is in the list: nobody sees it without one */
+		pthread_mutex_lock(&ctx->lock);
+		exists = find_locked(ctx, tag, o.device) != NULL;
+		r->id = ctx->next_region_id++; /* before the disk file, whose name holds it */
+		pthread_mutex_unlock(&ctx->lock);
+		if (exists)
+			goto out_exists;
+		st = cms_store_dir_set(r, dir);
+		if (st)
+			goto out_free;
+		dir_set = true;
+	}
 
 	pthread_mutex_lock(&ctx->lock);
 	if (find_locked(ctx, tag, o.device)) {
 		pthread_mutex_unlock(&ctx->lock);
-		pthread_cond_destroy(&r->unclaimed);
-		pthread_mutex_destroy(&r->lock);
-		free(r);
-		return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d",
-				     tag, o.device);
+		goto out_exists;
 	}
-	r->id = ctx->next_region_id++;
+	if (!dir)
+		r->id = ctx->next_region_id++;
 	r->prev = ctx->regions_tail;
 	if (ctx->regions_tail)
 		ctx->regions_tail->next = r;
@@ -124,6 +140,17 @@ CMS_API cms_status cms_region_create(cms_context *ctx, const char *tag,
 		o.policy);
 	*out = r;
 	return CMS_OK;
+
+out_exists:
+	st = cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d", tag,
+			   o.device);
+	if (dir_set)
+		cms_store_region_close(r); /* its file */
+out_free:
+	pthread_cond_destroy(&r->unclaimed);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	return st;
 }
 
 CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t device,

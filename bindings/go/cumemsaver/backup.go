@@ -140,7 +140,9 @@ func SetHookDefaultTemplate(tag string, opts *RegionOptions) error {
 	defer freeTag(ct)
 	var d *C.char
 	if ro.DiskDir != "" {
-		d = C.CString(ro.DiskDir)
+		if d, err = cPath("cms_hook_region_default_template_set", ro.DiskDir); err != nil {
+			return err
+		}
 		defer C.free(unsafe.Pointer(d))
 	}
 	var o C.cms_region_options
