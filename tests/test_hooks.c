@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -840,7 +841,7 @@ START_TEST(default_template_disk_dir_race)
 	cms_region *r = NULL;
 	char dir[256];
 	uint64_t p = 0;
-	int round, k;
+	int round, k, fds;
 
 	snprintf(dir, sizeof(dir), "%s/cms-tpl-XXXXXX", t && *t ? t : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -848,7 +849,7 @@ START_TEST(default_template_disk_dir_race)
 	o.policy = CMS_POLICY_DISK;
 	ck_ok(cms_hook_region_default_template_set("d", &o, dir));
 	ck_assert_int_eq(rmdir(dir), 0);
-	for (round = 0; round < 8000; round++) {
+	for (round = 0; round < 3000; round++) {
 		pthread_t th[2];
 
 		ck_assert_int_eq(pthread_barrier_init(&race_go, NULL, 2), 0);
@@ -864,6 +865,31 @@ START_TEST(default_template_disk_dir_race)
 				      (unsigned long long)race_ptr[k]);
 		ck_status(cms_region_find(ctx, "d", 0, &r), CMS_ERR_NOT_FOUND);
 	}
+
+	/* with the directory there, the thread that finds the region made meanwhile closes the
+	 * file it had made: both allocations end in one region, no descriptor left open */
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	fds = t_open_fds();
+	for (round = 0; round < 300; round++) {
+		pthread_t th[2];
+
+		ck_assert_int_eq(pthread_barrier_init(&race_go, NULL, 2), 0);
+		for (k = 0; k < 2; k++)
+			ck_assert_int_eq(
+				pthread_create(&th[k], NULL, race_alloc, (void *)(intptr_t)k), 0);
+		for (k = 0; k < 2; k++)
+			pthread_join(th[k], NULL);
+		pthread_barrier_destroy(&race_go);
+		ck_ok(race_st[0]);
+		ck_ok(race_st[1]);
+		ck_assert_ptr_eq(region_of(ctx, race_ptr[0]), region_of(ctx, race_ptr[1]));
+		ck_ok(cms_region_find(ctx, "d", 0, &r));
+		for (k = 0; k < 2; k++)
+			ck_ok(cms_hook_free((void *)(uintptr_t)race_ptr[k]));
+		ck_ok(cms_region_destroy(r));
+	}
+	ck_assert_int_eq(t_open_fds(), fds);
+	ck_assert_int_eq(rmdir(dir), 0);
 
 	/* the application's region of the tag: taken as it is, without a directory */
 	r = t_region(ctx, "d", 0, CMS_POLICY_DISK);

@@ -112,10 +112,11 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	if (dir) { /* set before the region is in the list: nobody sees it without one */
 		pthread_mutex_lock(&ctx->lock);
 		exists = find_locked(ctx, tag, o.device) != NULL;
-		r->id = ctx->next_region_id++; /* before the disk file, whose name holds it */
 		pthread_mutex_unlock(&ctx->lock);
 		if (exists)
 			goto out_exists;
+		/* id 0 in the file's name (unlinked at once; clashes are retried), so that ids
+		 * still ascend in list order */
 		st = cms_store_dir_set(r, dir);
 		if (st)
 			goto out_free;
@@ -127,8 +128,7 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 		pthread_mutex_unlock(&ctx->lock);
 		goto out_exists;
 	}
-	if (!dir)
-		r->id = ctx->next_region_id++;
+	r->id = ctx->next_region_id++;
 	r->prev = ctx->regions_tail;
 	if (ctx->regions_tail)
 		ctx->regions_tail->next = r;

@@ -85,6 +85,8 @@ static cms_status io_status(int err)
 		return CMS_ERR_PERMISSION;
 	case ENOMEM:
 		return CMS_ERR_OUT_OF_HOST_MEMORY;
+	case ENAMETOOLONG: /* a path the caller chose */
+		return CMS_ERR_INVALID_ARGUMENT;
 	default:
 		return CMS_ERR_IO;
 	}
@@ -173,27 +175,21 @@ static int file_create(const char *dir, uint64_t id, bool *direct, bool *unlinki
 	return fd;
 }
 
-/* A failure of stat or realpath on dir: a path too long (also once resolved) is the
- * caller's (CMS_ERR_INVALID_ARGUMENT), the rest io_status's. */
-static cms_status dir_error(const char *dir, int err)
-{
-	return cms_set_error(err == ENAMETOOLONG ? CMS_ERR_INVALID_ARGUMENT : io_status(err),
-			     "disk directory %s: %s", dir, strerror(err));
-}
-
 cms_status cms_store_dir_resolve(const char *dir, char **abs)
 {
 	struct stat sb;
 
 	*abs = NULL;
 	if (stat(dir, &sb))
-		return dir_error(dir, errno);
+		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
+				     strerror(errno));
 	if (!S_ISDIR(sb.st_mode))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory %s: not a directory",
 				     dir);
 	*abs = realpath(dir, NULL);
 	if (!*abs)
-		return dir_error(dir, errno);
+		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
+				     strerror(errno));
 	return CMS_OK;
 }
 
