@@ -828,6 +828,20 @@ static void *race_alloc(void *arg)
 	return NULL;
 }
 
+/* Two threads' cms_hook_alloc at once (race_st, race_ptr). */
+static void race_round(void)
+{
+	pthread_t th[2];
+	int k;
+
+	ck_assert_int_eq(pthread_barrier_init(&race_go, NULL, 2), 0);
+	for (k = 0; k < 2; k++)
+		ck_assert_int_eq(pthread_create(&th[k], NULL, race_alloc, (void *)(intptr_t)k), 0);
+	for (k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+	pthread_barrier_destroy(&race_go);
+}
+
 /* Two threads make a DISK template's region at once while its directory is gone: neither
  * allocation may succeed (the region never joins the context without its directory; before,
  * the second thread found the region, allocated in it, and the first one's failure
@@ -850,15 +864,7 @@ START_TEST(default_template_disk_dir_race)
 	ck_ok(cms_hook_region_default_template_set("d", &o, dir));
 	ck_assert_int_eq(rmdir(dir), 0);
 	for (round = 0; round < 3000; round++) {
-		pthread_t th[2];
-
-		ck_assert_int_eq(pthread_barrier_init(&race_go, NULL, 2), 0);
-		for (k = 0; k < 2; k++)
-			ck_assert_int_eq(
-				pthread_create(&th[k], NULL, race_alloc, (void *)(intptr_t)k), 0);
-		for (k = 0; k < 2; k++)
-			pthread_join(th[k], NULL);
-		pthread_barrier_destroy(&race_go);
+		race_round();
 		for (k = 0; k < 2; k++)
 			ck_assert_msg(race_st[k] == CMS_ERR_NOT_FOUND && !race_ptr[k],
 				      "round %d: %s (0x%llx)", round, cms_status_name(race_st[k]),
@@ -871,15 +877,7 @@ START_TEST(default_template_disk_dir_race)
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	fds = t_open_fds();
 	for (round = 0; round < 300; round++) {
-		pthread_t th[2];
-
-		ck_assert_int_eq(pthread_barrier_init(&race_go, NULL, 2), 0);
-		for (k = 0; k < 2; k++)
-			ck_assert_int_eq(
-				pthread_create(&th[k], NULL, race_alloc, (void *)(intptr_t)k), 0);
-		for (k = 0; k < 2; k++)
-			pthread_join(th[k], NULL);
-		pthread_barrier_destroy(&race_go);
+		race_round();
 		ck_ok(race_st[0]);
 		ck_ok(race_st[1]);
 		ck_assert_ptr_eq(region_of(ctx, race_ptr[0]), region_of(ctx, race_ptr[1]));
