@@ -35,7 +35,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "adapters.h"
 
@@ -294,18 +293,12 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
  * absolute path (the caller frees it). */
 static cms_status template_dir(const cms_region_options *o, const char *dir, char **abs)
 {
-	cms_status st;
-
 	*abs = NULL;
 	if (o->policy != CMS_POLICY_DISK)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "a disk directory needs CMS_POLICY_DISK (policy %u)",
 				     o->policy);
-	if (!*dir || strlen(dir) > 4000)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
-				     *dir ? "too long" : "empty");
-	st = cms_store_dir_resolve(dir, abs);
-	return st;
+	return cms_store_dir_resolve(dir, abs);
 }
 
 CMS_API cms_status cms_hook_region_default_template_set(const char *tag,

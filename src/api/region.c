@@ -383,9 +383,6 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir)
 	st = cms_check_fork(r->ctx);
 	if (st)
 		return st;
-	if (dir && (!*dir || strlen(dir) > 4000))
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
-				     *dir ? "too long" : "empty");
 	pthread_mutex_lock(&r->lock);
 	st = cms_store_dir_set(r, dir);
 	pthread_mutex_unlock(&r->lock);

@@ -180,6 +180,9 @@ cms_status cms_store_dir_resolve(const char *dir, char **abs)
 	struct stat sb;
 
 	*abs = NULL;
+	if (!*dir || strlen(dir) > 4000)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
+				     *dir ? "too long" : "empty");
 	if (stat(dir, &sb))
 		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
 				     strerror(errno));
