@@ -1174,77 +1174,50 @@ typedef struct cms_resume_result {
 } cms_resume_result;
 
 /*
- * cms_pause - pauses every active region tagged tag (every region of the
- * context when tag is NULL), on every device: waits for GPU work (see
- * cms_pause_options), saves content per policy (HOST: copied to host
- * backups; DISK: written to the region's file), then unmaps and releases the
- * physical memory. Addresses stay reserved: pointers keep their values but
- * the memory is not accessible until a resume. Regions already paused are
- * skipped.
- * Importers (since 1.1): before anything else, every importer of a region
- * published with cms_exporter_publish is asked to drop its mappings, and the
- * pause waits for all of them (cms_exporter_options.revoke_timeout_ms). One
- * that refuses or does not answer in time fails the pause (CMS_ERR_REFUSED /
- * CMS_ERR_TIMEOUT, naming it) with nothing released, and the importers that
- * had dropped their mappings get the memory again. After a successful resume
- * every such importer maps the memory again at its same addresses
- * (docs/ipc.md).
- * All or nothing: if any step fails, every allocation touched is mapped again
- * with its content (an allocation whose memory was already released gets it
- * back per policy: HOST and DISK content restored, ZERO zeroed, DISCARD
- * undefined) and the status says what failed. If a rollback step fails too,
- * the status is CMS_ERR_ROLLBACK_FAILED and every allocation is left in an
- * exact state (mapped, or released with its backup kept). A region with an
- * allocation left without its memory (or whose restore failed) is then
- * reported CMS_STATE_PAUSED (cms_region_info), even if its other allocations
- * are mapped again: its memory must not be accessed, cms_alloc refuses it,
- * and the next resume (cms_resume, cms_region_resume, cms_swap) completes it:
- * it backs every such allocation, restores its content per policy (HOST and
- * DISK from the store; ZERO zeroed; DISCARD undefined) and makes the region
- * active. A region whose allocations were all mapped again with their
- * content stays CMS_STATE_ACTIVE. cms_free completes an allocation in either
- * state.
- * Several devices (since 1.1): the regions are grouped by device and the
- * devices are worked on at the same time, each by a thread of its own (the
- * calling thread takes the lowest device; the others are library threads
- * started for the call, all signals blocked). The devices agree before
- * releasing anything and again before committing: if one fails, every device
- * is rolled back as above, so the call stays all or nothing across devices.
- * The status and message are then those of the device that failed (message
- * prefixed "device N: "), or CMS_ERR_ROLLBACK_FAILED naming each device
- * whose rollback failed.
- *   tag:    a tag (see CMS_TAG_MAX), or NULL for every region.
+ * cms_pause - releases the physical memory of every active region tagged tag.
+ * Every region tagged tag (NULL: every region of ctx), on every device: waits
+ * for GPU work (opts), saves the content per policy (HOST: to host backups;
+ * DISK: to the region's file), then unmaps and releases the physical memory.
+ * Addresses stay reserved: pointers keep their values, but the memory must not
+ * be accessed until a resume. Regions already paused are skipped. Importers of
+ * published regions (cms_exporter_publish) drop their mappings first; after
+ * the resume they map the memory again at the same addresses.
+ * All or nothing, across every device of the call: on failure every allocation
+ * touched is mapped again with its content (one whose memory was released
+ * already gets it back per policy: HOST and DISK content, ZERO zeros, DISCARD
+ * undefined) and the status says what failed. If undoing fails too, the status
+ * is CMS_ERR_ROLLBACK_FAILED and each allocation is left either mapped or
+ * released with its backup: a region with an allocation left without memory
+ * reads CMS_STATE_PAUSED, and the next resume completes it.
+ *   tag:    a tag (CMS_TAG_MAX), or NULL for every region.
  *   opts:   NULL for the defaults (CMS_PAUSE_OPTIONS_INIT).
- *   result: NULL, or written on success. If its struct_size covers the 1.1
- *           fields it also reports each device, and is then written on
- *           failure too: the 1.0 fields 0, failed_device and each device's
- *           status saying what failed where.
- * Threads: thread-safe. Holds the locks of the regions it pauses for the
- * whole call (other calls naming them wait), the context's lock only
- * briefly: allocations and frees in other regions proceed. Log lines of the
- * device threads reach the log callback on the calling thread, after them;
- * progress callbacks (cms_context_progress_set) come from the device threads.
- * CUDA: cuCtxSynchronize, cuStreamSynchronize or cuEventSynchronize (opts);
- * cuMemGetInfo (result); cuMemHostRegister, cuMemcpyDtoHAsync, cuEventRecord,
- * cuEventSynchronize, cuStreamSynchronize (HOST and DISK content);
- * cuMemUnmap, cuMemRelease; on rollback cuMemCreate, cuMemMap,
- * cuMemSetAccess, cuMemcpyHtoDAsync, cuMemsetD8Async.
+ *   result: NULL, or written on success; when its struct_size covers the 1.1
+ *           fields, also on failure (1.0 fields 0, failed_device and each
+ *           device's status saying what failed where).
+ * Threads: thread-safe. Holds the locks of the regions it pauses for the whole
+ * call (other calls naming them wait); allocations and frees in other regions
+ * proceed. Progress callbacks come from the call's device threads.
+ * CUDA: cuCtxSynchronize (or cuStreamSynchronize / cuEventSynchronize per
+ * opts); cuMemcpyDtoHAsync for HOST and DISK; cuMemUnmap, cuMemRelease; on
+ * rollback cuMemCreate, cuMemMap, cuMemSetAccess, cuMemcpyHtoDAsync.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; a bad tag; unknown opts->flags; a
- *     DISK region without a directory (cms_region_disk_dir_set).
+ *     DISK region has no directory (cms_region_disk_dir_set).
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
- *   CMS_ERR_NOT_FOUND: no region has this tag.
+ *   CMS_ERR_NOT_FOUND: no region is tagged tag.
  *   CMS_ERR_ALREADY_PAUSED: every region of tag is paused (tag NULL: every
- *     region of the context, or it has none); nothing changed.
- *   CMS_ERR_OUT_OF_HOST_MEMORY: a host backup, or a device thread, could not
- *     be made.
- *   CMS_ERR_OUT_OF_DEVICE_MEMORY: the rollback of a failed release needed
+ *     region of ctx, or ctx has none); nothing changed.
+ *   CMS_ERR_OUT_OF_HOST_MEMORY: a host backup or a device thread could not be
+ *     made.
+ *   CMS_ERR_OUT_OF_DEVICE_MEMORY: the rollback of a failed release found no
  *     device memory.
- *   CMS_ERR_TIMEOUT, CMS_ERR_REFUSED (since 1.1): an importer (see above).
- *   CMS_ERR_IO (since 1.1): writing or syncing a DISK region's file failed (a
- *     full disk: message "... (disk full)"; errno EACCES, EPERM or EROFS give
- *     CMS_ERR_PERMISSION instead).
+ *   CMS_ERR_TIMEOUT, CMS_ERR_REFUSED (since 1.1): an importer did not drop its
+ *     mappings in time (cms_exporter_options.revoke_timeout_ms), or refused;
+ *     nothing was released.
+ *   CMS_ERR_IO, CMS_ERR_PERMISSION (since 1.1): writing or syncing a DISK
+ *     region's file failed (a full disk: CMS_ERR_IO, message "(disk full)";
+ *     EACCES, EPERM, EROFS: CMS_ERR_PERMISSION).
  *   CMS_ERR_ROLLBACK_FAILED: see above.
  *   driver statuses.
  */
@@ -1252,32 +1225,28 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
 			     cms_pause_result *result);
 
 /*
- * cms_resume - resumes every paused region tagged tag (every region of the
- * context when tag is NULL), on every device: creates physical memory, maps
- * it at the same addresses (read-write for the region's device and its peer
- * devices, cms_region_peer_devices_set), restores content per policy (HOST:
- * copied back from the backup, which is kept for the next pause unless the
- * region has CMS_REGION_RELEASE_HOST; DISK: read back from the file; ZERO:
- * zeroed) and bumps each region's epoch. Returns when the memory is ready for
- * use from any stream, or, with CMS_RESUME_ASYNC, as soon as it is mapped,
- * with the restore ordered before opts->stream (see the flag). Regions
- * already active are skipped. Importers of published regions map the new
- * memory at their same addresses (cms_pause).
- * All or nothing: on failure every allocation touched stays paused with its
- * backup. If undoing the partial resume fails too, the status is
- * CMS_ERR_ROLLBACK_FAILED and the allocations keep an exact state and their
- * backups; the next resume completes.
- * Several devices (since 1.1): worked on at the same time, one thread each,
- * agreeing before committing, exactly as cms_pause describes (results per
- * device, all or nothing across devices; with CMS_RESUME_ASYNC, opts->stream
- * waits for every device's restore).
- *   tag:    a tag (see CMS_TAG_MAX), or NULL for every region.
+ * cms_resume - backs every paused region tagged tag with new physical memory
+ * at the same addresses.
+ * Every region tagged tag (NULL: every region of ctx), on every device:
+ * creates physical memory, maps it at the same addresses (read-write for the
+ * region's device and its peer devices), restores the content per policy
+ * (HOST: from the backup, kept for the next pause unless
+ * CMS_REGION_RELEASE_HOST; DISK: from the file; ZERO: zeroed) and bumps each
+ * region's epoch. Returns when the memory is ready for use from any stream or,
+ * with CMS_RESUME_ASYNC, as soon as it is mapped, the restore ordered before
+ * opts->stream. Regions already active are skipped. Importers of published
+ * regions map the new memory at their same addresses.
+ * All or nothing, across every device of the call: on failure every allocation
+ * touched stays paused with its backup. If undoing fails too, the status is
+ * CMS_ERR_ROLLBACK_FAILED; the allocations keep their backups and the next
+ * resume completes.
+ *   tag:    a tag (CMS_TAG_MAX), or NULL for every region.
  *   opts:   NULL for the defaults (CMS_RESUME_OPTIONS_INIT).
- *   result: NULL, or written as cms_pause's.
+ *   result: NULL, or written as cms_pause writes its result.
  * Threads: as cms_pause.
- * CUDA: cuMemCreate, cuMemMap, cuMemSetAccess; cuMemcpyHtoDAsync,
- * cuMemsetD8Async, cuMemHostRegister, cuStreamSynchronize (content);
- * cuEventRecord, cuStreamWaitEvent (CMS_RESUME_ASYNC); on rollback cuMemUnmap,
+ * CUDA: cuMemCreate, cuMemMap, cuMemSetAccess; cuMemcpyHtoDAsync (HOST, DISK),
+ * cuMemsetD8Async (ZERO), cuStreamSynchronize; cuEventRecord,
+ * cuStreamWaitEvent with CMS_RESUME_ASYNC; on rollback cuMemUnmap,
  * cuMemRelease.
  * Returns:
  *   CMS_OK
@@ -1285,14 +1254,14 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  *     CMS_RESUME_ASYNC with a region that has CMS_REGION_RELEASE_HOST or
  *     CMS_REGION_HOST_PAGEABLE.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
- *   CMS_ERR_NOT_FOUND: no region has this tag.
+ *   CMS_ERR_NOT_FOUND: no region is tagged tag.
  *   CMS_ERR_NOT_PAUSED: no region of tag is paused (tag NULL: no region of
- *     the context, or it has none); nothing changed.
+ *     ctx, or ctx has none); nothing changed.
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY: cuMemCreate found no memory; retry when
- *     memory is available.
+ *     memory is free.
  *   CMS_ERR_OUT_OF_HOST_MEMORY: bookkeeping, or a device thread.
- *   CMS_ERR_IO (since 1.1): reading a DISK region's file failed (errno mapped
- *     as for cms_pause).
+ *   CMS_ERR_IO, CMS_ERR_PERMISSION (since 1.1): reading a DISK region's file
+ *     failed.
  *   CMS_ERR_ROLLBACK_FAILED: see above.
  *   driver statuses.
  */
@@ -1301,22 +1270,42 @@ CMS_API cms_status cms_resume(cms_context *ctx, const char *tag, const cms_resum
 
 /*
  * cms_region_pause - cms_pause of one region.
- * Threads: as cms_pause; must not run concurrently with cms_region_destroy of
- * the region.
- * Returns: as cms_pause, except that CMS_ERR_INVALID_ARGUMENT covers region
- * NULL (not ctx or tag), CMS_ERR_NOT_FOUND does not occur, and
- * CMS_ERR_ALREADY_PAUSED means this region is paused (nothing changed).
+ *   region: the region to pause.
+ *   opts, result: as for cms_pause.
+ * Threads: as cms_pause; not concurrently with cms_region_destroy of region.
+ * CUDA: as cms_pause.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: region is NULL; unknown opts->flags; a DISK
+ *     region without a directory.
+ *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
+ *   CMS_ERR_NOT_FOUND: the region was destroyed.
+ *   CMS_ERR_ALREADY_PAUSED: the region is paused; nothing changed.
+ *   CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_OUT_OF_DEVICE_MEMORY, CMS_ERR_TIMEOUT,
+ *     CMS_ERR_REFUSED, CMS_ERR_IO, CMS_ERR_PERMISSION,
+ *     CMS_ERR_ROLLBACK_FAILED: as cms_pause.
+ *   driver statuses.
  */
 CMS_API cms_status cms_region_pause(cms_region *region, const cms_pause_options *opts,
 				    cms_pause_result *result);
 
 /*
  * cms_region_resume - cms_resume of one region.
- * Threads: as cms_resume; must not run concurrently with cms_region_destroy
- * of the region.
- * Returns: as cms_resume, except that CMS_ERR_INVALID_ARGUMENT covers region
- * NULL (not ctx or tag), CMS_ERR_NOT_FOUND does not occur, and
- * CMS_ERR_NOT_PAUSED means this region is active (nothing changed).
+ *   region: the region to resume.
+ *   opts, result: as for cms_resume.
+ * Threads: as cms_resume; not concurrently with cms_region_destroy of region.
+ * CUDA: as cms_resume.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: region is NULL; unknown opts->flags;
+ *     CMS_RESUME_ASYNC with CMS_REGION_RELEASE_HOST or
+ *     CMS_REGION_HOST_PAGEABLE.
+ *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
+ *   CMS_ERR_NOT_FOUND: the region was destroyed.
+ *   CMS_ERR_NOT_PAUSED: the region is active; nothing changed.
+ *   CMS_ERR_OUT_OF_DEVICE_MEMORY, CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_IO,
+ *     CMS_ERR_PERMISSION, CMS_ERR_ROLLBACK_FAILED: as cms_resume.
+ *   driver statuses.
  */
 CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_options *opts,
 				     cms_resume_result *result);

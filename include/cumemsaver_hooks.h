@@ -200,33 +200,33 @@ CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
 CMS_API cms_status cms_hook_memory_margin_set(uint64_t bytes);
 
 /*
- * cms_hook_alloc - allocates size bytes with cms_alloc in the calling
- * thread's active region or, when the thread has none (since 1.2), in the
- * default region of device (cms_hook_region_default_set).
+ * cms_hook_alloc - allocates size bytes with cms_alloc in the calling thread's
+ * active region, else (since 1.2) in device's default region.
  *   size:   bytes, > 0.
- *   device: the CUDA device ordinal the memory must be on (the active region's
- *           device); negative: any (with no active region: no default region
- *           applies, CMS_ERR_NOT_FOUND).
+ *   device: the CUDA device ordinal the memory must be on; negative: any (then
+ *           only an active region serves).
  *   ptr:    receives the device pointer; 0 on failure.
- * Ownership: the allocation belongs to the region until cms_hook_free /
+ * Ownership: the allocation belongs to its region until cms_hook_free or
  * cms_free (or the region's or context's destroy).
  * Threads: thread-safe.
- * CUDA: as cms_alloc (cuMemAddressReserve, cuMemCreate, cuMemMap,
- * cuMemSetAccess).
+ * CUDA: as cms_alloc; cuMemGetInfo when a margin is set
+ * (cms_hook_memory_margin_set); as cms_region_create when the template makes
+ * the default region.
  * Returns:
  *   CMS_OK
- *   CMS_ERR_NOT_FOUND: no region is active on this thread and device has no
- *     default region (not ours to serve).
+ *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; size is 0; the thread's active
+ *     region was destroyed or is not in the hook context (or no hook context
+ *     is set).
+ *   CMS_ERR_NOT_FOUND: no active region on this thread and no default region
+ *     for device (none set, no template, device negative, no hook context):
+ *     not ours to serve.
  *   CMS_ERR_INVALID_DEVICE: the active region is on another device.
- *   CMS_ERR_INVALID_ARGUMENT: ptr is NULL; size is 0; no hook context is set;
- *     the active region was destroyed or is not in the hook context.
- *   CMS_ERR_FORKED: the hook context was created before a fork().
- *   what cms_alloc returns (CMS_ERR_PAUSED, CMS_ERR_OUT_OF_DEVICE_MEMORY, ...,
- *     driver statuses).
- *   making the device's default region from the template
- *     (cms_hook_region_default_template_set, since 1.2): what
- *     cms_region_create returns, and with a disk directory what
- *     cms_region_disk_dir_set returns (CMS_ERR_PERMISSION, CMS_ERR_IO, ...).
+ *   CMS_ERR_PAUSED: the region is paused.
+ *   CMS_ERR_OUT_OF_DEVICE_MEMORY: no device memory, or less free than the
+ *     margin plus size.
+ *   driver statuses; what cms_alloc returns; when the template makes the
+ *     default region, what cms_region_create and cms_region_disk_dir_set
+ *     return (CMS_ERR_PERMISSION, CMS_ERR_IO, ...).
  */
 CMS_API cms_status cms_hook_alloc(uint64_t size, int32_t device, uint64_t *ptr);
 

@@ -332,36 +332,45 @@ typedef struct cms_import_info {
 CMS_API cms_status cms_import_info_get(cms_import *imp, cms_import_info *info);
 
 /*
- * cms_import_alloc_get - the local device pointer and logical size of the
- * index-th allocation of the layout (the exporter's address order). The
- * pointer stays the same for the life of the import, across revocations; it
- * is accessible while the state is CMS_IMPORT_MAPPED.
+ * cms_import_alloc_get - the local device pointer and size of the index-th
+ * allocation of the layout.
+ * Allocations are in the exporter's address order. The pointer stays the same
+ * for the life of the import, across revocations; the memory is accessible
+ * while the state is CMS_IMPORT_MAPPED.
  *   index: 0 .. cms_import_info.allocations - 1.
  *   ptr:   receives the device pointer; may be NULL.
  *   size:  receives the size in bytes; may be NULL.
  * Ownership: the memory belongs to the import (valid until cms_import_close).
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: imp is NULL; index is out of range.
- *   CMS_ERR_DISCONNECTED: the exporter is gone (CMS_ERR_PROTOCOL when it
- *     broke the protocol).
- *   CMS_ERR_LAYOUT_CHANGED: the exporter's layout changed.
- *   the status that made the import FAILED (cms_import_info.error: driver
- *     statuses, ...).
+ *   CMS_ERR_DISCONNECTED, CMS_ERR_PROTOCOL, CMS_ERR_TIMEOUT: the exporter is
+ *     gone (closed or exited; broke the protocol; stopped answering).
+ *   CMS_ERR_LAYOUT_CHANGED: the exporter's layout changed: close and import
+ *     again.
+ *   CMS_ERR_NOT_SUPPORTED: mapping the last grant failed (state
+ *     CMS_IMPORT_FAILED; cms_import_info.error holds this status).
+ *   driver statuses: likewise, for a grant whose mapping failed.
  */
 CMS_API cms_status cms_import_alloc_get(cms_import *imp, uint64_t index, uint64_t *ptr,
 					uint64_t *size);
 
 /*
- * cms_import_translate - the local address of an exporter's address
- * (exporter_ptr inside one of the layout's allocations, as the exporter sees
- * it: cms_alloc's pointer plus an offset).
- *   ptr: receives the local device pointer.
- * Threads: thread-safe. CUDA: none.
- * Returns: as cms_import_alloc_get (with ptr NULL for CMS_ERR_INVALID_ARGUMENT
- * instead of index), and CMS_ERR_NOT_FOUND when exporter_ptr is in no
- * allocation of the layout.
+ * cms_import_translate - the local address of an exporter's address.
+ *   exporter_ptr: an address inside one of the layout's allocations, as the
+ *                 exporter sees it (cms_alloc's pointer plus an offset).
+ *   ptr:          receives the local device pointer.
+ * Threads: thread-safe.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: imp or ptr is NULL.
+ *   CMS_ERR_NOT_FOUND: exporter_ptr is in no allocation of the layout.
+ *   CMS_ERR_DISCONNECTED, CMS_ERR_PROTOCOL, CMS_ERR_TIMEOUT,
+ *     CMS_ERR_LAYOUT_CHANGED, CMS_ERR_NOT_SUPPORTED: as cms_import_alloc_get.
+ *   driver statuses: as cms_import_alloc_get.
  */
 CMS_API cms_status cms_import_translate(cms_import *imp, uint64_t exporter_ptr, uint64_t *ptr);
 
