@@ -16,6 +16,7 @@ the rest. Standard library only. The ctest man3_pages (label unit) runs it.
 """
 
 import argparse
+import concurrent.futures
 import os
 import shutil
 import subprocess
@@ -73,15 +74,19 @@ def main(argv=None):
         problems.append(f"{emit_man.MAN_DIR}/{f}: names no public function")
     tools = shutil.which("man") and shutil.which("lexgrog")
     if tools:
-        for n in sorted(names):
+        def lint(n):
             path = os.path.join(man_dir, f"{n}.3")
-            if not os.path.exists(path):
-                continue
+            out = []
             msg = render_warnings(path)
             if msg:
-                problems.append(f"{emit_man.MAN_DIR}/{n}.3: man --warnings:\n{msg}")
+                out.append(f"{emit_man.MAN_DIR}/{n}.3: man --warnings:\n{msg}")
             if not whatis_ok(path, n):
-                problems.append(f"{emit_man.MAN_DIR}/{n}.3: lexgrog cannot read its NAME line")
+                out.append(f"{emit_man.MAN_DIR}/{n}.3: lexgrog cannot read its NAME line")
+            return out
+        todo = [n for n in sorted(names) if os.path.exists(os.path.join(man_dir, f"{n}.3"))]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            for out in pool.map(lint, todo):
+                problems += out
     for p in problems:
         print(f"check_man: {p}")
     if problems:

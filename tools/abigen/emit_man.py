@@ -312,7 +312,7 @@ def render(abi, f, doc):
         if f.get("forked"):
             general += (", and CMS_ERR_FORKED in a child process created by fork() after the "
                         "context was created")
-        out += [".PP"] + fmt(general + " (cumemsaver(7), conventions).")
+        out += [".PP"] + fmt(general + " (cumemsaver(7), CONVENTIONS).")
     else:
         out += fmt(doc["returns_text"] or "Nothing.")
     if doc["sections"].get("CUDA"):
