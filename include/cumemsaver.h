@@ -631,6 +631,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
  * access to the region's memory (peer access).
  * The allocations mapped now get it at once, later allocations and every
  * resume map with it; a device dropped from the previous mask loses access.
+ *
  * All or nothing: on failure the allocations already changed get their
  * previous access back and the mask stays. cms_region_info.peer_device_mask
  * reports it.
@@ -1050,6 +1051,7 @@ typedef struct cms_resume_result {
  * be accessed until a resume. Regions already paused are skipped. Importers of
  * published regions (cms_exporter_publish) drop their mappings first; after
  * the resume they map the memory again at the same addresses.
+ *
  * All or nothing, across every device of the call: on failure every allocation
  * touched is mapped again with its content (one whose memory was released
  * already gets it back per policy: HOST and DISK content, ZERO zeros, DISCARD
@@ -1104,6 +1106,7 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * with CMS_RESUME_ASYNC, as soon as it is mapped, the restore ordered before
  * opts->stream. Regions already active are skipped. Importers of published
  * regions map the new memory at their same addresses.
+ *
  * All or nothing, across every device of the call: on failure every allocation
  * touched stays paused with its backup. If undoing fails too, the status is
  * CMS_ERR_ROLLBACK_FAILED; the allocations keep their backups and the next
@@ -1190,6 +1193,7 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  * copy it waits for GPU work as popts says (default: cuCtxSynchronize of the
  * devices of pause_tag), and importers of published regions drop their
  * mappings (as cms_pause).
+ *
  * All or nothing: on failure the resume side is undone (resume_tag stays
  * paused with its backups), then the pause side rolled back as cms_pause does.
  * On success pause_tag's regions are paused and resume_tag's active, epoch

@@ -87,11 +87,8 @@ def parse_comment(name, lines, where):
     lead = " ".join(first)
     cut = re.search(r"[.:;](\s|$)", lead)
     doc["summary"] = (lead[:cut.start()] if cut else lead).strip()
-    if cut and lead[cut.end():].strip():
-        desc = [lead[cut.end():].strip()]
-    else:
-        desc = []
-    body, section, param = [desc[0]] if desc else [], None, None
+    doc["lead"] = lead if cut else lead + "."  # the first paragraph of the description
+    body, section, param = [], None, None
     for s in rest[i:]:
         sm = SECTION_RE.match(s)
         if sm:
@@ -215,6 +212,10 @@ def check_function(abi, f, doc, frozen=()):
 
 # ---- roff ----
 
+def _cap(text):
+    return text[:1].upper() + text[1:]
+
+
 def _esc(text):
     """Plain text to roff text: backslashes, minus signs (a '-' starting a word or number)."""
     text = text.replace("\\", "\\e")
@@ -267,7 +268,7 @@ def render(abi, f, doc):
     out += _synopsis(f)
     out += [".fi", ".SH DESCRIPTION"]
     first = True
-    for para in doc["description"] or [doc["summary"] + "."]:
+    for para in [f"{name}(): {doc['lead']}"] + doc["description"]:
         if not first:
             out.append(".PP")
         out += fmt(para)
@@ -276,8 +277,7 @@ def render(abi, f, doc):
         out += [".TP", ".I " + ", ".join(names)] + fmt(text)
     for sec, title in (("Ownership", "Ownership"), ("Threads", "Thread safety")):
         if doc["sections"].get(sec):
-            text = doc["sections"][sec]
-            out += [".SS " + title] + fmt(text[:1].upper() + text[1:])
+            out += [".SS " + title] + fmt(_cap(doc["sections"][sec]))
     out.append(".SH RETURN VALUE")
     if f["returns"]["type"] == abi.status_type:
         out += fmt(f"{name}() returns CMS_OK (0) on success, else a negative CMS_ERR_* status; "
@@ -314,9 +314,9 @@ def render(abi, f, doc):
                         "context was created")
         out += [".PP"] + fmt(general + " (cumemsaver(7), CONVENTIONS).")
     else:
-        out += fmt(doc["returns_text"] or "Nothing.")
+        out += fmt(_cap(doc["returns_text"]) or "Nothing.")
     if doc["sections"].get("CUDA"):
-        out += [".SH CUDA DRIVER CALLS"] + fmt(doc["sections"]["CUDA"])
+        out += [".SH CUDA DRIVER CALLS"] + fmt(_cap(doc["sections"]["CUDA"]))
     nodes = f.get("nodes", [f["since"]])
     hist = f"{name}() first appeared in cumemsaver {f['since']} (symbol version " \
            f"{abi.node(nodes[-1])}"
@@ -324,7 +324,7 @@ def render(abi, f, doc):
         hist += ", older versions " + ", ".join(abi.node(r) for r in nodes[:-1])
     out += [".SH HISTORY"] + fmt(hist + ").")
     seen = set()
-    for text in [doc["summary"]] + doc["description"] + [t for _, t in doc["params"]] + \
+    for text in [doc["lead"]] + doc["description"] + [t for _, t in doc["params"]] + \
             list(doc["sections"].values()) + [doc["returns_text"]] + \
             [r["text"] for r in doc["returns"]]:
         seen |= {n for n in re.findall(r"\bcms_\w+\b", text) if n in functions and n != name}
