@@ -272,8 +272,8 @@ CMS_API cms_status cms_import_options_init(cms_import_options *opts);
  *   CMS_ERR_IO: a socket call failed.
  *   CMS_ERR_NOT_SUPPORTED: the exporter's granularity does not fit the local
  *     device (or as cms_region_create for opts->device).
- *   CMS_ERR_INTERNAL: the exporter's own failure to grant, which it reports
- *     (as also CMS_ERR_DRIVER).
+ *   CMS_ERR_INTERNAL: the exporter failed to grant and reported it (it may
+ *     report CMS_ERR_DRIVER so too).
  *   driver statuses: opts->device as cms_region_create; mapping
  *     (CMS_ERR_OUT_OF_DEVICE_MEMORY: no address space).
  */
