@@ -48,15 +48,3 @@ func TestSimulationConstantLoadsInstalledSimulation(t *testing.T) {
 	}
 	t.Logf("Simulation loaded %s", sim)
 }
-
-func TestNoDriverNamesTheSwitch(t *testing.T) {
-	ctx, err := NewContext(&ContextOptions{DriverPath: "/nonexistent/libcuda.so.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
-	_, err = ctx.NewRegion("x", nil)
-	if e := wantStatus(t, err, ErrNoDriver); !strings.Contains(e.Message, "CMS_DRIVER_LIBRARY=sim") {
-		t.Fatalf("message %q does not name the switch", e.Message)
-	}
-}
