@@ -35,6 +35,8 @@
 #include "common.h"
 #include "ipc_sock.h"
 
+#define KiB 1024ull
+
 extern char **environ;
 
 struct peer {
@@ -1564,6 +1566,99 @@ START_TEST(control_socket_reports)
 END_TEST
 #endif
 
+/* A client that asks for tag's memory (HELLO) and then never reads. */
+static int hello_client(const char *path, const char *tag)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+	int fd;
+
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_HELLO;
+	m.device = -1;
+	m.access = CMS_ACCESS_READWRITE;
+	snprintf(m.tag, sizeof(m.tag), "%s", tag);
+	ck_assert_int_eq(cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	return fd;
+}
+
+static int64_t ms_since(int64_t t0)
+{
+	return cms_ipc_now_ms() - t0;
+}
+
+/*
+ * Clients that ask for a region whose layout is larger than a socket buffer and then never
+ * read cost nobody else anything (issue 26, 1): a pause of another region, another
+ * importer's HELLO and an allocation in the region they asked for finish at once, and a
+ * pause of that region fails after revoke_timeout_ms (3 s), not after 5 s per client. Before,
+ * grants were written with a 5 s deadline under the exporter's and the region's locks: each
+ * of these waited 4.9-15 s.
+ */
+START_TEST(stalled_grant_delays_nobody)
+{
+	enum { NBIG = 12000, NSTALL = 3 };
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_region *big, *small;
+	cms_exporter *exp;
+	struct cms_ipc_msg m;
+	uint64_t ptr, p;
+	char why[256];
+	int64_t t0, ms;
+	int c[NSTALL], fd, i;
+
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_SHAREABLE;
+	ck_ok(cms_region_create(ctx, "big", &o, &big));
+	ck_ok(cms_region_create(ctx, "small", &o, &small));
+	for (i = 0; i < NBIG; i++)
+		ck_ok(cms_alloc(big, 64 * KiB, &p));
+	ck_ok(cms_alloc(small, 64 * KiB, &p));
+	exp = exporter(ctx, new_path("stall"), 3000);
+	ck_ok(cms_exporter_publish(exp, big, CMS_ACCESS_READWRITE));
+	ck_ok(cms_exporter_publish(exp, small, CMS_ACCESS_READWRITE));
+	for (i = 0; i < NSTALL; i++)
+		c[i] = hello_client(sock_path, "big");
+	usleep(300000); /* the exporter grants them (the layout fills their socket buffers) */
+
+	t0 = cms_ipc_now_ms();
+	ck_ok(cms_region_pause(small, NULL, NULL));
+	ck_ok(cms_region_resume(small, NULL, NULL));
+	ms = ms_since(t0);
+	ck_assert_msg(ms < 2500, "a pause of another region took %lld ms", (long long)ms);
+
+	t0 = cms_ipc_now_ms();
+	fd = hello_client(sock_path, "small");
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, t0 + 60000, why, sizeof(why)), "%s", why);
+	ms = ms_since(t0);
+	ck_assert_int_eq(m.type, CMS_IPC_LAYOUT);
+	cms_ipc_msg_free(&m);
+	close(fd);
+	ck_assert_msg(ms < 2500, "another importer's HELLO took %lld ms", (long long)ms);
+
+	t0 = cms_ipc_now_ms();
+	ck_ok(cms_alloc(big, 64 * KiB, &ptr));
+	ms = ms_since(t0);
+	ck_assert_msg(ms < 2500, "cms_alloc in the published region took %lld ms", (long long)ms);
+
+	/* the stalled clients hold the memory (granted, never answer): the pause gives up at
+	 * revoke_timeout_ms */
+	t0 = cms_ipc_now_ms();
+	ck_status(cms_region_pause(big, NULL, NULL), CMS_ERR_TIMEOUT);
+	ms = ms_since(t0);
+	ck_assert_msg(ms >= 2900 && ms < 3000 + 2500,
+		      "a pause with stalled importers took %lld ms (revoke_timeout_ms 3000)",
+		      (long long)ms);
+	for (i = 0; i < NSTALL; i++)
+		close(c[i]);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("ipc");
@@ -1585,6 +1680,7 @@ static Suite *make(void)
 	tcase_add_test(t, stalled_clients_delay_nobody);
 	tcase_add_test(t, request_during_a_long_one_is_served);
 	tcase_add_test(t, connection_limit_and_accept_backoff);
+	tcase_add_test(t, stalled_grant_delays_nobody);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

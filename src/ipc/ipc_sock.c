@@ -294,8 +294,8 @@ err_close:
 	return st;
 }
 
-cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
-			char *why, size_t whylen)
+cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off, const int *fds,
+			     uint32_t nfds, char *why, size_t whylen)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
@@ -303,50 +303,62 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 	} ctl;
 	struct msghdr mh;
 	struct iovec iov;
-	uint8_t *buf;
-	size_t len, off = 0;
-	cms_status st;
 	ssize_t n;
 
-	st = cms_ipc_encode(m, &buf, &len, why, whylen);
-	if (st)
-		return st;
-	while (off < len) {
+	while (*off < len) {
 		memset(&mh, 0, sizeof(mh));
-		iov.iov_base = buf + off;
-		iov.iov_len = len - off;
+		iov.iov_base = (uint8_t *)buf + *off;
+		iov.iov_len = len - *off;
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
-		if (!off && m->type == CMS_IPC_FDS && m->nfds) {
+		if (!*off && nfds) { /* the descriptors go with the first byte */
 			struct cmsghdr *c;
 
 			memset(&ctl, 0, sizeof(ctl));
 			mh.msg_control = ctl.buf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * m->nfds);
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
 			c = CMSG_FIRSTHDR(&mh);
 			c->cmsg_level = SOL_SOCKET;
 			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * m->nfds);
-			memcpy(CMSG_DATA(c), fds, sizeof(int) * m->nfds);
+			c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+			memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 		}
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
-			off += (size_t)n;
+			*off += (size_t)n;
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			st = wait_fd(fd, POLLOUT, deadline, why, whylen);
-			if (st)
-				break;
-			continue;
-		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return CMS_OK;
 		if (n < 0 && errno == EINTR)
 			continue;
-		st = n < 0 && errno != EPIPE && errno != ECONNRESET ?
-			     cms_ipc_fail(CMS_ERR_IO, why, whylen, "sendmsg: %s", strerror(errno)) :
-			     cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
-					  "the peer closed the socket");
-		break;
+		return n < 0 && errno != EPIPE && errno != ECONNRESET ?
+			       cms_ipc_fail(CMS_ERR_IO, why, whylen, "sendmsg: %s",
+					    strerror(errno)) :
+			       cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+					    "the peer closed the socket");
+	}
+	return CMS_OK;
+}
+
+cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
+			char *why, size_t whylen)
+{
+	uint32_t nfds = m->type == CMS_IPC_FDS ? m->nfds : 0;
+	uint8_t *buf;
+	size_t len, off = 0;
+	cms_status st;
+
+	st = cms_ipc_encode(m, &buf, &len, why, whylen);
+	if (st)
+		return st;
+	for (;;) {
+		st = cms_ipc_send_some(fd, buf, len, &off, fds, nfds, why, whylen);
+		if (st || off == len)
+			break;
+		st = wait_fd(fd, POLLOUT, deadline, why, whylen);
+		if (st)
+			break;
 	}
 	free(buf);
 	return st;

@@ -89,6 +89,15 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 			char *why, size_t whylen);
 
 /*
+ * cms_ipc_send_some - writes buf[*off, len) to fd without waiting, as far as
+ * the socket takes it, advancing *off; nfds descriptors fds go with the first
+ * byte (*off 0). Returns CMS_OK (*off == len: all written; else the socket is
+ * full), CMS_ERR_DISCONNECTED (EPIPE, ECONNRESET), CMS_ERR_IO.
+ */
+cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off, const int *fds,
+			     uint32_t nfds, char *why, size_t whylen);
+
+/*
  * cms_ipc_recv - receives one whole message before deadline_ms and decodes
  * it into *m. The descriptors received with it are the helper's until it
  * hands them out: with fds (room for CMS_IPC_MAX_FDS) they go there on
