@@ -15,7 +15,8 @@
 /* A connection that has not sent its request (exporter: HELLO; control socket: the request)
  * within this is closed. Servers read without waiting, so it costs nobody else time. */
 #define CMS_IPC_IDLE_MS 5000
-/* Connections a server keeps at most; more wait in the listen backlog. */
+/* Connections a server keeps at most; past it, the oldest that has sent no request makes
+ * room for a new one (the rest wait in the listen backlog). */
 #define CMS_IPC_EXPORTER_CONNS 128
 #define CMS_IPC_CONTROL_CONNS 8
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
@@ -109,6 +110,9 @@ void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
  * queue makes no progress within CMS_IPC_IO_MS).
  */
 
+/* Largest message a server takes from a client (its requests are small; larger ones are
+ * refused at their header, before anything is allocated for them). */
+#define CMS_IPC_SERVER_MSG_MAX (16u << 10)
 /* Bytes queued for writing, all connections of a server together: past it, an owner defers
  * what it can (the exporter's grants) until peers have read. */
 #define CMS_IPC_OUT_MAX (32u << 20)
@@ -155,7 +159,7 @@ struct cms_ipc_server_ops {
 	const char *what;  /* "exporter", "control socket": logs, the thread's name */
 	const char *where; /* a refused uid "is not allowed <where> <path>" */
 	size_t conn_size;  /* of the owner's connection struct (struct cms_ipc_conn first) */
-	size_t max_conns;  /* kept at most; more wait in the listen backlog */
+	size_t max_conns;  /* kept at most; past it the oldest idle one makes room */
 	/*
 	 * A whole message from c (server thread, s->lock not held; m freed by the server
 	 * after). Returns true when c is to be closed once its queue is written.

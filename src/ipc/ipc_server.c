@@ -244,6 +244,18 @@ static void conn_read(struct cms_ipc_server *s, struct cms_ipc_conn *c)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* The oldest connection that has sent no request and is not closing yet; s->lock held. */
+static struct cms_ipc_conn *oldest_idle(struct cms_ipc_server *s)
+{
+	struct cms_ipc_conn *c, *best = NULL;
+
+	for (c = s->conns; c; c = c->next)
+		if (cms_ipc_conn_live(c) && s->ops->idle(c) && !c->rx.have &&
+		    (!best || c->since < best->since))
+			best = c;
+	return best;
+}
+
 /* Live connections (those closing or dead are on their way out); s->lock held. */
 static size_t live_conns(struct cms_ipc_server *s)
 {
@@ -255,10 +267,24 @@ static size_t live_conns(struct cms_ipc_server *s)
 	return n;
 }
 
-/* Whether one more connection may come in (s->lock held). */
+/* Whether one more connection may come in: under the limit, or the oldest idle one can make
+ * room (room_made); s->lock held. */
 static bool has_room(struct cms_ipc_server *s)
 {
-	return live_conns(s) < s->ops->max_conns;
+	return live_conns(s) < s->ops->max_conns || oldest_idle(s);
+}
+
+/* After an accept: past the limit, the oldest idle connection is closed (s->lock held). */
+static void room_made(struct cms_ipc_server *s)
+{
+	struct cms_ipc_conn *old;
+
+	if (live_conns(s) <= s->ops->max_conns || !(old = oldest_idle(s)))
+		return;
+	cms_log(s->ctx, CMS_LOG_WARN, "%s %s: pid %d closed to make room (no request yet)",
+		s->ops->what, s->path, (int)old->pid);
+	cms_ipc_conn_fail(s, old, CMS_ERR_TIMEOUT,
+			  "closed to make room for a newer connection (no request yet)");
 }
 
 /* Records an accept's outcome: CMS_ERR_OUT_OF_HOST_MEMORY starts or doubles a pause. */
@@ -314,10 +340,12 @@ static void accept_all(struct cms_ipc_server *s)
 		c->since = cms_ipc_now_ms();
 		c->out_tail = &c->out;
 		cms_ipc_rx_init(&c->rx);
+		c->rx.max_payload = CMS_IPC_SERVER_MSG_MAX;
 		pthread_mutex_lock(&s->lock);
 		c->next = s->conns;
 		s->conns = c;
 		s->nconns++;
+		room_made(s);
 		pthread_mutex_unlock(&s->lock);
 	}
 }

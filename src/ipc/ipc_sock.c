@@ -372,12 +372,14 @@ void cms_ipc_rx_init(struct cms_ipc_rx *rx)
 
 void cms_ipc_rx_free(struct cms_ipc_rx *rx)
 {
+	uint32_t max = rx->max_payload;
 	size_t i;
 
 	for (i = 0; i < rx->nfds; i++)
 		close(rx->fds[i]);
 	free(rx->buf);
 	cms_ipc_rx_init(rx);
+	rx->max_payload = max;
 }
 
 /* Keeps the descriptors of one recvmsg (closes those past the limit). */
@@ -409,7 +411,27 @@ static void take_fds(struct cms_ipc_rx *rx, struct msghdr *mh)
 		rx->bad = 1;
 }
 
-/* The header is in: checks it and makes room for the whole message. */
+/* Room for the next bytes of the message: the buffer grows with what arrives (at most
+ * doubling, from CMS_IPC_RX_CHUNK), never to more than the message. */
+static cms_status rx_grow(struct cms_ipc_rx *rx, char *why, size_t whylen)
+{
+	size_t cap = rx->cap ? rx->cap * 2 : CMS_IPC_RX_CHUNK;
+	uint8_t *nb;
+
+	if (cap > rx->need)
+		cap = rx->need;
+	nb = realloc(rx->buf, cap);
+	if (!nb)
+		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+				    "cannot allocate %zu bytes", cap);
+	if (!rx->buf)
+		memcpy(nb, rx->hdr, CMS_IPC_HEADER_SIZE);
+	rx->buf = nb;
+	rx->cap = cap;
+	return CMS_OK;
+}
+
+/* The header is in: checks it and makes room for the first bytes of the payload. */
 static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
 {
 	uint32_t payload, announced;
@@ -419,13 +441,12 @@ static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
 	st = cms_ipc_decode_header(rx->hdr, &type, &payload, &announced, why, whylen);
 	if (st)
 		return st;
-	rx->buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
-	if (!rx->buf)
-		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
-				    "cannot allocate %u bytes", payload);
-	memcpy(rx->buf, rx->hdr, CMS_IPC_HEADER_SIZE);
+	if (rx->max_payload && payload > rx->max_payload)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "a message of %u bytes (type %u); at most %u are taken here",
+				    payload, type, rx->max_payload);
 	rx->need = CMS_IPC_HEADER_SIZE + (size_t)payload;
-	return CMS_OK;
+	return rx_grow(rx, why, whylen);
 }
 
 /* The whole message is in: decodes it and hands its descriptors out (to out, or closed). */
@@ -461,10 +482,16 @@ cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m,
 	memset(m, 0, sizeof(*m));
 	for (;;) {
 		uint8_t *dst = rx->buf ? rx->buf : rx->hdr;
-		struct iovec iov = { dst + rx->have, rx->need - rx->have };
+		struct iovec iov = { dst + rx->have, (rx->buf ? rx->cap : rx->need) - rx->have };
 		struct msghdr mh;
 		ssize_t got;
 
+		if (rx->buf && rx->have == rx->cap && rx->cap < rx->need) {
+			st = rx_grow(rx, why, whylen);
+			if (st)
+				goto err_free;
+			continue;
+		}
 		if (rx->have == rx->need) {
 			if (!rx->buf && rx->need == CMS_IPC_HEADER_SIZE) {
 				st = rx_header(rx, why, whylen);

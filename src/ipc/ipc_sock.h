@@ -119,18 +119,23 @@ cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadlin
  */
 struct cms_ipc_rx {
 	uint8_t hdr[CMS_IPC_HEADER_SIZE];
-	uint8_t *buf; /* header + payload, once the header is in */
-	size_t have;  /* bytes of the message received (0: none started) */
-	size_t need;  /* CMS_IPC_HEADER_SIZE, then the whole message */
+	uint8_t *buf;	      /* header + payload received, once the header is in */
+	size_t cap;	      /* of buf: grows with what arrives, up to need */
+	size_t have;	      /* bytes of the message received (0: none started) */
+	size_t need;	      /* CMS_IPC_HEADER_SIZE, then the whole message */
+	uint32_t max_payload; /* larger messages are refused at the header; 0: the protocol's */
 	int fds[CMS_IPC_MAX_FDS];
 	size_t nfds;
 	int bad; /* unexpected or too many descriptors came */
 };
 
-/* An empty rx. */
+/* A message's buffer starts at this and grows with what arrives. */
+#define CMS_IPC_RX_CHUNK (64u << 10)
+
+/* An empty rx (max_payload 0). */
 void cms_ipc_rx_init(struct cms_ipc_rx *rx);
 
-/* Closes the descriptors rx holds and frees its buffer (empty after). */
+/* Closes the descriptors rx holds and frees its buffer (empty after; max_payload kept). */
 void cms_ipc_rx_free(struct cms_ipc_rx *rx);
 
 /*
