@@ -1600,6 +1600,26 @@ static size_t allocated_bytes(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
+/* A region of n allocations of 4 KiB (one 64 KiB granule each) published on a new exporter
+ * at sock_path. */
+static cms_region *big_region(cms_context *ctx, const char *tag, int n, uint32_t timeout_ms,
+			      cms_exporter **exp)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r;
+	uint64_t p;
+	int i;
+
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_SHAREABLE;
+	ck_ok(cms_region_create(ctx, tag, &o, &r));
+	for (i = 0; i < n; i++)
+		ck_ok(cms_alloc(r, 4 * KiB, &p));
+	*exp = exporter(ctx, new_path(tag), timeout_ms);
+	ck_ok(cms_exporter_publish(*exp, r, CMS_ACCESS_READWRITE));
+	return r;
+}
+
 /* A client that asks for tag's memory (HELLO) and then never reads. */
 static int hello_client(const char *path, const char *tag)
 {
@@ -1639,15 +1659,11 @@ START_TEST(stalled_grant_delays_nobody)
 	int64_t t0, ms;
 	int c[NSTALL], fd, i;
 
+	big = big_region(ctx, "big", NBIG, 3000, &exp);
 	o.policy = CMS_POLICY_HOST;
 	o.flags = CMS_REGION_SHAREABLE;
-	ck_ok(cms_region_create(ctx, "big", &o, &big));
 	ck_ok(cms_region_create(ctx, "small", &o, &small));
-	for (i = 0; i < NBIG; i++)
-		ck_ok(cms_alloc(big, 64 * KiB, &p));
 	ck_ok(cms_alloc(small, 64 * KiB, &p));
-	exp = exporter(ctx, new_path("stall"), 3000);
-	ck_ok(cms_exporter_publish(exp, big, CMS_ACCESS_READWRITE));
 	ck_ok(cms_exporter_publish(exp, small, CMS_ACCESS_READWRITE));
 	for (i = 0; i < NSTALL; i++)
 		c[i] = hello_client(sock_path, "big");
@@ -1683,6 +1699,61 @@ START_TEST(stalled_grant_delays_nobody)
 		      (long long)ms);
 	for (i = 0; i < NSTALL; i++)
 		close(c[i]);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/*
+ * A pause that starts while an importer is still receiving a grant (its layout not read
+ * yet): the revocation follows the grant's last descriptors, which the server thread
+ * exports while the pause waits holding the region's lock; the importer that reads it all
+ * and answers lets the pause succeed.
+ */
+START_TEST(pause_during_a_grant)
+{
+	enum { NBIG = 12000 };
+	cms_context *ctx = t_ctx();
+	struct pause_arg pa = { .ctx = ctx, .tag = "grant" };
+	int fds[CMS_IPC_MAX_FDS];
+	struct cms_ipc_msg m;
+	cms_exporter *exp;
+	uint32_t got = 0, k;
+	char why[256];
+	pthread_t t;
+	int fd;
+
+	big_region(ctx, "grant", NBIG, 20000, &exp);
+	fd = hello_client(sock_path, "grant");
+	usleep(300000); /* the layout fills the socket: the grant is under way */
+	ck_assert_int_eq(pthread_create(&t, NULL, pause_thread, &pa), 0);
+	usleep(300000); /* the pause waits for its importer */
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_int_eq(m.type, CMS_IPC_LAYOUT);
+	ck_assert_int_eq(m.nallocs, NBIG);
+	cms_ipc_msg_free(&m);
+	while (got < NBIG) {
+		ck_assert_msg(
+			!cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			"after %u descriptors: %s", got, why);
+		ck_assert_int_eq(m.type, CMS_IPC_FDS);
+		ck_assert_int_eq(m.first, got);
+		for (k = 0; k < m.nfds; k++)
+			close(fds[k]);
+		got += m.nfds;
+		cms_ipc_msg_free(&m);
+	}
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_int_eq(m.type, CMS_IPC_REVOKE);
+	m.type = CMS_IPC_REVOKED;
+	m.status = 0;
+	ck_assert_int_eq(cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(pa.st == CMS_OK, "pause: %s: %s", cms_status_name(pa.st), pa.msg);
+	close(fd);
 	ck_ok(cms_exporter_destroy(exp));
 	ck_ok(cms_context_destroy(ctx));
 }
@@ -1770,6 +1841,7 @@ static Suite *make(void)
 	tcase_add_test(t, request_during_a_long_one_is_served);
 	tcase_add_test(t, connection_limit_and_accept_backoff);
 	tcase_add_test(t, stalled_grant_delays_nobody);
+	tcase_add_test(t, pause_during_a_grant);
 	tcase_add_test(t, partial_messages_hold_little_memory);
 	tcase_add_test(t, idle_control_clients_deny_nobody);
 	tcase_add_test(t, layout_change_detected);

@@ -53,7 +53,8 @@ struct conn {
 	bool answered;
 	int32_t answer;
 	/* A grant whose descriptors are not all queued yet: the allocations' addresses in the
-	 * layout's order and the next to export. Under the region's lock (and exp->srv.lock). */
+	 * layout's order and the next to export; exp->srv.lock (exported under the region's
+	 * lock, or while a pause that holds it waits: pub->waiting). */
 	CUdeviceptr *grant;
 	uint32_t grant_n, grant_next;
 };
