@@ -302,7 +302,7 @@ static bool grant_due(struct cms_exporter *exp, struct conn *c, bool *deferred)
 		return false;
 	if (c->state == C_GRANT) {
 		due = true;
-		room = !exp->srv.out_bytes || exp->srv.out_bytes < CMS_IPC_OUT_MAX;
+		room = exp->srv.out_bytes < CMS_IPC_OUT_MAX;
 	} else if (c->grant_next < c->grant_n && !c->base.out) {
 		due = true; /* the previous batch is written */
 		room = exp->srv.out_fds + CMS_IPC_MAX_FDS <= GRANT_FDS_QUEUED;
