@@ -219,6 +219,7 @@ struct bench {
 	int mdev[BENCH_MAX_MDEV];
 	struct bench_mwork mwork[BENCH_NMWORK];
 	const char *json_path;
+	FILE *json; /* json_path, opened before the run; closed by bench_report_json */
 	char *cmdline;
 
 	/* the tool's own view of the driver */
@@ -248,6 +249,7 @@ struct bench {
 	unsigned int checks;
 	char step[96]; /* what the bench is doing, for failure messages */
 	bool failed;
+	unsigned int failures;	 /* bench_fail calls, each printed at once */
 	char failure[1024];	 /* the first failure */
 	char last_failure[1024]; /* the latest one */
 };
@@ -413,6 +415,8 @@ void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f)
 /* ---- bench_disk.c: workload (g), the DISK policy ---- */
 /* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */
 void bench_disk_dir_set(const char *dir);
+/* --disk-dir, else $TMPDIR, else /tmp. */
+const char *bench_disk_dir(void);
 /* Runs (g) with the disk floor; skipped (a note, not a failure) when the disk lacks room. */
 int bench_disk_run(struct bench *b, struct bench_work *w);
 /* (g)'s own table: pause/resume against the disk's write/read bandwidth. */
@@ -434,6 +438,7 @@ void bench_multi_free(struct bench *b);
 /* ---- bench_report.c: the table and the JSON file of every workload ---- */
 
 void bench_report_table(const struct bench *b);
+/* Writes the JSON report to b->json and closes it. Returns 0, or -1 with errno. */
 int bench_report_json(struct bench *b);
 
 #endif /* CMS_BENCH_H */

@@ -35,6 +35,7 @@ void bench_fail(struct bench *b, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "%s: %s\n", bench_tool(b), msg);
 	memcpy(b->last_failure, msg, sizeof(msg));
+	b->failures++;
 	if (!b->failed) {
 		b->failed = true;
 		memcpy(b->failure, msg, sizeof(msg));

@@ -441,11 +441,9 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 int bench_report_json(struct bench *b)
 {
 	const struct bench_copy_floor *cf = &b->copy;
-	FILE *f = fopen(b->json_path, "w");
+	FILE *f = b->json;
 	int i, rc = 0, first = 1;
 
-	if (!f)
-		return -1;
 	bench_json_head(b, f);
 	fprintf(f,
 		",\n  \"device_total_bytes\": %" PRIu64 ", \"granularity\": %" PRIu64
