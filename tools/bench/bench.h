@@ -32,6 +32,7 @@
 
 #include "cumemsaver.h"
 #include "driver.h"
+#include "tool_common.h"
 
 #define BENCH_DEVICE 0
 #define BENCH_MAX_CYCLES 1000u
@@ -308,8 +309,12 @@ int bench_parse_uint(const char *s, unsigned int lo, unsigned int hi, unsigned i
 void bench_gap(const struct bench *b);
 /* The command line joined with spaces (malloc'ed; NULL when out of memory). */
 char *bench_join_args(int argc, char **argv);
-/* A JSON string (escaped) and a JSON number ("%.6g", null for NaN and infinities). */
-void bench_json_str(FILE *f, const char *s);
+/* A JSON string: tool_json_str (tool_common.h), under the name the lab's experiments use.
+ * A JSON number ("%.6g", null for NaN and infinities). */
+static inline void bench_json_str(FILE *f, const char *s)
+{
+	tool_json_str(f, s);
+}
 void bench_json_num(FILE *f, double v);
 /* Opens the JSON object: "{", then tool, library_version, date, command, simulation,
  * driver_library, driver_version, device and device_name (no comma after the last). */
