@@ -20,7 +20,7 @@ recap=()
 stage_start() { t_stage=$SECONDS; echo "== $1"; }
 stage_end() { # name [what passed]
 	local line
-	line=$(printf '%-9s %5d s' "$1" $((SECONDS - t_stage)))
+	line=$(printf '%-11s %5d s' "$1" $((SECONDS - t_stage)))
 	[ -n "${2:-}" ] && line="$line  $2"
 	recap+=("$line")
 	echo "== $1: $((SECONDS - t_stage)) s"
@@ -80,7 +80,7 @@ fi
 stage_end python "tests: $(grep -oE '^Ran [0-9]+ tests' build/python-tests.log | cut -d' ' -f2) run, $(tail -n 1 build/python-tests.log)"
 stage_start "bindings (C, Rust, Go against a staged install of build/, found through pkg-config)"
 bash tools/scripts/test-bindings.sh build | tee build/bindings.log
-stage_end bindings "$(grep -oE '^(rust|go): [0-9]+ tests passed' build/bindings.log | paste -sd, - | sed 's/,/, /g')"
+stage_end bindings "$(grep -oE '^(c: consumer|rust: [0-9]+ tests passed|go: [0-9]+ tests passed)' build/bindings.log | paste -sd, - | sed 's/,/, /g')"
 stage_start "packages (cpack -G DEB, lintian, dpkg -i, consumers, dpkg --purge)"
 bash tools/scripts/test-packages.sh build-deb
 stage_end packages "built, lintian, installed, consumed, removed"
