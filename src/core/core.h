@@ -378,7 +378,11 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
  * current generation (*ticket: that generation); pair with cms_hookctx_leave(*ticket). */
 cms_context *cms_hookctx_enter(unsigned *ticket);
 void cms_hookctx_leave(unsigned ticket);
-/* In a forked child: no hooked call is in flight (called by the atfork handler). */
+/* Around fork() (the atfork handlers): the ledger of retired pointers is locked before, so
+ * that the child gets it whole, and unlocked after, in the parent and in the child; in the
+ * child no hooked call is in flight and no replacement holds the hook context's lock. */
+void cms_hookctx_before_fork(void);
+void cms_hookctx_after_fork_parent(void);
 void cms_hookctx_after_fork(void);
 /* The hook context now (not to be used past the call: see enter/leave). */
 cms_context *cms_hookctx_peek(void);
