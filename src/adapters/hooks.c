@@ -290,7 +290,8 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
 }
 
 /* Checks a template's disk directory: given only with CMS_POLICY_DISK, a directory; *abs its
- * absolute path (the caller frees it). */
+ * absolute path (the caller frees it), kept whole by the template (hook_template_dir). */
+_Static_assert(CMS_DISK_DIR_MAX < PATH_MAX, "a template's directory fits in PATH_MAX bytes");
 static cms_status template_dir(const cms_region_options *o, const char *dir, char **abs)
 {
 	*abs = NULL;
