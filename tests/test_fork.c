@@ -92,6 +92,47 @@ START_TEST(child_gets_forked_status)
 }
 END_TEST
 
+/* In a child, hooked allocations of the parent's hook context answer CMS_ERR_FORKED (the
+ * header's status; before, NOT_FOUND when the thread had no active region in the child), with a
+ * default region, a template, or neither. */
+START_TEST(child_hook_alloc_gets_forked_status)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	int status, step;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r)); /* the child's thread has no active region */
+	for (step = 0; step < 3; step++) {
+		pid_t pid;
+
+		if (step == 1)
+			ck_ok(cms_hook_region_default_set(0, r));
+		if (step == 2) {
+			ck_ok(cms_hook_region_default_set(0, NULL));
+			ck_ok(cms_hook_region_default_template_set("t", &o, NULL));
+		}
+		pid = fork();
+		if (pid == 0) {
+			uint64_t p = 1;
+			cms_status st = cms_hook_alloc(4096, 0, &p);
+
+			if (st != CMS_ERR_FORKED || p)
+				fprintf(stderr, "child %d: %s (0x%llx)\n", step,
+					cms_status_name(st), (unsigned long long)p);
+			_exit(st != CMS_ERR_FORKED || p);
+		}
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", step);
+	}
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static atomic_int stop;
 
 static void *cycle(void *arg)
@@ -301,6 +342,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, child_gets_forked_status);
+	tcase_add_test(tc, child_hook_alloc_gets_forked_status);
 	tcase_add_test(tc, fork_while_locks_are_held);
 	tcase_add_test(tc, child_may_create_its_own_context);
 	tcase_add_test(tc, child_uses_sim_forked_during_driver_calls);

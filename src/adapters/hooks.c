@@ -201,9 +201,9 @@ static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	if (!size)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	ctx = cms_hookctx_enter(&ticket);
-	st = CMS_OK;
 	/* A forked child has none (the parent's are not its own): its lock is not taken. */
-	if (ctx && !cms_check_fork(ctx) && device >= 0 && device < CMS_MAX_DEVICES) {
+	st = ctx ? cms_check_fork(ctx) : CMS_OK;
+	if (!st && ctx && device >= 0 && device < CMS_MAX_DEVICES) {
 		r = cms_hook_default_get(ctx, ticket, device, true);
 		if (!r) {
 			st = default_from_template(ctx, ticket, device);
