@@ -302,6 +302,9 @@ void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev);
  * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
  * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
 void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
+/* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
+ * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
+void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);
