@@ -198,9 +198,10 @@ CMS_API cms_status cms_hook_memory_margin_set(uint64_t bytes);
  *     region was destroyed or is not in the hook context (or no hook context
  *     is set).
  *   CMS_ERR_NOT_FOUND: no active region on this thread and no default region
- *     for device (none set, no template, device negative, no hook context;
- *     always so in a child after fork(), whose stack is empty): not ours to
- *     serve.
+ *     for device (none set, no template, device negative, no hook context):
+ *     not ours to serve.
+ *   CMS_ERR_FORKED: in a child after fork() (its stack is empty and the hook
+ *     context is the parent's): not ours to serve either.
  *   CMS_ERR_INVALID_DEVICE: the active region is on another device.
  *   CMS_ERR_PAUSED: the region is paused.
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY: no device memory, or less free than the

@@ -109,7 +109,8 @@ CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_EXISTS: a file at path that is not a stale socket file (see the
  *     top of this file).
- *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
+ *   CMS_ERR_IO: path's directory does not exist or cannot be opened; socket,
+ *     bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 				       const cms_exporter_options *opts, cms_exporter **out);
@@ -458,7 +459,8 @@ CMS_API cms_status cms_control_options_init(cms_control_options *opts);
  *     nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_EXISTS: as for cms_exporter_create.
- *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
+ *   CMS_ERR_IO: path's directory does not exist or cannot be opened; socket,
+ *     bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 				      const cms_control_options *opts, cms_control **out);

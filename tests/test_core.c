@@ -5,8 +5,11 @@
  * driver on a GPU machine. Checks that need simulation counters are guarded.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -186,6 +189,65 @@ START_TEST(repeated_and_mixed_calls)
 	ck_assert(t_is_zero(0, pb[0], sizes[0]));
 	ck_assert_uint_eq(info(a).epoch, 1);
 	ck_assert_uint_eq(info(b).epoch, 1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+static atomic_int destroys_left, destroy_failed;
+
+/* Makes a region with allocations and destroys it, over and over while destroys_left > 0
+ * (counting it down); sets destroy_failed when a create or a destroy fails. */
+static void *create_destroy(void *arg)
+{
+	cms_context *ctx = arg;
+	cms_region *r;
+	uint64_t p;
+	int i;
+
+	while (atomic_load(&destroys_left) > 0) {
+		if (cms_region_create(ctx, "gone", NULL, &r)) {
+			atomic_store(&destroy_failed, 1);
+			break;
+		}
+		for (i = 0; i < 8; i++)
+			(void)cms_alloc(r, 2 * MiB, &p); /* refused while a pause holds it */
+		if (cms_region_destroy(r)) {
+			atomic_store(&destroy_failed, 1);
+			break;
+		}
+		atomic_fetch_sub(&destroys_left, 1);
+	}
+	return NULL;
+}
+
+/* cms_pause / cms_resume of every tag (NULL) while the only region is destroyed: when none is
+ * left they answer as for a context without regions (CMS_ERR_ALREADY_PAUSED /
+ * CMS_ERR_NOT_PAUSED), also for regions a destroy took after the call selected them (before:
+ * CMS_ERR_NOT_FOUND). 200 destroys or 600 calls, whichever comes first (sanitizers). */
+START_TEST(all_tags_while_regions_are_destroyed)
+{
+	cms_context *ctx = t_ctx();
+	pthread_t t;
+	cms_status st;
+	int i;
+
+	atomic_store(&destroys_left, 200);
+	atomic_store(&destroy_failed, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, create_destroy, ctx), 0);
+	for (i = 0; i < 600 && atomic_load(&destroys_left) > 0 && !atomic_load(&destroy_failed);
+	     i++) {
+		bool pause = i % 2 == 0;
+
+		st = pause ? cms_pause(ctx, NULL, NULL, NULL) : cms_resume(ctx, NULL, NULL, NULL);
+		ck_assert_msg(st == CMS_OK ||
+				      st == (pause ? CMS_ERR_ALREADY_PAUSED : CMS_ERR_NOT_PAUSED),
+			      "call %d (%s): %s: %s", i, pause ? "pause" : "resume",
+			      cms_status_name(st), cms_last_error());
+		usleep(100); /* lets the destroys take the region's lock */
+	}
+	atomic_store(&destroys_left, 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(atomic_load(&destroy_failed), 0);
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
@@ -764,6 +826,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, paused_memory_is_not_accessible);
 	tcase_add_test(tc, tags_are_independent);
 	tcase_add_test(tc, repeated_and_mixed_calls);
+	tcase_add_test(tc, all_tags_while_regions_are_destroyed);
 	tcase_add_test(tc, free_in_every_state_and_thread);
 	tcase_add_test(tc, pointer_info_answers_is_this_ours);
 	tcase_add_test(tc, accounting_and_rounding);

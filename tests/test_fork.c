@@ -5,7 +5,10 @@
  * parent thread held a lock at the moment of the fork (no hang), and the
  * parent goes on unharmed.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <search.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "cumemsaver_hooks.h"
 
 struct parent {
 	cms_context *ctx;
@@ -85,6 +89,47 @@ START_TEST(child_gets_forked_status)
 	ck_ok(cms_region_resume(s.r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, s.p, 2 * MiB, 3), -1);
 	ck_ok(cms_context_destroy(s.ctx));
+}
+END_TEST
+
+/* In a child, hooked allocations of the parent's hook context answer CMS_ERR_FORKED (the
+ * header's status; before, NOT_FOUND when the thread had no active region in the child), with a
+ * default region, a template, or neither. */
+START_TEST(child_hook_alloc_gets_forked_status)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	int status, step;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r)); /* the child's thread has no active region */
+	for (step = 0; step < 3; step++) {
+		pid_t pid;
+
+		if (step == 1)
+			ck_ok(cms_hook_region_default_set(0, r));
+		if (step == 2) {
+			ck_ok(cms_hook_region_default_set(0, NULL));
+			ck_ok(cms_hook_region_default_template_set("t", &o, NULL));
+		}
+		pid = fork();
+		if (pid == 0) {
+			uint64_t p = 1;
+			cms_status st = cms_hook_alloc(4096, 0, &p);
+
+			if (st != CMS_ERR_FORKED || p)
+				fprintf(stderr, "child %d: %s (0x%llx)\n", step,
+					cms_status_name(st), (unsigned long long)p);
+			_exit(st != CMS_ERR_FORKED || p);
+		}
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", step);
+	}
+	ck_ok(cms_hook_region_pop());
+	ck_ok(cms_hook_context_set(NULL));
+	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
 
@@ -193,6 +238,103 @@ START_TEST(child_uses_sim_forked_during_driver_calls)
 }
 END_TEST
 
+/*
+ * The test's tfind, which the library's calls reach (it interposes the C library's, and calls
+ * it): the ledger of retired pointers (core/hookctx.c) calls it with its lock held. Armed, it
+ * stops the holder thread's next call there until the main thread forked, so that the fork
+ * happens while the ledger's lock is held (or until 200 ms passed, for a fork that waits for
+ * the lock).
+ */
+static atomic_int hold_armed, hold_in, hold_forked;
+static _Thread_local bool is_holder;
+
+void *tfind(const void *key, void *const *root, __compar_fn_t cmp)
+{
+	void *(*real)(const void *, void *const *, __compar_fn_t);
+	int ms;
+
+	if (is_holder && atomic_exchange(&hold_armed, 0)) {
+		atomic_store(&hold_in, 1);
+		for (ms = 0; ms < 200 && !atomic_load(&hold_forked); ms++)
+			usleep(1000);
+	}
+	*(void **)&real = dlsym(RTLD_NEXT, "tfind");
+	return real(key, root, cmp);
+}
+
+/* Frees a pointer that was never ours through the hooks with no hook context, over and over:
+ * each call asks the ledger of retired pointers. */
+static void *hook_free_loop(void *arg)
+{
+	(void)arg;
+	is_holder = true;
+	while (!atomic_load(&stop))
+		cms_hook_free((void *)(uintptr_t)0x7f0000001000ull);
+	return NULL;
+}
+
+/* In a child: frees a pointer through the hooks with no hook context (the ledger is asked),
+ * then uses a context of its own (an allocation asks the ledger too). */
+static int child_hook_free(void)
+{
+	cms_status st = cms_hook_free((void *)(uintptr_t)0x7f0000002000ull);
+
+	if (st != CMS_ERR_INVALID_ARGUMENT) {
+		fprintf(stderr, "child: cms_hook_free: %s\n", cms_status_name(st));
+		return 1;
+	}
+	return child_own_context();
+}
+
+/* Every lock of the library is usable in a child forked while another thread held it: here the
+ * lock of the ledger of retired pointers, taken by every hooked free and by allocations. */
+START_TEST(fork_while_retired_ledger_is_locked)
+{
+	cms_context *ctx;
+	cms_region *r;
+	pthread_t t;
+	uint64_t p;
+	int i, status;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_region_create(ctx, "retired", NULL, &r));
+	ck_ok(cms_alloc(r, 4096, &p));
+	ck_ok(cms_region_destroy(r)); /* p is retired: the ledger is not empty */
+	ck_ok(cms_hook_context_set(NULL));
+	atomic_store(&stop, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, hook_free_loop, NULL), 0);
+	for (i = 0; i < 3; i++) {
+		pid_t pid;
+
+		atomic_store(&hold_forked, 0);
+		atomic_store(&hold_in, 0);
+		atomic_store(&hold_armed, 1);
+		while (!atomic_load(&hold_in))
+			usleep(100);
+		pid = fork();
+		if (pid == 0) {
+			signal(SIGALRM, SIG_DFL);
+			alarm(10); /* a hang fails the test with SIGALRM */
+			_exit(child_hook_free());
+		}
+		atomic_store(&hold_forked, 1);
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "child %d: exit %d, signal %d", i,
+			      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+			      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	atomic_store(&stop, 1);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(cms_hook_free((void *)(uintptr_t)p), CMS_OK); /* still retired */
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("fork");
@@ -200,9 +342,11 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, child_gets_forked_status);
+	tcase_add_test(tc, child_hook_alloc_gets_forked_status);
 	tcase_add_test(tc, fork_while_locks_are_held);
 	tcase_add_test(tc, child_may_create_its_own_context);
 	tcase_add_test(tc, child_uses_sim_forked_during_driver_calls);
+	tcase_add_test(tc, fork_while_retired_ledger_is_locked);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -297,6 +297,121 @@ START_TEST(failed_rollback_leaves_it_guarded)
 }
 END_TEST
 
+enum guard_op { OP_FREE, OP_DESTROY, OP_CREATE };
+
+struct guard_fixture {
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t sz[2], p[2];
+};
+
+/* A context with a paused guarded DISCARD region of two allocations (OP_FREE, OP_DESTROY), or
+ * with a plain region only (OP_CREATE: its device is set up, its zero handles are not). */
+static void guard_setup(struct guard_fixture *f, enum guard_op op)
+{
+	int i;
+
+	f->ctx = t_ctx();
+	if (op == OP_CREATE) {
+		f->r = t_region(f->ctx, "plain", 0, CMS_POLICY_DISCARD);
+		return;
+	}
+	f->r = guarded_region(f->ctx, "kv", CMS_POLICY_DISCARD);
+	sizes_of(f->r, f->sz);
+	for (i = 0; i < 2; i++)
+		ck_ok(cms_alloc(f->r, f->sz[i], &f->p[i]));
+	ck_ok(cms_region_pause(f->r, NULL, NULL));
+}
+
+static cms_status guard_run(struct guard_fixture *f, enum guard_op op)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r;
+
+	if (op == OP_FREE)
+		return cms_free(f->ctx, f->p[0]);
+	if (op == OP_DESTROY)
+		return cms_region_destroy(f->r);
+	o.flags = CMS_REGION_GUARD;
+	return cms_region_create(f->ctx, "kv", &o, &r);
+}
+
+/* Each allocation of f still there reads as zeros (no piece of its guard missing). */
+static void guard_intact(struct guard_fixture *f, uint64_t fault)
+{
+	cms_pointer_info pi = { .struct_size = sizeof(pi) };
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (cms_pointer_info_get(f->ctx, f->p[i], &pi) == CMS_OK)
+			ck_assert_msg(t_is_zero(0, f->p[i], f->sz[i]),
+				      "fault %llu: allocation %d not guarded whole after a failure",
+				      (unsigned long long)fault, i);
+}
+
+/* Every driver call of a free or a destroy of a paused guarded region, and of a guarded region's
+ * create, fails in turn (simulation): a failed free or destroy leaves every allocation still
+ * there guarded whole (before: the pieces unmapped before the failure stayed unmapped, and
+ * stray reads faulted until a resume), a retry succeeds, and a context destroy leaves no driver
+ * object (before: a failed create's temporary reservation and zero mapping stayed). */
+START_TEST(failed_free_destroy_create_sweep)
+{
+	enum guard_op op = (enum guard_op)_i;
+	const struct t_sim *sim;
+	struct guard_fixture f;
+	cmssim_counters c0, c1;
+	uint64_t calls, i;
+	cms_status st;
+
+	if (!t_is_sim()) /* a GPU: nothing to inject faults with */
+		return;
+	sim = t_sim();
+	guard_setup(&f, op); /* dry run: how many driver calls does it make? */
+	calls = sim->call_count();
+	ck_ok(guard_run(&f, op));
+	calls = sim->call_count() - calls;
+	ck_ok(cms_context_destroy(f.ctx));
+	t_nothing_left(1);
+	for (i = 1; i <= calls; i++) {
+		guard_setup(&f, op);
+		c0 = t_counters();
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		st = guard_run(&f, op);
+		sim->clear_faults();
+		if (st) {
+			ck_assert_str_ne(cms_last_error(), "");
+			if (op == OP_FREE) { /* nothing changed */
+				c1 = t_counters();
+				ck_assert_uint_eq(c1.mappings, c0.mappings);
+				ck_assert_uint_eq(c1.reservations, c0.reservations);
+			}
+			if (op != OP_CREATE)
+				guard_intact(&f, i);
+			ck_ok(guard_run(&f, op)); /* a retry without the fault */
+		}
+		ck_ok(cms_context_destroy(f.ctx));
+		c1 = t_counters();
+		ck_assert_msg(
+			!c1.handles && !c1.mappings && !c1.reservations,
+			"fault %llu (%s): %llu handles, %llu mappings, %llu reservations left",
+			(unsigned long long)i, cms_status_name(st), (unsigned long long)c1.handles,
+			(unsigned long long)c1.mappings, (unsigned long long)c1.reservations);
+	}
+	if (op != OP_CREATE)
+		return;
+	/* the temporary mapping's unmap fails, and again at once: kept, removed at the destroy */
+	guard_setup(&f, op);
+	c0 = t_counters();
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN), 0);
+	ck_ok(guard_run(&f, op)); /* the zero handle is filled: the create succeeds */
+	c1 = t_counters();
+	ck_assert_uint_eq(c1.reservations, c0.reservations + 1);
+	ck_ok(cms_context_destroy(f.ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("guard");
@@ -309,6 +424,7 @@ static Suite *make(void)
 	tcase_add_test(tc, free_and_destroy_paused);
 	tcase_add_test(tc, failed_calls_keep_the_guard);
 	tcase_add_test(tc, failed_rollback_leaves_it_guarded);
+	tcase_add_loop_test(tc, failed_free_destroy_create_sweep, 0, 3); /* enum guard_op */
 	suite_add_tcase(s, tc);
 	return s;
 }

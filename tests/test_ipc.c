@@ -1287,6 +1287,12 @@ START_TEST(bad_arguments)
 	ck_status(cms_exporter_create(ctx, "", NULL, &exp), CMS_ERR_INVALID_ARGUMENT);
 	ck_status(cms_exporter_create(NULL, "/tmp/x", NULL, &exp), CMS_ERR_INVALID_ARGUMENT);
 	ck_status(cms_exporter_create(ctx, "/dev/null", NULL, &exp), CMS_ERR_EXISTS);
+	/* a missing directory, or a file as one: CMS_ERR_IO, as the (frozen 1.1) headers list */
+	ck_status(cms_exporter_create(ctx, "/tmp/no-such-cms-dir/x.sock", NULL, &exp), CMS_ERR_IO);
+	ck_status(cms_exporter_create(ctx, "/dev/null/x.sock", NULL, &exp), CMS_ERR_IO);
+	ck_status(cms_control_create(ctx, "/tmp/no-such-cms-dir/c.sock", NULL,
+				     &(cms_control *){ NULL }),
+		  CMS_ERR_IO);
 	ck_ok(cms_exporter_create(ctx, new_path("args"), NULL, &exp));
 	ck_status(cms_exporter_create(ctx, sock_path, NULL, &(cms_exporter *){ NULL }),
 		  CMS_ERR_EXISTS); /* in use */

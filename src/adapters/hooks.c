@@ -201,9 +201,9 @@ static cms_status default_alloc(uint64_t size, int32_t device, uint64_t *ptr)
 	if (!size)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "size is 0");
 	ctx = cms_hookctx_enter(&ticket);
-	st = CMS_OK;
 	/* A forked child has none (the parent's are not its own): its lock is not taken. */
-	if (ctx && !cms_check_fork(ctx) && device >= 0 && device < CMS_MAX_DEVICES) {
+	st = ctx ? cms_check_fork(ctx) : CMS_OK;
+	if (!st && ctx && device >= 0 && device < CMS_MAX_DEVICES) {
 		r = cms_hook_default_get(ctx, ticket, device, true);
 		if (!r) {
 			st = default_from_template(ctx, ticket, device);
@@ -290,7 +290,8 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
 }
 
 /* Checks a template's disk directory: given only with CMS_POLICY_DISK, a directory; *abs its
- * absolute path (the caller frees it). */
+ * absolute path (the caller frees it), kept whole by the template (hook_template_dir). */
+_Static_assert(CMS_DISK_DIR_MAX < PATH_MAX, "a template's directory fits in PATH_MAX bytes");
 static cms_status template_dir(const cms_region_options *o, const char *dir, char **abs)
 {
 	*abs = NULL;

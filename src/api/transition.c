@@ -106,6 +106,7 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 	struct cms_selection sel;
 	struct transition t;
 	cms_status st;
+	size_t i;
 
 	if (!ctx)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ctx is NULL");
@@ -124,7 +125,10 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 	st = cms_select_lock(ctx, tag, NULL, &sel);
 	if (st)
 		return st;
-	if (!sel.n) {
+	/* none selected, or a destroy took them all after the selection (they are dead) */
+	for (i = 0; i < sel.n && sel.v[i]->dead; i++)
+		;
+	if (i == sel.n) {
 		cms_select_unlock(&sel);
 		if (!tag)
 			return pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED,

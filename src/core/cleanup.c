@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cleanup.c - driver cleanups that failed (a page-locked DISK staging area
- * still registered, an event not destroyed) are kept on the context's list
+ * still registered, an event not destroyed, a temporary mapping or
+ * reservation not removed) are kept on the context's list
  * and tried again at the start of its next pause, resume or swap and at its
  * destroy, instead of being leaked for the life of the process. Each kind of
  * cleanup is an operations table.
@@ -23,6 +24,7 @@ struct cms_cleanup {
 	void *p; /* the event, or the staging area */
 	size_t len;
 	bool hooked; /* staging: counted by the driver's host allocation hook */
+	bool mapped; /* range: still mapped (unmapped before its reservation is freed) */
 	struct cms_cleanup *next;
 };
 
@@ -48,6 +50,23 @@ static void staging_done(cms_context *ctx, struct cms_cleanup *c)
 static const struct cms_cleanup_ops staging_ops = { .call = "cuMemHostUnregister",
 						    .run = staging_run,
 						    .done = staging_done };
+
+static CUresult range_run(cms_context *ctx, struct cms_cleanup *c)
+{
+	CUdeviceptr va = (CUdeviceptr)(uintptr_t)c->p;
+	CUresult res;
+
+	if (c->mapped) {
+		res = ctx->drv.cuMemUnmap(va, c->len);
+		if (res != CUDA_SUCCESS)
+			return res;
+		c->mapped = false; /* kept so: a retry only frees the reservation */
+	}
+	return ctx->drv.cuMemAddressFree(va, c->len);
+}
+
+static const struct cms_cleanup_ops range_ops = { .call = "cuMemUnmap/cuMemAddressFree",
+						  .run = range_run };
 
 /* Runs c with its device's primary context pushed; CUDA_SUCCESS once done. */
 static CUresult attempt(cms_context *ctx, struct cms_cleanup *c)
@@ -102,6 +121,17 @@ void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, 
 	struct cms_cleanup c = {
 		.ops = &staging_ops, .dev = dev, .p = base, .len = len, .hooked = hooked
 	};
+
+	run_or_keep(ctx, &c);
+}
+
+void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped)
+{
+	struct cms_cleanup c = { .ops = &range_ops,
+				 .dev = dev,
+				 .p = (void *)(uintptr_t)va,
+				 .len = len,
+				 .mapped = mapped };
 
 	run_or_keep(ctx, &c);
 }

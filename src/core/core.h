@@ -315,6 +315,9 @@ void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev);
  * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
  * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
 void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
+/* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
+ * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
+void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);
@@ -391,7 +394,11 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
  * current generation (*ticket: that generation); pair with cms_hookctx_leave(*ticket). */
 cms_context *cms_hookctx_enter(unsigned *ticket);
 void cms_hookctx_leave(unsigned ticket);
-/* In a forked child: no hooked call is in flight (called by the atfork handler). */
+/* Around fork() (the atfork handlers): the ledger of retired pointers is locked before, so
+ * that the child gets it whole, and unlocked after, in the parent and in the child; in the
+ * child no hooked call is in flight and no replacement holds the hook context's lock. */
+void cms_hookctx_before_fork(void);
+void cms_hookctx_after_fork_parent(void);
 void cms_hookctx_after_fork(void);
 /* The hook context now (not to be used past the call: see enter/leave). */
 cms_context *cms_hookctx_peek(void);

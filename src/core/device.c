@@ -24,9 +24,12 @@ static void after_fork_in_child(void)
 	cms_hookctx_after_fork();
 }
 
+/* The process-wide locks (hookctx.c): every other lock belongs to a context, which a child
+ * does not use (CMS_ERR_FORKED before any lock is taken). */
 static void register_atfork(void)
 {
-	atfork_status = pthread_atfork(NULL, NULL, after_fork_in_child);
+	atfork_status = pthread_atfork(cms_hookctx_before_fork, cms_hookctx_after_fork_parent,
+				       after_fork_in_child);
 }
 
 cms_status cms_fork_watch(void)

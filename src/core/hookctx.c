@@ -95,6 +95,19 @@ bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas)
 	return true;
 }
 
+/* retired_lock is a leaf lock held briefly: fork() waits for it, and the child gets the ledger
+ * whole. swap_lock is held while a replacement waits for hooked calls (a device wait each):
+ * fork() does not wait for it, and the child, which has no replacement, initialises it again. */
+void cms_hookctx_before_fork(void)
+{
+	pthread_mutex_lock(&retired_lock);
+}
+
+void cms_hookctx_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&retired_lock);
+}
+
 void cms_hookctx_after_fork(void)
 {
 	/* Only the forking thread exists in the child: no caller is in flight, and no
@@ -102,6 +115,7 @@ void cms_hookctx_after_fork(void)
 	atomic_store(&hook_inflight[0], 0);
 	atomic_store(&hook_inflight[1], 0);
 	pthread_mutex_init(&swap_lock, NULL);
+	pthread_mutex_unlock(&retired_lock); /* taken by this thread before the fork */
 }
 
 /* Forgets ptr if it is retired; returns whether it was. */

@@ -122,10 +122,9 @@ static cms_status open_dir(const char *path, struct cms_ipc_sockfile *sf, char *
 		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
 				    "socket path %s names a directory", path);
 	sf->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (sf->dirfd < 0)
-		return cms_ipc_fail(errno == ENOENT || errno == ENOTDIR ? CMS_ERR_NOT_FOUND :
-									  CMS_ERR_IO,
-				    why, whylen, "directory of %s: %s", path, strerror(errno));
+	if (sf->dirfd < 0) /* also a missing one: the 1.1 status lists have no NOT_FOUND */
+		return cms_ipc_fail(CMS_ERR_IO, why, whylen, "directory of %s: %s", path,
+				    strerror(errno));
 	return CMS_OK;
 }
 

@@ -178,9 +178,10 @@ static int file_create(const char *dir, uint64_t id, bool *direct, bool *unlinki
 cms_status cms_store_dir_resolve(const char *dir, char **abs)
 {
 	struct stat sb;
+	size_t len;
 
 	*abs = NULL;
-	if (!*dir || strlen(dir) > 4000)
+	if (!*dir || strlen(dir) > CMS_DISK_DIR_MAX)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "disk directory name is %s",
 				     *dir ? "too long" : "empty");
 	if (stat(dir, &sb))
@@ -193,6 +194,16 @@ cms_status cms_store_dir_resolve(const char *dir, char **abs)
 	if (!*abs)
 		return cms_set_error(io_status(errno), "disk directory %s: %s", dir,
 				     strerror(errno));
+	/* the limit is also the absolute path's: what is kept, and what file names extend */
+	len = strlen(*abs);
+	if (len > CMS_DISK_DIR_MAX) {
+		free(*abs);
+		*abs = NULL;
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "disk directory %s: its absolute path is too long (%zu bytes, "
+				     "at most %u)",
+				     dir, len, CMS_DISK_DIR_MAX);
+	}
 	return CMS_OK;
 }
 

@@ -135,8 +135,12 @@ void cms_store_forget_cancel(cms_context *ctx, struct cms_alloc *a);
 /* After a free of one of r's allocations: its policy's trim. */
 void cms_store_trim(struct cms_region *r);
 cms_status cms_store_dir_set(struct cms_region *r, const char *dir);
-/* Checks that dir (1..4000 bytes) is a directory and resolves it to an absolute path (realpath) in
- * *abs (the caller frees it); on failure *abs is NULL and the status says why (disk.c). */
+/* The longest disk directory, given and absolute: its files' names (dir/cumemsaver-...) fit in
+ * PATH_MAX, and so does the copy a hook template keeps (core.h). */
+#define CMS_DISK_DIR_MAX 4000u
+/* Checks that dir (1..CMS_DISK_DIR_MAX bytes) is a directory and resolves it to an absolute path
+ * (realpath, also at most CMS_DISK_DIR_MAX bytes) in *abs (the caller frees it); on failure *abs
+ * is NULL and the status says why (disk.c). */
 cms_status cms_store_dir_resolve(const char *dir, char **abs);
 void cms_store_region_close(struct cms_region *r);
 /* Whether a has a backup now (backup_held): CMS_OK with *host (NULL: not in host memory),

@@ -17,7 +17,7 @@
 #define TOP (CMS_GUARD_ORDERS - 1) /* the largest piece: 2^TOP granules (64 MiB on an H200) */
 
 /* Fills the first len bytes of handle with zeros through a temporary mapping (device
- * context current). */
+ * context current); a failure to remove that mapping goes to the context's cleanups. */
 static cms_status zero_fill(cms_context *ctx, int32_t dev, CUmemGenericAllocationHandle handle,
 			    size_t len)
 {
@@ -36,17 +36,16 @@ static cms_status zero_fill(cms_context *ctx, int32_t dev, CUmemGenericAllocatio
 	CU_TRY(ctx, cuMemSetAccess(va, len, &access, 1), st, unmap);
 	CU_TRY(ctx, cuMemsetD8Async(va, 0, len, stream), st, unmap);
 	CU_TRY(ctx, cuStreamSynchronize(stream), st, unmap);
-unmap:
+unmap: /* a temporary mapping the handle does not need: one that stays is a cleanup */
 	res = ctx->drv.cuMemUnmap(va, len);
-	if (res != CUDA_SUCCESS) { /* the reservation stays with the mapping */
-		if (!st)
-			st = cms_cu_error(&ctx->drv, res, "cuMemUnmap");
+	if (res != CUDA_SUCCESS) {
+		cms_cleanup_range(ctx, dev, va, len, true);
 		goto out;
 	}
 free_va:
 	res = ctx->drv.cuMemAddressFree(va, len);
-	if (res != CUDA_SUCCESS && !st)
-		st = cms_cu_error(&ctx->drv, res, "cuMemAddressFree");
+	if (res != CUDA_SUCCESS)
+		cms_cleanup_range(ctx, dev, va, len, false);
 out:
 	return st;
 }

@@ -23,14 +23,13 @@ cms_status cms_vmm_unreserve(struct cms_alloc *a)
 	if (!a->arena) /* retired from a run: its addresses went with the run */
 		return CMS_OK;
 	st = cms_vmm_unguard(a); /* the addresses go back unmapped */
-	if (st)
-		return st;
-	st = cms_arena_give(a->region, a->arena, a->base, a->physical);
+	if (!st)
+		st = cms_arena_give(a->region, a->arena, a->base, a->physical);
 	if (!st) {
 		a->arena = NULL;
 		return CMS_OK;
 	}
-	if (guarded) { /* as it was */
+	if (guarded) { /* as it was: the pieces unmapped before the failure are mapped again */
 		char why[512];
 
 		cms_last_error_message(why, sizeof(why));

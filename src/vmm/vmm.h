@@ -89,8 +89,8 @@ cms_status cms_vmm_unguard(struct cms_alloc *a);
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
 /* Addresses for a new allocation: cms_run_take. */
 cms_status cms_vmm_reserve(struct cms_alloc *a);
-/* Unmaps a's guard (guard.c), then gives its addresses back to the arena; when that fails
- * an allocation that was guarded is guarded again (best effort, logged). */
+/* Unmaps a's guard (guard.c), then gives its addresses back to the arena; when either fails
+ * an allocation that was guarded is guarded again, whole (best effort, logged). */
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
 /* cuMemCreate of size bytes with the region's properties. */
 cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
