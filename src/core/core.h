@@ -119,24 +119,6 @@ struct cms_device {
 	CUmemGenericAllocationHandle zero[CMS_GUARD_ORDERS];
 };
 
-/* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
- * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
-struct cms_hostbuf {
-	void *base;
-	size_t len;
-	unsigned users;	   /* allocations with a slice; under their region's lock */
-	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
-	bool registered;   /* page-locked with cuMemHostRegister */
-	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
-	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
-	bool lazy;     /* no user, kept MADV_FREEd for the next pause (CMS_HOST_PREP=lazyfree) */
-	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
-	CUresult register_result;
-	atomic_bool failed; /* no memory to fault its pages in */
-	int32_t device;
-	struct cms_hostbuf *next; /* the region's buffers (hostbufs) */
-};
-
 struct cms_alloc {
 	struct cms_region *region;
 	CUdeviceptr base;
@@ -179,43 +161,6 @@ struct cms_alloc {
 /* [off, off + len) of an allocation. */
 struct cms_span {
 	uint64_t off, len;
-};
-
-/* Address space of a region: reservations that allocations are carved from, so that
- * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
-struct cms_extent {
-	CUdeviceptr base;
-	size_t len;
-	struct cms_extent *next;
-};
-struct cms_arena {
-	CUdeviceptr base; /* cuMemAddressReserve */
-	size_t len;
-	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
-	struct cms_extent *free; /* free extents, by address, merged */
-	struct cms_arena *next;
-};
-
-/* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
- * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
- * it ("retained") until it is released. A chunk is a run made by cms_alloc with a spare tail
- * that the region's next allocations are carved from (slots has room for len / granularity). */
-struct cms_run {
-	struct cms_region *region;
-	struct cms_arena *arena;
-	CUdeviceptr base;
-	size_t len;
-	CUmemGenericAllocationHandle handle;
-	bool mapped;
-	size_t users;	 /* live members */
-	size_t retained; /* bytes of freed members and the spare tail, in the handle and mapping */
-	size_t spare;	 /* a chunk's tail [base + len - spare, base + len), not handed out */
-	size_t nslots;	 /* members at creation, by address */
-	struct cms_run_slot {
-		CUdeviceptr base;
-		size_t len;
-		struct cms_alloc *a; /* NULL once freed (retained) */
-	} slots[];
 };
 
 /* Cumulative counters of a region (cms_region_stats, since 1.2; stats.c). */

@@ -58,6 +58,24 @@
 
 #include "store.h"
 
+/* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
+ * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
+struct cms_hostbuf {
+	void *base;
+	size_t len;
+	unsigned users;	   /* allocations with a slice; under their region's lock */
+	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
+	bool registered;   /* page-locked with cuMemHostRegister */
+	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
+	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
+	bool lazy;     /* no user, kept MADV_FREEd for the next pause (CMS_HOST_PREP=lazyfree) */
+	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
+	CUresult register_result;
+	atomic_bool failed; /* no memory to fault its pages in */
+	int32_t device;
+	struct cms_hostbuf *next; /* the region's buffers (hostbufs) */
+};
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif

@@ -15,6 +15,13 @@
 
 #include "vmm.h"
 
+/* A free piece of an arena's address space. */
+struct cms_extent {
+	CUdeviceptr base;
+	size_t len;
+	struct cms_extent *next;
+};
+
 /* First fit in one arena; 0 when no free extent is large enough. */
 static CUdeviceptr carve(struct cms_arena *ar, size_t len)
 {

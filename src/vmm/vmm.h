@@ -10,6 +10,38 @@
 
 #include "core.h"
 
+/* Address space of a region: reservations that allocations are carved from, so that
+ * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
+struct cms_arena {
+	CUdeviceptr base; /* cuMemAddressReserve */
+	size_t len;
+	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
+	struct cms_extent *free; /* free extents, by address, merged */
+	struct cms_arena *next;
+};
+
+/* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
+ * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
+ * it ("retained") until it is released. A chunk is a run made by cms_alloc with a spare tail
+ * that the region's next allocations are carved from (slots has room for len / granularity). */
+struct cms_run {
+	struct cms_region *region;
+	struct cms_arena *arena;
+	CUdeviceptr base;
+	size_t len;
+	CUmemGenericAllocationHandle handle;
+	bool mapped;
+	size_t users;	 /* live members */
+	size_t retained; /* bytes of freed members and the spare tail, in the handle and mapping */
+	size_t spare;	 /* a chunk's tail [base + len - spare, base + len), not handed out */
+	size_t nslots;	 /* members at creation, by address */
+	struct cms_run_slot {
+		CUdeviceptr base;
+		size_t len;
+		struct cms_alloc *a; /* NULL once freed (retained) */
+	} slots[];
+};
+
 /* ---- arena.c: address space of a region (region lock held) ---- */
 /* Default reservation size; a larger allocation gets a reservation of its own. */
 #define CMS_ARENA_BYTES (2ull << 30)
