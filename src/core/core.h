@@ -100,6 +100,16 @@ cms_status cms_check_tag(const char *tag);
 
 /* ---- objects ---- */
 
+/*
+ * An allocation, a region and a context are each one object made by the api layer, composed
+ * of one part per layer that keeps state of its own: a layer's part embeds the part of the
+ * nearest layer below as its first member (struct cms_vmm_alloc begins with struct
+ * cms_alloc, struct cms_store_alloc with struct cms_vmm_alloc, ...), and a layer reaches its
+ * part from a core pointer with its own accessor (cms_alloc_vmm(a), ...), which is
+ * cms_container_of. Core knows only its own fields; a layer never sees an upper one's.
+ */
+#define cms_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
 /* Sizes of the guard's zero handles: 2^0 .. 2^5 granules (126 MiB at a 2 MiB granularity). */
 #define CMS_GUARD_ORDERS 6
 
@@ -124,13 +134,12 @@ struct cms_alloc {
 	CUdeviceptr base;
 	size_t size;	 /* logical */
 	size_t physical; /* rounded to granularity */
-	/* State, each field the truth about one driver object (kept exact on every
-	 * failure path, so a later call can always work from it):
-	 *   handle != 0  a physical handle is held
-	 *   mapped       it is mapped at base with read-write access (counted in backed_bytes)
-	 *   backup       host buffer (kept across cycles; counted in host_bytes)
-	 *   saved        the buffer holds the content (counted in backup_bytes) */
-	CUmemGenericAllocationHandle handle;
+	/* State, each field the truth about one driver or store object (kept exact on every
+	 * failure path, so a later call can always work from it), counted by account.c:
+	 *   mapped       mapped at base with read-write access (counted in backed_bytes)
+	 *   saved        its store holds the content (counted in backup_bytes)
+	 * The layers above keep the rest of an allocation's state in their parts (vmm.h: the
+	 * handle, store.h: the backup, engine.h: scratch, api.h). */
 	bool mapped;
 	void *backup;		     /* this allocation's slice of hostbuf */
 	size_t backup_len;	     /* page-rounded size of the slice */
@@ -142,13 +151,6 @@ struct cms_alloc {
 	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
 	bool disk_slot;		/* DISK: has a slot in its region's file, at disk_off (disk.c) */
 	uint64_t disk_off;
-	struct cms_arena *arena; /* the reservation its addresses are carved from (arena.c) */
-	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
-	 * and mapped then mirror the run's (every member changes with it). */
-	struct cms_run *run;
-	/* CMS_REGION_GUARD: pieces of the device's zero handle mapped read-only over
-	 * [base, base + physical), from base up (vmm/guard.c); exact on every failure path. */
-	size_t guarded;
 	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
 	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
 	 * cms_range_keep or the free (span.c). */
@@ -188,9 +190,6 @@ struct cms_region {
 	bool restore_pending; /* an async resume's copies may still run on the device's streams */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
-	uint64_t retained_bytes;      /* of freed allocations, still in runs (run.c) */
-	uint64_t spare_bytes;	      /* chunks' tails not yet handed out (run.c); in retained */
-	struct cms_run *chunk;	      /* the open chunk: new allocations carved from its tail */
 	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
 	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
 	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c); under lock */
@@ -201,7 +200,6 @@ struct cms_region {
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
 	struct cms_ipc_pub *ipc;      /* exporters publishing it (ipc_export.c); under lock */
 	struct cms_disk *disk;	      /* DISK: its directory and file (disk.c); under lock */
-	struct cms_arena *arenas;     /* its address space (arena.c); under lock */
 	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 

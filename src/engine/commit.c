@@ -55,8 +55,8 @@ static void pause_incomplete(struct cms_work *w)
 			__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 			/* A guarded region's ranges read as zeros while it lacks memory, here too
 			 * (the rollback took the guards off first); best effort, logged. */
-			if ((w->out[i]->flags & CMS_REGION_GUARD) && !a->mapped && !a->guarded &&
-			    cms_vmm_guard(a))
+			if ((w->out[i]->flags & CMS_REGION_GUARD) && !a->mapped &&
+			    !cms_alloc_vmm(a)->guarded && cms_vmm_guard(a))
 				cms_log(w->ctx, CMS_LOG_ERROR,
 					"0x%llx: unguarded after a failed rollback: %s",
 					(unsigned long long)a->base, cms_last_error());

@@ -307,7 +307,7 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 	memset(c, 0, sizeof(*c));
 	for (a = r->allocs; a; a = a->next) {
 		if (out && cms_work_holds_memory(a)) {
-			c->released += a->handle ? a->physical : 0;
+			c->released += cms_alloc_vmm(a)->handle ? a->physical : 0;
 			c->to_store += cms_store_copy_bytes(a, true);
 		} else if (!out && cms_work_lacks_memory(a)) {
 			c->backed += a->physical;
@@ -315,7 +315,7 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 		}
 	}
 	if (out) /* bytes of freed members go with their run's handle */
-		c->released += r->retained_bytes;
+		c->released += cms_region_vmm(r)->retained_bytes;
 }
 
 /* After a commit: each region of the call counts what it did (plan: one entry per g slot). */

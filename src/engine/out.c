@@ -59,10 +59,10 @@ cms_status cms_out_unmap(struct cms_work *w)
  * run's handle goes with its first member, run.c). */
 static uint64_t release_bytes(const struct cms_alloc *a)
 {
-	uint64_t bytes = a->handle ? a->physical : 0;
+	uint64_t bytes = cms_alloc_vmm(a)->handle ? a->physical : 0;
 
-	if (a->handle && a->run && cms_run_is_last(a))
-		bytes += a->run->retained;
+	if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
+		bytes += cms_alloc_vmm(a)->run->retained;
 	return bytes;
 }
 
@@ -91,7 +91,7 @@ cms_status cms_out_guard(struct cms_work *w)
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
-		if (!(a->region->flags & CMS_REGION_GUARD) || a->handle || a->mapped)
+		if (!(a->region->flags & CMS_REGION_GUARD) || cms_alloc_vmm(a)->handle || a->mapped)
 			continue;
 		st = cms_vmm_guard(a);
 		if (st)
@@ -135,15 +135,17 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 			first = st;
 	}
 	for (i = 0; i < w->no; i++) /* a run's members get their handle with the first one */
-		w->vo[i]->rollback_released = !w->vo[i]->handle;
+		w->vo[i]->rollback_released = !cms_alloc_vmm(w->vo[i])->handle;
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
 		st = cms_vmm_back(a);
 		/* Once mapped, every released member of its run gets its content back (a member
 		 * whose own attempt failed earlier is mapped now by a later one). */
-		for (k = 0; !st && k < (a->run ? a->run->nslots : 1); k++) {
-			struct cms_alloc *m = a->run ? a->run->slots[k].a : a;
+		for (k = 0; !st && k < (cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->nslots : 1);
+		     k++) {
+			struct cms_alloc *m =
+				cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->slots[k].a : a;
 
 			if (!m || !m->rollback_released || !m->mapped)
 				continue;

@@ -86,7 +86,8 @@ static size_t plan(struct cms_alloc **v, size_t n, bool all, uint64_t max, struc
 			cap = max / TAPER_MIN;
 		b[nb].first = k;
 		while (k < n && early(v[k], all) &&
-		       (bytes < cap || (v[k]->run && v[k]->run == v[k - 1]->run)))
+		       (bytes < cap || (cms_alloc_vmm(v[k])->run &&
+					cms_alloc_vmm(v[k])->run == cms_alloc_vmm(v[k - 1])->run)))
 			bytes += v[k++]->physical;
 		b[nb++].end = k;
 		left -= bytes;
@@ -117,9 +118,9 @@ static cms_status release_batch(struct cms_work *w, const struct cms_lanes *l,
 	for (i = b->first; i < b->end; i++) { /* a run goes with its first member */
 		struct cms_alloc *a = w->vo[i];
 
-		bytes += a->handle ? a->physical : 0;
-		if (a->handle && a->run && cms_run_is_last(a))
-			bytes += a->run->retained;
+		bytes += cms_alloc_vmm(a)->handle ? a->physical : 0;
+		if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
+			bytes += cms_alloc_vmm(a)->run->retained;
 	}
 	for (i = b->first; i < b->end && !st; i++) {
 		st = cms_vmm_unmap(w->vo[i]);

@@ -177,7 +177,7 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 	}
 	if (r->state == CMS_STATE_ACTIVE)
 		for (i = 0; i < n; i++)
-			if (!v[i]->handle || !v[i]->mapped) {
+			if (!cms_alloc_vmm(v[i])->handle || !v[i]->mapped) {
 				conn_error(exp, c, CMS_ERR_INTERNAL,
 					   "exporter: an allocation has no memory (an earlier "
 					   "rollback failed); resume or pause the region first");
@@ -200,8 +200,8 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 		res = CUDA_SUCCESS;
 		for (k = 0; k < nf && res == CUDA_SUCCESS; k++) {
 			res = ctx->drv.cuMemExportToShareableHandle(
-				&fds[k], v[i + k]->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-				0);
+				&fds[k], cms_alloc_vmm(v[i + k])->handle,
+				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
 			if (res != CUDA_SUCCESS)
 				snprintf(why, sizeof(why),
 					 "exporter: cuMemExportToShareableHandle of 0x%llx: %s",

@@ -187,8 +187,9 @@ cms_status cms_store_pieces(struct cms_alloc *const *v, size_t n, uint64_t off, 
  */
 static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct cms_alloc *b)
 {
-	return a->arena && b->arena == a->arena && a->hostbuf && b->hostbuf == a->hostbuf &&
-	       a->base + a->size == b->base && (char *)a->backup + a->size == (char *)b->backup;
+	return cms_alloc_vmm(a)->arena && cms_alloc_vmm(b)->arena == cms_alloc_vmm(a)->arena &&
+	       a->hostbuf && b->hostbuf == a->hostbuf && a->base + a->size == b->base &&
+	       (char *)a->backup + a->size == (char *)b->backup;
 }
 
 /* ---- disk.c: the DISK policy ---- */

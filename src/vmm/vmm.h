@@ -10,6 +10,39 @@
 
 #include "core.h"
 
+/* vmm's part of an allocation (core.h says how the parts compose). */
+struct cms_vmm_alloc {
+	struct cms_alloc core;
+	/* A physical handle is held (!= 0); core's mapped: it is mapped at base. */
+	CUmemGenericAllocationHandle handle;
+	struct cms_arena *arena; /* the reservation its addresses are carved from (arena.c) */
+	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
+	 * and mapped then mirror the run's (every member changes with it). */
+	struct cms_run *run;
+	/* CMS_REGION_GUARD: pieces of the device's zero handle mapped read-only over
+	 * [base, base + physical), from base up (vmm/guard.c); exact on every failure path. */
+	size_t guarded;
+};
+
+/* vmm's part of a region; under the region's lock. */
+struct cms_vmm_region {
+	struct cms_region core;
+	uint64_t retained_bytes;  /* of freed allocations, still in runs (run.c) */
+	uint64_t spare_bytes;	  /* chunks' tails not yet handed out (run.c); in retained */
+	struct cms_run *chunk;	  /* the open chunk: new allocations carved from its tail */
+	struct cms_arena *arenas; /* its address space (arena.c) */
+};
+
+static inline struct cms_vmm_alloc *cms_alloc_vmm(const struct cms_alloc *a)
+{
+	return cms_container_of(a, struct cms_vmm_alloc, core);
+}
+
+static inline struct cms_vmm_region *cms_region_vmm(const struct cms_region *r)
+{
+	return cms_container_of(r, struct cms_vmm_region, core);
+}
+
 /* Address space of a region: reservations that allocations are carved from, so that
  * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
 struct cms_arena {
