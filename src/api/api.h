@@ -15,10 +15,10 @@
  * address is that of the core part (each part is the first member of the one above).
  */
 struct cms_api_alloc {
-	struct cms_vmm_alloc below;
+	struct cms_store_alloc below;
 };
 struct cms_api_region {
-	struct cms_vmm_region below;
+	struct cms_store_region below;
 };
 
 /* ---- select.c ---- */

@@ -307,7 +307,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.backed_bytes = region->backed_bytes;
 	o.backup_bytes = region->backup_bytes;
 	o.host_bytes = region->host_bytes;
-	o.pinned_bytes = region->pinned_bytes;
+	o.pinned_bytes = cms_region_store(region)->pinned_bytes;
 	o.retained_bytes = cms_region_vmm(region)->retained_bytes;
 	if (region->restore_pending && restore_done(region))
 		region->restore_pending = false;

@@ -141,16 +141,9 @@ struct cms_alloc {
 	 * The layers above keep the rest of an allocation's state in their parts (vmm.h: the
 	 * handle, store.h: the backup, engine.h: scratch, api.h). */
 	bool mapped;
-	void *backup;		     /* this allocation's slice of hostbuf */
-	size_t backup_len;	     /* page-rounded size of the slice */
-	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool saved;
 	bool claimed;		/* a cms_free() removed it from the index and will free it */
-	bool fresh_buffer;	/* scratch of the pause engine: slice made by the running call */
-	bool fresh_saved;	/* scratch of the pause engine: content saved by the running call */
 	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
-	bool disk_slot;		/* DISK: has a slot in its region's file, at disk_off (disk.c) */
-	uint64_t disk_off;
 	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
 	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
 	 * cms_range_keep or the free (span.c). */
@@ -190,16 +183,11 @@ struct cms_region {
 	bool restore_pending; /* an async resume's copies may still run on the device's streams */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
-	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
-	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
-	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c); under lock */
-	struct cms_stage *host_stage; /* staging kept between restores (host.c); under lock */
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
 	struct cms_ipc_pub *ipc;      /* exporters publishing it (ipc_export.c); under lock */
-	struct cms_disk *disk;	      /* DISK: its directory and file (disk.c); under lock */
 	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 

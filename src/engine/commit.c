@@ -16,7 +16,7 @@ void cms_commit(struct cms_work *w, bool async)
 	/* Out: released runs become separate allocations until the next resume. */
 	cms_run_dissolve(w->vo, w->no);
 	for (i = 0; i < w->no; i++)
-		w->vo[i]->fresh_buffer = false;
+		cms_alloc_store(w->vo[i])->fresh_buffer = false;
 	for (i = 0; i < w->nout; i++)
 		__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 

@@ -176,9 +176,9 @@ void cms_out_drop_fresh(struct cms_work *w)
 		 * rollback failed: the stored copy is the content). */
 		if (a->mapped && !a->rollback_released)
 			cms_alloc_set_saved(a, false);
-		if (a->mapped && !a->rollback_released && a->fresh_buffer &&
+		if (a->mapped && !a->rollback_released && cms_alloc_store(a)->fresh_buffer &&
 		    !cms_store_forget_begin(w->ctx, a))
 			cms_store_forget(w->ctx, a);
-		a->fresh_buffer = false;
+		cms_alloc_store(a)->fresh_buffer = false;
 	}
 }

@@ -162,7 +162,7 @@ static void buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb)
 {
 	struct cms_hostbuf **pp;
 
-	for (pp = &r->hostbufs; *pp; pp = &(*pp)->next)
+	for (pp = &cms_region_store(r)->hostbufs; *pp; pp = &(*pp)->next)
 		if (*pp == hb) {
 			*pp = hb->next;
 			return;
@@ -188,7 +188,7 @@ static void buffer_register(cms_context *ctx, struct cms_hostbuf *hb)
 static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
 {
 	if (hb->registered)
-		r->pinned_bytes += hb->len;
+		cms_region_store(r)->pinned_bytes += hb->len;
 	/* Unregistered with CUDA_SUCCESS: never tried (a failed pause skipped it). */
 	if (hb->registered || hb->register_result == CUDA_SUCCESS || atomic_load(&hb->failed) ||
 	    atomic_exchange(&ctx->warned_register, 1))
@@ -234,16 +234,16 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 	v[0]->region->host_bytes += len;
 	hb->device = v[0]->region->device;
 	hb->users = (unsigned)n;
-	hb->next = v[0]->region->hostbufs;
-	v[0]->region->hostbufs = hb;
+	hb->next = cms_region_store(v[0]->region)->hostbufs;
+	cms_region_store(v[0]->region)->hostbufs = hb;
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
 
-		a->hostbuf = hb;
-		a->backup = (char *)hb->base + off;
-		a->backup_len = page_round(a->size);
-		a->fresh_buffer = true;
-		off += a->backup_len;
+		cms_alloc_store(a)->hostbuf = hb;
+		cms_alloc_store(a)->backup = (char *)hb->base + off;
+		cms_alloc_store(a)->backup_len = page_round(a->size);
+		cms_alloc_store(a)->fresh_buffer = true;
+		off += cms_alloc_store(a)->backup_len;
 	}
 	return CMS_OK;
 
@@ -271,7 +271,7 @@ static bool fault_in(void *p, size_t len)
 
 static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 {
-	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_hostbuf *hb = cms_alloc_store(a)->hostbuf;
 	cms_status st = CMS_OK;
 
 	/* Only the buffer's last user unpins it; the others leave it as it is. */
@@ -280,7 +280,7 @@ static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[hb->device].primary), st, out);
 	CU_TRY(ctx, cuMemHostUnregister(hb->base), st, out_pop);
 	hb->registered = false;
-	a->region->pinned_bytes -= hb->len;
+	cms_region_store(a->region)->pinned_bytes -= hb->len;
 out_pop:
 	cms_pop(ctx);
 out:
@@ -291,17 +291,17 @@ static void backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
 	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting; a
 	 * pageable one is never page-locked. */
-	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use &&
-	    !a->hostbuf->pageable) {
-		buffer_register(ctx, a->hostbuf);
-		note_registered(ctx, a->region, a->hostbuf);
+	if (cms_alloc_store(a)->hostbuf && !cms_alloc_store(a)->hostbuf->registered &&
+	    !cms_alloc_store(a)->hostbuf->pin_on_use && !cms_alloc_store(a)->hostbuf->pageable) {
+		buffer_register(ctx, cms_alloc_store(a)->hostbuf);
+		note_registered(ctx, a->region, cms_alloc_store(a)->hostbuf);
 	}
 }
 
 /* Page-locks a's buffer if it waits for its next copy to do so (a piece of a split buffer). */
 static void pin_on_use(cms_context *ctx, struct cms_alloc *a)
 {
-	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_hostbuf *hb = cms_alloc_store(a)->hostbuf;
 
 	if (!hb || !hb->pin_on_use)
 		return;
@@ -315,7 +315,7 @@ static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostb
 {
 	buffer_unlink(r, hb);
 	r->host_bytes -= hb->len;
-	r->host_free_bytes -= hb->free_bytes;
+	cms_region_store(r)->host_free_bytes -= hb->free_bytes;
 	munmap(hb->base, hb->len);
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(hb->len);
@@ -327,7 +327,7 @@ static void lazy_drop(struct cms_region *r)
 {
 	struct cms_hostbuf *hb, *next;
 
-	for (hb = r->hostbufs; hb; hb = next) {
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = next) {
 		next = hb->next;
 		if (!hb->users)
 			buffer_drop(r->ctx, r, hb);
@@ -339,17 +339,17 @@ static void lazy_drop(struct cms_region *r)
  * is never unmapped (backup_unpin first). */
 static void slice_put_keep(cms_context *ctx, struct cms_alloc *a, bool keep)
 {
-	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_hostbuf *hb = cms_alloc_store(a)->hostbuf;
 	struct cms_region *r = a->region;
 
 	if (!hb)
 		return;
 	cms_alloc_set_saved(a, false);
-	hb->free_bytes += a->backup_len;
-	r->host_free_bytes += a->backup_len;
-	a->hostbuf = NULL;
-	a->backup = NULL;
-	a->backup_len = 0;
+	hb->free_bytes += cms_alloc_store(a)->backup_len;
+	cms_region_store(r)->host_free_bytes += cms_alloc_store(a)->backup_len;
+	cms_alloc_store(a)->hostbuf = NULL;
+	cms_alloc_store(a)->backup = NULL;
+	cms_alloc_store(a)->backup_len = 0;
 	if (--hb->users)
 		return;
 	if (keep && !hb->registered) {
@@ -395,7 +395,8 @@ static int slice_cmp(const void *x, const void *y)
 
 static bool slice_wanted(const struct cms_alloc *a, const struct cms_hostbuf *only)
 {
-	return a->hostbuf && (only ? a->hostbuf == only : a->hostbuf->free_bytes > 0);
+	return cms_alloc_store(a)->hostbuf && (only ? cms_alloc_store(a)->hostbuf == only :
+						      cms_alloc_store(a)->hostbuf->free_bytes > 0);
 }
 
 /* The slices of only's users, or of the users of every buffer of r with holes (only NULL),
@@ -414,7 +415,9 @@ static struct slice *slices_of(struct cms_region *r, const struct cms_hostbuf *o
 		return NULL;
 	for (a = r->allocs; a; a = a->next)
 		if (slice_wanted(a, only))
-			s[(*n)++] = (struct slice){ a->hostbuf, a->backup, a->backup_len, a };
+			s[(*n)++] = (struct slice){ cms_alloc_store(a)->hostbuf,
+						    cms_alloc_store(a)->backup,
+						    cms_alloc_store(a)->backup_len, a };
 	qsort(s, *n, sizeof(*s), slice_cmp);
 	return s;
 }
@@ -425,7 +428,7 @@ static size_t holes_of(struct cms_region *r, const struct slice *s, size_t ns, s
 	struct cms_hostbuf *hb;
 	size_t ng = 0, i = 0;
 
-	for (hb = r->hostbufs; hb; hb = hb->next) {
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next) {
 		char *pos = hb->base, *end = (char *)hb->base + hb->len;
 
 		if (!hb->free_bytes || atomic_load(&hb->failed))
@@ -453,9 +456,9 @@ static void reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n)
 	struct slice *s, *g;
 	size_t ns, ng, nb = 0, i, k;
 
-	if (!r->host_free_bytes)
+	if (!cms_region_store(r)->host_free_bytes)
 		return;
-	for (hb = r->hostbufs; hb; hb = hb->next)
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next)
 		nb++;
 	s = slices_of(r, NULL, &ns);
 	g = s ? malloc((ns + nb) * sizeof(*g)) : NULL;
@@ -466,20 +469,20 @@ static void reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n)
 		struct cms_alloc *a = v[i];
 		size_t need = page_round(a->size);
 
-		if (a->region != r || !a->mapped || a->hostbuf)
+		if (a->region != r || !a->mapped || cms_alloc_store(a)->hostbuf)
 			continue;
 		for (k = 0; k < ng && g[k].len < need; k++)
 			;
 		if (k == ng)
 			continue;
 		hb = g[k].hb;
-		a->hostbuf = hb;
-		a->backup = g[k].p;
-		a->backup_len = need;
-		a->fresh_buffer = true;
+		cms_alloc_store(a)->hostbuf = hb;
+		cms_alloc_store(a)->backup = g[k].p;
+		cms_alloc_store(a)->backup_len = need;
+		cms_alloc_store(a)->fresh_buffer = true;
 		hb->users++;
 		hb->free_bytes -= need;
-		r->host_free_bytes -= need;
+		cms_region_store(r)->host_free_bytes -= need;
 		g[k].p += need;
 		g[k].len -= need;
 	}
@@ -569,7 +572,7 @@ static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_
 	}
 	hb->registered = false;
 	hb->pin_on_use = true;
-	r->pinned_bytes -= hb->len;
+	cms_region_store(r)->pinned_bytes -= hb->len;
 	return true;
 }
 
@@ -644,7 +647,7 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 			piece[j] = NULL;
 		}
 		for (i = first_of[j]; i < first_of[j + 1]; i++) {
-			s[i].a->hostbuf = cur;
+			cms_alloc_store(s[i].a)->hostbuf = cur;
 			cur->users++;
 			cur->len += s[i].len;
 		}
@@ -652,11 +655,11 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 	}
 	for (j = 0; j < nr; j++)
 		if (piece[j]) {
-			piece[j]->next = r->hostbufs;
-			r->hostbufs = piece[j];
+			piece[j]->next = cms_region_store(r)->hostbufs;
+			cms_region_store(r)->hostbufs = piece[j];
 		}
 	r->host_bytes -= given;
-	r->host_free_bytes -= given;
+	cms_region_store(r)->host_free_bytes -= given;
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(old_len);
 out:
@@ -675,10 +678,11 @@ static void region_trim(struct cms_region *r)
 {
 	uint64_t bound = group_max(r);
 
-	while (r->host_free_bytes > bound && !r->restore_pending) {
+	while (cms_region_store(r)->host_free_bytes > bound && !r->restore_pending) {
 		struct cms_hostbuf *hb, *most = NULL;
 
-		for (hb = r->hostbufs; hb; hb = hb->next) /* not one kept without users (lazy) */
+		for (hb = cms_region_store(r)->hostbufs; hb;
+		     hb = hb->next) /* not one kept without users (lazy) */
 			if (hb->users && (!most || hb->free_bytes > most->free_bytes))
 				most = hb;
 		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
@@ -804,7 +808,7 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		if (!j || v[j]->region != v[j - 1]->region)
 			reuse_holes(v[j]->region, v + j, n - j);
 	while (k < n) {
-		struct cms_hostbuf *hb = v[k]->hostbuf;
+		struct cms_hostbuf *hb = cms_alloc_store(v[k])->hostbuf;
 
 		if (hb && hb->lazy) { /* kept MADV_FREE'd: faulted in and registered again */
 			hb->lazy = false;
@@ -816,15 +820,15 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 			continue;
 		}
 		bytes = page_round(v[k]->size);
-		for (j = k + 1;
-		     j < n && wants_copy(v[j]) && !v[j]->hostbuf && v[j]->region == v[k]->region &&
-		     bytes + page_round(v[j]->size) <= group_max(v[k]->region);
+		for (j = k + 1; j < n && wants_copy(v[j]) && !cms_alloc_store(v[j])->hostbuf &&
+				v[j]->region == v[k]->region &&
+				bytes + page_round(v[j]->size) <= group_max(v[k]->region);
 		     j++)
 			bytes += page_round(v[j]->size);
 		st = buffer_map(ctx, v + k, j - k, o);
 		if (st)
 			return st;
-		prep_add(w, v[k]->region, v[k]->hostbuf);
+		prep_add(w, v[k]->region, cms_alloc_store(v[k])->hostbuf);
 		*new_bytes += bytes;
 		k = j;
 	}
@@ -899,7 +903,7 @@ out:
 /* r's staging kept between restores, made on first use; NULL with the error set. */
 static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
 {
-	struct cms_stage *sg = r->host_stage;
+	struct cms_stage *sg = cms_region_store(r)->host_stage;
 
 	if (sg)
 		return sg;
@@ -912,17 +916,17 @@ static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
 		free(sg);
 		return NULL;
 	}
-	r->host_stage = sg;
+	cms_region_store(r)->host_stage = sg;
 	return sg;
 }
 
 static void region_stage_free(struct cms_region *r)
 {
-	if (!r->host_stage)
+	if (!cms_region_store(r)->host_stage)
 		return;
-	cms_stage_free(r->ctx, r->host_stage);
-	free(r->host_stage);
-	r->host_stage = NULL;
+	cms_stage_free(r->ctx, cms_region_store(r)->host_stage);
+	free(cms_region_store(r)->host_stage);
+	cms_region_store(r)->host_stage = NULL;
 }
 
 /* Whether r's new buffers are pageable (CMS_REGION_HOST_PAGEABLE). */
@@ -943,7 +947,7 @@ static cms_status host_release_retained(struct cms_region *r)
 	struct cms_alloc *a;
 
 	for (a = r->allocs; a; a = a->next) {
-		if (!a->hostbuf || a->saved)
+		if (!cms_alloc_store(a)->hostbuf || a->saved)
 			continue;
 		st1 = backup_unpin(r->ctx, a);
 		if (!st1)
@@ -962,7 +966,7 @@ static bool kind_changed(const struct cms_region *r)
 {
 	const struct cms_hostbuf *hb;
 
-	for (hb = r->hostbufs; hb; hb = hb->next)
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next)
 		if (hb->pageable != region_pageable(r))
 			return true;
 	return false;
@@ -992,10 +996,11 @@ static cms_status copy_piece(void *arg, uint64_t off, uint64_t len)
 {
 	struct copy *c = arg;
 	cms_context *ctx = c->l->ctx;
-	char *h = (char *)c->a->backup + off;
+	char *h = (char *)cms_alloc_store(c->a)->backup + off;
 	cms_status st = CMS_OK;
 
-	if (c->a->hostbuf->pageable) { /* through page-locked staging (CMS_REGION_HOST_PAGEABLE) */
+	if (cms_alloc_store(c->a)->hostbuf->pageable) { /* through page-locked staging
+							   (CMS_REGION_HOST_PAGEABLE) */
 		struct cms_stage *sg = region_stage(ctx, c->a->region);
 
 		if (!sg)
@@ -1070,13 +1075,14 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		while (j < n && wants_copy(v[j]) && cms_backup_adjacent(v[j - 1], v[j]) &&
 		       len + v[j]->size <= CMS_COPY_MERGE_MAX)
 			len += v[j++]->size;
-		if (a->hostbuf->prep_slot) { /* prepared by this call: wait until it is */
-			prep_wait(&w, a->hostbuf->prep_slot - 1, nthreads);
-			if (atomic_load(&a->hostbuf->failed)) {
+		if (cms_alloc_store(a)
+			    ->hostbuf->prep_slot) { /* prepared by this call: wait until it is */
+			prep_wait(&w, cms_alloc_store(a)->hostbuf->prep_slot - 1, nthreads);
+			if (atomic_load(&cms_alloc_store(a)->hostbuf->failed)) {
 				st = cms_set_error(
 					CMS_ERR_OUT_OF_HOST_MEMORY,
 					"no host memory to fault in a backup of %zu bytes",
-					a->hostbuf->len);
+					cms_alloc_store(a)->hostbuf->len);
 				break;
 			}
 		}
@@ -1164,7 +1170,7 @@ static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 static bool host_save_ready(const struct cms_alloc *a)
 {
 	/* a buffer of the other kind is let go of first (release_changed) */
-	return a->hostbuf != NULL && !kind_changed(a->region);
+	return cms_alloc_store(a)->hostbuf != NULL && !kind_changed(a->region);
 }
 
 static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
@@ -1183,15 +1189,16 @@ static void host_region_resumed(struct cms_region *r)
 /* Paused: the saved slice; active: a slice kept by retention (content of the last pause). */
 static bool host_backup_held(const struct cms_alloc *a, void **host)
 {
-	bool held = a->backup && (a->saved || a->region->state == CMS_STATE_ACTIVE);
+	bool held =
+		cms_alloc_store(a)->backup && (a->saved || a->region->state == CMS_STATE_ACTIVE);
 
-	*host = held ? a->backup : NULL;
+	*host = held ? cms_alloc_store(a)->backup : NULL;
 	return held;
 }
 
 static cms_status host_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len)
 {
-	memcpy(buf, (const char *)a->backup + off, len);
+	memcpy(buf, (const char *)cms_alloc_store(a)->backup + off, len);
 	return CMS_OK;
 }
 
