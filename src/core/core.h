@@ -142,8 +142,6 @@ struct cms_alloc {
 	 * handle, store.h: the backup, engine.h: scratch, api.h). */
 	bool mapped;
 	bool saved;
-	bool claimed;		/* a cms_free() removed it from the index and will free it */
-	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
 	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
 	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
 	 * cms_range_keep or the free (span.c). */
@@ -187,7 +185,6 @@ struct cms_region {
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
-	struct cms_ipc_pub *ipc;      /* exporters publishing it (ipc_export.c); under lock */
 	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 

@@ -111,7 +111,7 @@ static void unmap_unrestored(struct cms_work *w)
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
-		if (!a->mapped || !a->rollback_released)
+		if (!a->mapped || !cms_alloc_engine(a)->rollback_released)
 			continue;
 		if (cms_vmm_unmap(a))
 			cms_log(w->ctx, CMS_LOG_ERROR,
@@ -135,7 +135,7 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 			first = st;
 	}
 	for (i = 0; i < w->no; i++) /* a run's members get their handle with the first one */
-		w->vo[i]->rollback_released = !cms_alloc_vmm(w->vo[i])->handle;
+		cms_alloc_engine(w->vo[i])->rollback_released = !cms_alloc_vmm(w->vo[i])->handle;
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
@@ -147,11 +147,11 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 			struct cms_alloc *m =
 				cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->slots[k].a : a;
 
-			if (!m || !m->rollback_released || !m->mapped)
+			if (!m || !cms_alloc_engine(m)->rollback_released || !m->mapped)
 				continue;
 			st = cms_store_restore(l, &m, 1, &unused);
 			if (!st)
-				m->rollback_released = false;
+				cms_alloc_engine(m)->rollback_released = false;
 		}
 		if (st && !first)
 			first = st;
@@ -174,10 +174,10 @@ void cms_out_drop_fresh(struct cms_work *w)
 
 		/* The device holds the content: a saved copy is stale (not when the restore of a
 		 * rollback failed: the stored copy is the content). */
-		if (a->mapped && !a->rollback_released)
+		if (a->mapped && !cms_alloc_engine(a)->rollback_released)
 			cms_alloc_set_saved(a, false);
-		if (a->mapped && !a->rollback_released && cms_alloc_store(a)->fresh_buffer &&
-		    !cms_store_forget_begin(w->ctx, a))
+		if (a->mapped && !cms_alloc_engine(a)->rollback_released &&
+		    cms_alloc_store(a)->fresh_buffer && !cms_store_forget_begin(w->ctx, a))
 			cms_store_forget(w->ctx, a);
 		cms_alloc_store(a)->fresh_buffer = false;
 	}

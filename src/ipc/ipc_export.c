@@ -563,7 +563,7 @@ void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n)
 
 	(void)ctx;
 	for (i = 0; i < n; i++)
-		for (p = regions[i]->ipc; p; p = p->rnext)
+		for (p = cms_region_ipc(regions[i])->ipc; p; p = p->rnext)
 			regrant_pub(p);
 }
 
@@ -660,7 +660,7 @@ cms_status cms_ipc_revoke(cms_context *ctx, struct cms_region **regions, size_t 
 	bool any = false;
 
 	for (i = 0; i < n; i++)
-		for (p = regions[i]->ipc; p; p = p->rnext) {
+		for (p = cms_region_ipc(regions[i])->ipc; p; p = p->rnext) {
 			ask(p);
 			any = true;
 			if (p->exp->timeout_ms > timeout)
@@ -670,7 +670,7 @@ cms_status cms_ipc_revoke(cms_context *ctx, struct cms_region **regions, size_t 
 		return CMS_OK;
 	deadline = cms_ipc_now_ms() + timeout;
 	for (i = 0; i < n; i++)
-		for (p = regions[i]->ipc; p; p = p->rnext)
+		for (p = cms_region_ipc(regions[i])->ipc; p; p = p->rnext)
 			st = collect(p, deadline, st);
 	if (st)
 		cms_ipc_regrant(ctx, regions, n);
@@ -681,7 +681,7 @@ void cms_ipc_region_gone(struct cms_region *r)
 {
 	char saved[512];
 
-	if (!r->ipc)
+	if (!cms_region_ipc(r)->ipc)
 		return;
 	cms_last_error_message(saved, sizeof(saved));
 	if (cms_ipc_revoke(r->ctx, &r, 1))
@@ -696,7 +696,7 @@ uint32_t cms_ipc_importers(struct cms_region *r)
 	struct conn *c;
 	uint32_t k = 0;
 
-	for (p = r->ipc; p; p = p->rnext) {
+	for (p = cms_region_ipc(r)->ipc; p; p = p->rnext) {
 		pthread_mutex_lock(&p->exp->lock);
 		for (c = p->exp->conns; c; c = c->next)
 			k += c->pub == p && !c->dead;
@@ -816,7 +816,7 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 	p->access = access;
 
 	pthread_mutex_lock(&r->lock);
-	for (q = r->ipc; q; q = q->rnext)
+	for (q = cms_region_ipc(r)->ipc; q; q = q->rnext)
 		if (q->exp == exp) {
 			pthread_mutex_unlock(&r->lock);
 			free(p);
@@ -833,8 +833,8 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 	}
 	r->refs++;
 	pthread_mutex_unlock(&ctx->lock);
-	p->rnext = r->ipc;
-	r->ipc = p;
+	p->rnext = cms_region_ipc(r)->ipc;
+	cms_region_ipc(r)->ipc = p;
 	pthread_mutex_lock(&exp->lock);
 	p->next = exp->pubs;
 	exp->pubs = p;
@@ -880,7 +880,7 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 	/* Unlink from the regions first: a pause in progress finishes with us. */
 	for (p = exp->pubs; p; p = p->next) {
 		pthread_mutex_lock(&p->region->lock);
-		for (pp = &p->region->ipc; *pp && *pp != p; pp = &(*pp)->rnext)
+		for (pp = &cms_region_ipc(p->region)->ipc; *pp && *pp != p; pp = &(*pp)->rnext)
 			;
 		if (*pp)
 			*pp = p->rnext;
