@@ -98,6 +98,37 @@ cms_status cms_check_out(const void *theirs, size_t ver0, const char *what);
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
 
+/* ---- tunables.c: sizes and switches of one context ---- */
+/* A size: bytes, or when bytes is 0, granules * granularity / div of the device's. */
+struct cms_tune_size {
+	uint64_t bytes;
+	uint32_t granules, div;
+};
+#define CMS_PREP_THREADS_MAX 64
+/*
+ * Set once per context when its driver is loaded (cms_tunables_load): the defaults suit the
+ * CUDA driver, the host simulation gives small sizes, CMS_TUNABLES changes them (lab runs;
+ * docs/internals.md). Read-only afterwards.
+ */
+struct cms_tunables {
+	struct cms_tune_size overlap_batch; /* engine/overlap.c: bytes a pause batch releases */
+	struct cms_tune_size host_group;    /* store/host.c: backups sharing one host buffer */
+	struct cms_tune_size host_stage;    /* store/host.c: a pageable copy's staging buffer */
+	struct cms_tune_size disk_stage;    /* store/disk.c: a DISK staging buffer */
+	struct cms_tune_size run_chunk;	    /* vmm/run.c: the most bytes of a chunk (0: none) */
+	/* store/host.c, making new host buffers (the options lab/hoststore measures): */
+	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
+	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
+	bool prep_noprefault;  /* workers do not fault pages in (cuMemHostRegister does) */
+	bool prep_lazyfree;    /* buffers given back are MADV_FREE'd and kept for the next pause */
+	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
+	size_t prep_slice;     /* bytes a worker faults at a time */
+};
+/* The bytes of s on a device of that granularity. */
+uint64_t cms_tune_bytes(const struct cms_tune_size *s, size_t granularity);
+/* The defaults, then the driver's (cmssim_tunables), then $CMS_TUNABLES. */
+void cms_tunables_load(struct cms_tunables *t, const struct cms_driver *drv);
+
 /* ---- objects ---- */
 
 /*
@@ -191,6 +222,7 @@ struct cms_region {
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
 	struct cms_driver drv;
+	struct cms_tunables tune; /* set with drv (tunables.c) */
 	bool drv_tried;
 	cms_status drv_status;
 	char drv_error[256];

@@ -21,18 +21,14 @@
 
 #include "engine.h"
 
-#define BATCH (1ull << 30)
 #define TAPER_MIN 16 /* the smallest batch: BATCH / 16 (64 MiB) */
-/* The host simulation: batches of an eighth of a granule (small tests, many batches). */
-#define BATCH_SIM_GRANULES 8
 
+/* BATCH: ctx->tune.overlap_batch (1 GiB; the simulation an eighth of a granule). */
 static uint64_t batch_bytes(const struct cms_work *w)
 {
 	const cms_context *ctx = w->ctx;
 
-	if (ctx->drv.is_sim) /* the same batches at any granularity the simulation is given */
-		return ctx->devices[w->dev].granularity / BATCH_SIM_GRANULES;
-	return BATCH;
+	return cms_tune_bytes(&ctx->tune.overlap_batch, ctx->devices[w->dev].granularity);
 }
 
 /* Whether a goes in a batch: every allocation (all), or the mapped ones saved asynchronously

@@ -28,11 +28,11 @@
  *
  * The file is opened with O_DIRECT where the filesystem accepts it (buffers,
  * offsets and lengths are all CMS_DISK_ALIGN-aligned), else buffered. Copies
- * go through a staging pool of two page-locked buffers of CMS_DISK_CHUNK
- * bytes per device and call (made for the call, freed after it): on pause
+ * go through a staging pool of two page-locked buffers of ctx->tune.disk_stage
+ * (64 MiB) per device and call (made for the call, freed after it): on pause
  * the device-to-host copy of batch i + 1 runs while batch i is written; on
  * resume batch i + 1 is read while batch i is copied to the device. A batch
- * is a run of consecutive slots of one region of at most CMS_DISK_CHUNK bytes
+ * is a run of consecutive slots of one region of at most one buffer's bytes
  * (several small allocations, or a piece of a large one). A pause ends with
  * fdatasync of each file it wrote (disk_sync): its errors fail the pause,
  * which then rolls back with the content still on the device.
@@ -402,9 +402,9 @@ static void disk_region_resumed(struct cms_region *r)
 
 static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct cms_stage *s)
 {
-	/* The simulation gets small buffers, so that small tests run the pipeline. */
 	return cms_stage_make(ctx, dev, total,
-			      ctx->drv.is_sim ? CMS_DISK_CHUNK_SIM : CMS_DISK_CHUNK, "disk", s);
+			      cms_tune_bytes(&ctx->tune.disk_stage, ctx->devices[dev].granularity),
+			      "disk", s);
 }
 
 struct piece {

@@ -5,8 +5,8 @@
  * Backups live in host buffers of anonymous memory (mmap, transparent huge
  * pages where the kernel allows) that are faulted in and then page-locked
  * with cuMemHostRegister, so that the copies run by DMA at PCIe speed. One
- * buffer holds the backups of up to GROUP_MAX bytes of consecutive
- * allocations of one region (each copy stays inside one registration, as the
+ * buffer holds the backups of up to group_max bytes (ctx->tune.host_group,
+ * 1 GiB) of consecutive allocations of one region (each copy stays inside one registration, as the
  * driver requires, and thousands of small allocations need few
  * registrations). Buffers are kept from one cycle to the next unless the
  * region gives host memory back after each resume: the steady state is then
@@ -33,8 +33,8 @@
  *
  * A region created with CMS_REGION_HOST_PAGEABLE keeps its buffers pageable
  * (never registered): each copy goes through two page-locked staging buffers
- * (stage.c) of STAGE_CHUNK bytes, the device copying into (out of) one while
- * the host copies the other into the backup (out of it). The staging is made
+ * (stage.c) of ctx->tune.host_stage bytes (16 MiB), the device copying into
+ * (out of) one while the host copies the other into the backup (out of it). The staging is made
  * by a call's first such copy of the region, kept on the region (host_stage)
  * for the rest of the call (a resume restores 64 MiB at a time) and freed when
  * the call ends, committed or rolled back (call_done).
@@ -68,7 +68,7 @@ struct cms_hostbuf {
 	bool registered;   /* page-locked with cuMemHostRegister */
 	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
 	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
-	bool lazy;     /* no user, kept MADV_FREEd for the next pause (CMS_HOST_PREP=lazyfree) */
+	bool lazy;     /* no user, kept MADV_FREEd for the next pause (ctx->tune.prep_lazyfree) */
 	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
 	CUresult register_result;
 	atomic_bool failed; /* no memory to fault its pages in */
@@ -80,62 +80,13 @@ struct cms_hostbuf {
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define SLICE (32u << 20)	   /* bytes a worker faults at a time */
-#define GROUP_MAX (1ull << 30)	   /* bytes of backups sharing one buffer */
-#define GROUP_SIM_GRANULES 16	   /* the simulation: small tests, many buffers */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
-#define MAX_WORKERS_LAB 64	       /* CMS_HOST_PREP=threads:N */
-#define STAGE_CHUNK (16ull << 20)      /* pageable backups: bytes per staging buffer */
-#define STAGE_CHUNK_SIM (256ull << 10) /* the simulation: small tests, several chunks */
 
 #ifndef MADV_FREE
 #define MADV_FREE 8
 #endif
 #define HUGETLB_SIZE (2ull << 20)
-
-/*
- * Lab switches for making new buffers (CMS_HOST_PREP, comma-separated; not an interface:
- * for measuring the options of lab/hoststore on a GPU). Unset: the default below.
- *   hugetlb     map buffers whose size is a multiple of 2 MiB with MAP_HUGETLB (reserved
- *               huge pages, /proc/sys/vm/nr_hugepages), else as without it
- *   nothp       no MADV_HUGEPAGE advice (4 KiB pages unless THP is "always")
- *   noprefault  workers do not fault pages in: cuMemHostRegister faults them itself
- *   threads:N   N workers (1..64; default: the CPUs the process may run on, at most 16)
- *   slice:M     M MiB faulted per worker task (1..1024; default 32)
- *   lazyfree    after a resume that gives host memory back (CMS_REGION_RELEASE_HOST), a
- *               buffer is unregistered and MADV_FREE'd instead of unmapped, and the next
- *               pause reuses it (pages the kernel has not reclaimed need no new fault);
- *               RSS keeps those pages until the kernel reclaims them
- */
-struct prep_opts {
-	bool hugetlb, nothp, noprefault, lazyfree;
-	int threads;
-	size_t slice;
-};
-
-static struct prep_opts prep_opts(void)
-{
-	struct prep_opts o = { .slice = SLICE };
-	const char *env = secure_getenv("CMS_HOST_PREP");
-	char buf[256], *tok, *save = NULL;
-	unsigned long v;
-
-	if (!env || strlen(env) >= sizeof(buf))
-		return o;
-	strcpy(buf, env);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		o.hugetlb |= !strcmp(tok, "hugetlb");
-		o.nothp |= !strcmp(tok, "nothp");
-		o.noprefault |= !strcmp(tok, "noprefault");
-		o.lazyfree |= !strcmp(tok, "lazyfree");
-		if (sscanf(tok, "threads:%lu", &v) == 1 && v >= 1 && v <= 64)
-			o.threads = (int)v;
-		if (sscanf(tok, "slice:%lu", &v) == 1 && v >= 1 && v <= 1024)
-			o.slice = (size_t)v << 20;
-	}
-	return o;
-}
 
 static size_t page_round(size_t n)
 {
@@ -155,7 +106,7 @@ static uint64_t group_max(const struct cms_region *r)
 	const cms_context *ctx = r->ctx;
 	uint64_t g = ctx->devices[r->device].granularity;
 
-	return ctx->drv.is_sim && g ? GROUP_SIM_GRANULES * g : GROUP_MAX;
+	return cms_tune_bytes(&ctx->tune.host_group, g);
 }
 
 static void buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb)
@@ -201,7 +152,7 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 
 /* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
 static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
-			     const struct prep_opts *o)
+			     const struct cms_tunables *o)
 {
 	struct cms_hostbuf *hb;
 	size_t len = 0, off = 0, i;
@@ -214,7 +165,7 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
 		goto err_free;
 	hb->base = MAP_FAILED;
-	if (o->hugetlb && !(len % HUGETLB_SIZE))
+	if (o->prep_hugetlb && !(len % HUGETLB_SIZE))
 		hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	if (hb->base == MAP_FAILED)
@@ -225,7 +176,7 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 			ctx->drv.host_free_hook(len);
 		goto err_free;
 	}
-	if (!o->nothp) /* advice only: fewer faults where THP is on */
+	if (!o->prep_nothp) /* advice only: fewer faults where THP is on */
 		madvise(hb->base, len, MADV_HUGEPAGE);
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
 	madvise(hb->base, len, MADV_DONTFORK);
@@ -322,7 +273,7 @@ static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostb
 	free(hb);
 }
 
-/* Unmaps r's buffers kept without users (lazy: CMS_HOST_PREP=lazyfree). */
+/* Unmaps r's buffers kept without users (lazy: ctx->tune.prep_lazyfree). */
 static void lazy_drop(struct cms_region *r)
 {
 	struct cms_hostbuf *hb, *next;
@@ -371,7 +322,8 @@ static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 	/* The buffer is kept for the next pause unless the region gives host memory back
 	 * (never after an async resume: the API refuses the combination). */
 	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
-		slice_put_keep(ctx, a, prep_opts().lazyfree); /* never unmap page-locked memory */
+		slice_put_keep(ctx, a,
+			       ctx->tune.prep_lazyfree); /* never unmap page-locked memory */
 }
 
 /* ---- holes: reuse and trim ---- */
@@ -760,18 +712,18 @@ static void prep_wait(struct prep *w, size_t b, int nthreads)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int workers_for(uint64_t bytes, const struct prep_opts *o)
+static int workers_for(uint64_t bytes, const struct cms_tunables *o)
 {
 	cpu_set_t set;
 	long cpus = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN) :
 							      CPU_COUNT(&set);
-	uint64_t by_size = bytes / o->slice;
+	uint64_t by_size = bytes / o->prep_slice;
 
-	if (o->threads)
-		cpus = o->threads;
+	if (o->prep_threads)
+		cpus = o->prep_threads;
 	if (bytes < PARALLEL_MIN || cpus < 2)
 		return 0;
-	if (cpus > MAX_WORKERS && !o->threads)
+	if (cpus > MAX_WORKERS && !o->prep_threads)
 		cpus = MAX_WORKERS;
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
@@ -798,7 +750,7 @@ static void prep_add(struct prep *w, struct cms_region *r, struct cms_hostbuf *h
 }
 
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
-			       const struct prep_opts *o, uint64_t *new_bytes)
+			       const struct cms_tunables *o, uint64_t *new_bytes)
 {
 	size_t k = 0, j, bytes;
 	cms_status st;
@@ -837,9 +789,11 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 
 /* ---- pageable buffers: copies through page-locked staging ---- */
 
-static uint64_t stage_chunk(const cms_context *ctx)
+static uint64_t stage_chunk(const struct cms_region *r)
 {
-	return ctx->drv.is_sim ? STAGE_CHUNK_SIM : STAGE_CHUNK;
+	const cms_context *ctx = r->ctx;
+
+	return cms_tune_bytes(&ctx->tune.host_stage, ctx->devices[r->device].granularity);
 }
 
 /* Bytes of chunk k of a copy of len bytes in chunks of c bytes. */
@@ -912,7 +866,7 @@ static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
 		cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a staging descriptor");
 		return NULL;
 	}
-	if (cms_stage_make(ctx, r->device, stage_chunk(ctx), stage_chunk(ctx), "host backup", sg)) {
+	if (cms_stage_make(ctx, r->device, stage_chunk(r), stage_chunk(r), "host backup", sg)) {
 		free(sg);
 		return NULL;
 	}
@@ -1025,15 +979,15 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 	cms_context *ctx = l->ctx;
 	struct prep w = { .ctx = ctx };
 	struct copy c = { .l = l, .out = true };
-	pthread_t threads[MAX_WORKERS_LAB];
-	struct prep_opts opts = prep_opts();
+	pthread_t threads[CMS_PREP_THREADS_MAX];
+	const struct cms_tunables *opts = &ctx->tune;
 	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
 	size_t k, j, b;
 	cms_status st = CMS_OK;
 
-	w.slice = opts.slice;
-	w.prefault = !opts.noprefault;
+	w.slice = opts->prep_slice;
+	w.prefault = !opts->prep_noprefault;
 	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
 	w.regs = malloc((n + 1) * sizeof(*w.regs));
 	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
@@ -1044,13 +998,13 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		goto out_free;
 	}
 	release_changed(v, n);
-	st = plan_buffers(ctx, v, n, &w, &opts, &new_bytes);
+	st = plan_buffers(ctx, v, n, &w, opts, &new_bytes);
 	if (st)
 		goto out_free;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
-	nthreads = workers_for(new_bytes, &opts);
+	nthreads = workers_for(new_bytes, opts);
 	if (nthreads) {
 		sigset_t all, old;
 

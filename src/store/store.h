@@ -227,9 +227,7 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 }
 
 /* ---- disk.c: the DISK policy ---- */
-#define CMS_DISK_CHUNK (64ull << 20)	/* bytes per staging buffer; two per device and call */
-#define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
-#define CMS_DISK_CHUNK_SIM (1ull << 20) /* with the host simulation: small tests, many batches */
+#define CMS_DISK_ALIGN 4096u /* file slots, batches and buffers (O_DIRECT) */
 
 /* ---- stage.c: page-locked staging buffers (DISK, pageable HOST backups) ---- */
 struct cms_stage {
