@@ -296,6 +296,21 @@ static void log_done(const struct worker *k, size_t nd, uint64_t ns)
 			(unsigned long long)n.bytes, (double)ns / 1e6);
 }
 
+/* Bytes the progress callback will count: each policy's progress_bytes over the allocations
+ * of regions[0..n) that a pause (out: those holding memory) or resume (the others) moves. */
+static uint64_t progress_total(struct cms_region **regions, size_t n, bool out)
+{
+	struct cms_alloc *a;
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		for (a = regions[i]->allocs; a; a = a->next)
+			if (out ? cms_work_holds_memory(a) : cms_work_lacks_memory(a))
+				sum += cms_store_progress_bytes(a, out);
+	return sum;
+}
+
 /*
  * What the call will do to region r if it commits (counters, core/stats.c), from the state
  * before it runs: the same filters as the work lists (work.c) and the stores' copy sizes.
@@ -418,11 +433,9 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 		k[i].progress = &prog;
 	}
 
-	cms_progress_begin(
-		&prog, call->ctx, call->sched->name,
-		cms_store_progress_total(call->out, call->nout, true, cms_work_holds_memory) +
-			cms_store_progress_total(call->in, call->nin, false,
-						 cms_work_lacks_memory));
+	cms_progress_begin(&prog, call->ctx, call->sched->name,
+			   progress_total(call->out, call->nout, true) +
+				   progress_total(call->in, call->nin, false));
 	if (nd == 1) {
 		worker_run(&k[0]); /* one device: the calling thread, as it is */
 		st = k[0].w.st ? cms_set_error(k[0].w.st, "%s", k[0].msg) : CMS_OK;

@@ -183,9 +183,9 @@ cms_status cms_store_backup_read(struct cms_alloc *a, uint64_t off, void *buf, u
 void cms_store_release_kept(struct cms_region *r, bool files);
 /* The end of a pause, resume or swap of regions[0..n): each policy's call_done. */
 void cms_store_call_done(struct cms_region **regions, size_t n);
-/* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */
-uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
-				  bool (*want)(const struct cms_alloc *a));
+/* Bytes a's policy reports as progress for a pause (out) or resume (!out) of it (its
+ * progress_bytes; 0 when it has none). */
+uint64_t cms_store_progress_bytes(const struct cms_alloc *a, bool out);
 
 /* Content bytes of a that a pause (out: a is mapped) or resume (!out: a is saved) copies to or
  * from its store; 0 for a policy that keeps nothing (counters, cms_region_stats). */
