@@ -307,6 +307,11 @@ cms_status cms_device_check_peers(cms_context *ctx, int32_t device, uint64_t mas
 cms_status cms_fork_watch(void);
 uint64_t cms_now_ns(void);
 
+/* ---- thread.c ---- */
+/* pthread_create of fn(arg) with every signal blocked in the new thread (the application's
+ * handlers run on its own threads only); returns pthread_create's error number. */
+int cms_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+
 /* ---- index.c (ctx->lock held) ---- */
 cms_status cms_index_insert(cms_context *ctx, struct cms_alloc *a);
 void cms_index_remove(cms_context *ctx, struct cms_alloc *a);

@@ -16,7 +16,6 @@
  * the lock order (regions in creation order, context lock innermost) is
  * unchanged. Their error messages and log lines go back to the calling thread.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +97,6 @@ static cms_status run_workers(struct worker *k, size_t nd)
 {
 	struct start s = { .go = 0 };
 	struct cms_xdev x;
-	sigset_t all, old;
 	cms_status st;
 	size_t i, started = 1;
 
@@ -118,14 +116,11 @@ static cms_status run_workers(struct worker *k, size_t nd)
 		k[i].w.xv = &k[i].xv;
 		k[i].start = &s;
 	}
-	sigfillset(&all); /* workers never take the application's signals */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (i = 1; i < nd; i++, started++) {
-		k[i].started = !pthread_create(&k[i].thread, NULL, worker_main, &k[i]);
+		k[i].started = !cms_thread_start(&k[i].thread, worker_main, &k[i]);
 		if (!k[i].started)
 			break;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	release_workers(&s, started == nd ? 1 : -1);
 	if (started == nd)
 		worker_run(&k[0]);

@@ -39,7 +39,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,9 +261,8 @@ static void reaper_join(struct cms_disk *d)
 static int disk_swap(struct cms_region *r)
 {
 	struct cms_disk *d = cms_region_store(r)->disk;
-	sigset_t all, mask;
 	bool direct, unlinking;
-	int nfd, old, err;
+	int nfd, old;
 
 	reaper_join(d);
 	nfd = file_create(d->dir, r->id, &direct, &unlinking);
@@ -277,11 +275,7 @@ static int disk_swap(struct cms_region *r)
 		goto out_old;
 	close(nfd);
 	d->direct = direct;
-	sigfillset(&all); /* the reaper takes no signal of the application */
-	pthread_sigmask(SIG_SETMASK, &all, &mask);
-	err = pthread_create(&d->reaper, NULL, reaper_main, (void *)(intptr_t)old);
-	pthread_sigmask(SIG_SETMASK, &mask, NULL);
-	if (err) {
+	if (cms_thread_start(&d->reaper, reaper_main, (void *)(intptr_t)old)) {
 		close(old); /* no thread: give the blocks back here */
 		return 0;
 	}

@@ -48,7 +48,6 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -1005,17 +1004,10 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
 	nthreads = workers_for(new_bytes, opts);
-	if (nthreads) {
-		sigset_t all, old;
-
-		sigfillset(&all); /* workers never take the application's signals */
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		for (i = 0; i < nthreads; i++)
-			if (pthread_create(&threads[i], NULL, prep_worker, &w))
-				break;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		nthreads = i;
-	}
+	for (i = 0; i < nthreads; i++)
+		if (cms_thread_start(&threads[i], prep_worker, &w))
+			break;
+	nthreads = i;
 
 	/* Copy each allocation out as soon as its buffer is ready; allocations adjacent on
 	 * both sides go in one copy of up to CMS_COPY_MERGE_MAX bytes. */
