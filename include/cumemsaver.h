@@ -270,7 +270,9 @@ typedef struct cms_context_options {
 	 * Driver library to dlopen, copied. NULL or "": the environment variable
 	 * CMS_DRIVER_LIBRARY (read with secure_getenv) if set and not empty, else
 	 * "libcuda.so.1". Point it at libcumemsaver-sim.so to run on the host
-	 * simulation.
+	 * simulation; "sim" (here or in CMS_DRIVER_LIBRARY) names the one installed
+	 * with this library (libcumemsaver-sim.so beside libcumemsaver.so.1, in its
+	 * cumemsaver/ directory, or in the build tree's src/sim/).
 	 */
 	const char *driver_path;
 	/*

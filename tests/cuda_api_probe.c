@@ -1,4 +1,5 @@
-/* Proves src/cuda_api.h agrees with the CUDA toolkit's cuda.h (built only where cuda.h exists). */
+/* Proves src/driver/cuda_api.h agrees with the CUDA toolkit's cuda.h (built only where cuda.h
+ * exists). */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,9 +12,9 @@ int main(void)
 	facts_ours(&a);
 	facts_toolkit(&b);
 	if (memcmp(&a, &b, sizeof(a))) {
-		printf("src/cuda_api.h disagrees with cuda.h\n");
+		printf("src/driver/cuda_api.h disagrees with cuda.h\n");
 		return 1;
 	}
-	printf("src/cuda_api.h agrees with cuda.h: layouts and 18 constants\n");
+	printf("src/driver/cuda_api.h agrees with cuda.h: layouts and 19 constants\n");
 	return 0;
 }

@@ -1,4 +1,4 @@
-/* Compiled against src/cuda_api.h. */
+/* Compiled against src/driver/cuda_api.h. */
 #include <string.h>
 #include "cuda_api.h"
 #include "cuda_api_probe.h"

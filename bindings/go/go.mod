@@ -1,3 +1,3 @@
-module github.com/cumemsaver/cumemsaver-go
+module github.com/cumemsaver/cumemsaver/bindings/go
 
 go 1.19

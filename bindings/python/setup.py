@@ -12,6 +12,9 @@ Environment:
   CUMEMSAVER_NO_NATIVE=1  install the Python files only (the library comes from elsewhere:
                           CUMEMSAVER_LIBRARY, pkg-config or the system loader)
   CMAKE_BUILD_PARALLEL_LEVEL  build jobs (CMake's own variable)
+
+The wheel is tagged py3-none-<platform> (no extension module: any Python 3 loads the bundled
+libraries with ctypes), py3-none-any with CUMEMSAVER_NO_NATIVE=1.
 """
 
 import os
@@ -95,4 +98,26 @@ class BinaryDistribution(Distribution):
         return os.environ.get("CUMEMSAVER_NO_NATIVE") != "1"
 
 
-setup(cmdclass={"build_py": BuildPyWithNative}, distclass=BinaryDistribution)
+try:  # setuptools >= 70.1 has its own; Debian 12's setuptools 66 uses the wheel package's
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:
+        bdist_wheel = None
+
+cmdclass = {"build_py": BuildPyWithNative}
+if bdist_wheel is not None:
+
+    class BdistWheelAnyPython(bdist_wheel):
+        """py3-none-<platform>: the package has no extension module (ctypes only), so any
+        Python 3 on the platform of the bundled libraries can use the wheel; py3-none-any
+        with CUMEMSAVER_NO_NATIVE=1."""
+
+        def get_tag(self):
+            _, _, plat = super().get_tag()
+            return "py3", "none", plat
+
+    cmdclass["bdist_wheel"] = BdistWheelAnyPython
+
+setup(cmdclass=cmdclass, distclass=BinaryDistribution)

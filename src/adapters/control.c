@@ -440,8 +440,7 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	if (st)
 		return st;
 	if (opts) {
-		st = cms_copy_in(&o, sizeof(o), CMS_CONTROL_OPTIONS_SIZE_VER0, opts,
-				 "cms_control_options");
+		st = CMS_COPY_IN(&o, opts, cms_control_options);
 		if (st)
 			return st;
 	}

@@ -164,7 +164,7 @@ CMS_API cms_status cms_pointer_info_get(cms_context *ctx, uint64_t ptr, cms_poin
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	st = cms_check_out(info, CMS_POINTER_INFO_SIZE_VER0, "cms_pointer_info");
+	st = CMS_CHECK_OUT(info, cms_pointer_info);
 	if (st)
 		return st;
 	memset(&o, 0, sizeof(o));

@@ -23,7 +23,7 @@ CMS_API cms_status cms_backup_get(cms_context *ctx, uint64_t ptr, cms_backup_inf
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	st = cms_check_out(info, CMS_BACKUP_INFO_SIZE_VER0, "cms_backup_info");
+	st = CMS_CHECK_OUT(info, cms_backup_info);
 	if (st)
 		return st;
 	st = cms_alloc_lock(ctx, ptr, "cms_backup_get", &a);

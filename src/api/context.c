@@ -15,8 +15,7 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "out is NULL");
 	*out = NULL;
 	if (opts) {
-		st = cms_copy_in(&o, sizeof(o), CMS_CONTEXT_OPTIONS_SIZE_VER0, opts,
-				 "cms_context_options");
+		st = CMS_COPY_IN(&o, opts, cms_context_options);
 		if (st)
 			return st;
 	}

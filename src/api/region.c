@@ -21,8 +21,7 @@ cms_status cms_region_options_check(const cms_region_options *opts, cms_region_o
 	cms_status st;
 
 	if (opts) {
-		st = cms_copy_in(&o, sizeof(o), CMS_REGION_OPTIONS_SIZE_VER0, opts,
-				 "cms_region_options");
+		st = CMS_COPY_IN(&o, opts, cms_region_options);
 		if (st)
 			return st;
 	}
@@ -290,7 +289,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	st = cms_check_fork(region->ctx);
 	if (st)
 		return st;
-	st = cms_check_out(info, CMS_REGION_INFO_SIZE_VER0, "cms_region_info");
+	st = CMS_CHECK_OUT(info, cms_region_info);
 	if (st)
 		return st;
 	memset(&o, 0, sizeof(o));

@@ -16,7 +16,7 @@ CMS_API cms_status cms_region_stats_get(cms_region *region, cms_region_stats *st
 	st = cms_check_fork(region->ctx);
 	if (st)
 		return st;
-	st = cms_check_out(stats, CMS_REGION_STATS_SIZE_VER0, "cms_region_stats");
+	st = CMS_CHECK_OUT(stats, cms_region_stats);
 	if (st)
 		return st;
 	pthread_mutex_lock(&region->lock);
@@ -34,7 +34,7 @@ static cms_status check_entries(const cms_region_stats *v, size_t cap, size_t *s
 
 	if (!cap)
 		return CMS_OK;
-	st = cms_check_out(v, CMS_REGION_STATS_SIZE_VER0, "cms_region_stats");
+	st = CMS_CHECK_OUT(v, cms_region_stats);
 	if (st)
 		return st;
 	memcpy(&first, v, sizeof(first));

@@ -27,14 +27,12 @@ static cms_status options_in(const cms_pause_options *popts, const cms_resume_op
 	*po = pinit;
 	*ro = rinit;
 	if (popts) {
-		st = cms_copy_in(po, sizeof(*po), CMS_PAUSE_OPTIONS_SIZE_VER0, popts,
-				 "cms_pause_options");
+		st = CMS_COPY_IN(po, popts, cms_pause_options);
 		if (st)
 			return st;
 	}
 	if (ropts) {
-		st = cms_copy_in(ro, sizeof(*ro), CMS_RESUME_OPTIONS_SIZE_VER0, ropts,
-				 "cms_resume_options");
+		st = CMS_COPY_IN(ro, ropts, cms_resume_options);
 		if (st)
 			return st;
 	}
@@ -107,11 +105,11 @@ static cms_status run_locked(struct sel *s, struct cms_region **v, size_t n, con
 	} else
 		cms_ipc_regrant(s->ctx, s->r.regions, s->r.nr); /* new memory, new epoch */
 	if (presult)
-		cms_result_out(presult, &pr, sizeof(pr), CMS_PAUSE_RESULT_SIZE_VER0, pr.devices,
-			       st);
+		cms_result_out(presult, &pr, sizeof(pr), CMS_SIZED(cms_pause_result)->ver0,
+			       pr.devices, st);
 	if (rresult)
-		cms_result_out(rresult, &rr, sizeof(rr), CMS_RESUME_RESULT_SIZE_VER0, rr.devices,
-			       st);
+		cms_result_out(rresult, &rr, sizeof(rr), CMS_SIZED(cms_resume_result)->ver0,
+			       rr.devices, st);
 	return st;
 }
 
@@ -138,12 +136,12 @@ static cms_status check_args(cms_context *ctx, const char *pause_tag, const char
 				     "cms_swap of \"%s\" with itself: the tags must differ",
 				     pause_tag);
 	if (presult) {
-		st = cms_check_out(presult, CMS_PAUSE_RESULT_SIZE_VER0, "cms_pause_result");
+		st = CMS_CHECK_OUT(presult, cms_pause_result);
 		if (st)
 			return st;
 	}
 	if (rresult)
-		st = cms_check_out(rresult, CMS_RESUME_RESULT_SIZE_VER0, "cms_resume_result");
+		st = CMS_CHECK_OUT(rresult, cms_resume_result);
 	return st;
 }
 

@@ -26,10 +26,8 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 	t->pres.struct_size = sizeof(t->pres);
 	t->rres.struct_size = sizeof(t->rres);
 	if (opts) {
-		st = pause ? cms_copy_in(&t->popts, sizeof(t->popts), CMS_PAUSE_OPTIONS_SIZE_VER0,
-					 opts, "cms_pause_options") :
-			     cms_copy_in(&t->ropts, sizeof(t->ropts), CMS_RESUME_OPTIONS_SIZE_VER0,
-					 opts, "cms_resume_options");
+		st = pause ? CMS_COPY_IN(&t->popts, opts, cms_pause_options) :
+			     CMS_COPY_IN(&t->ropts, opts, cms_resume_options);
 		if (st)
 			return st;
 	}
@@ -40,10 +38,8 @@ static cms_status prepare(struct transition *t, bool pause, const void *opts, vo
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown resume flags 0x%llx",
 				     (unsigned long long)t->ropts.flags);
 	if (result)
-		return pause ? cms_check_out(result, CMS_PAUSE_RESULT_SIZE_VER0,
-					     "cms_pause_result") :
-			       cms_check_out(result, CMS_RESUME_RESULT_SIZE_VER0,
-					     "cms_resume_result");
+		return pause ? CMS_CHECK_OUT(result, cms_pause_result) :
+			       CMS_CHECK_OUT(result, cms_resume_result);
 	return CMS_OK;
 }
 
@@ -96,11 +92,11 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 	}
 	cms_counters_fail(w, m, st); /* the regions' locks are held */
 	if (result && t->pause)
-		cms_result_out(result, &t->pres, sizeof(t->pres), CMS_PAUSE_RESULT_SIZE_VER0,
+		cms_result_out(result, &t->pres, sizeof(t->pres), CMS_SIZED(cms_pause_result)->ver0,
 			       t->pres.devices, st);
 	else if (result)
-		cms_result_out(result, &t->rres, sizeof(t->rres), CMS_RESUME_RESULT_SIZE_VER0,
-			       t->rres.devices, st);
+		cms_result_out(result, &t->rres, sizeof(t->rres),
+			       CMS_SIZED(cms_resume_result)->ver0, t->rres.devices, st);
 	return st;
 }
 

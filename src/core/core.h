@@ -61,39 +61,52 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 /* ---- options (options.c) ---- */
 
 /*
- * Sizes of the public structs in the release that introduced them (the
- * smallest struct_size accepted, the kernel's VER0); a field added later
- * leaves these as they are. Structs of 1.0 first:
+ * Sized public structs (struct_size first), checked as libbpf's OPTS_VALID and the kernel's
+ * copy_struct_from_user do (docs/abi.md, "The smallest size accepted"). Each struct's smallest
+ * accepted struct_size, ver0, is its size in the release that introduced it: derived from the
+ * last field of that release (abi/cumemsaver.json: the fields' "since"), never from sizeof,
+ * which grows with each field appended. One line per struct: the struct, that field, and
+ * ver0 on LP64 (checked at build time). A field added later changes nothing here; a new
+ * sized struct adds a line.
  */
-#define CMS_CONTEXT_OPTIONS_SIZE_VER0 sizeof(cms_context_options)
-#define CMS_REGION_OPTIONS_SIZE_VER0 sizeof(cms_region_options)
-#define CMS_PAUSE_OPTIONS_SIZE_VER0 sizeof(cms_pause_options)
-#define CMS_RESUME_OPTIONS_SIZE_VER0 sizeof(cms_resume_options)
-#define CMS_REGION_INFO_SIZE_VER0 offsetof(cms_region_info, handle_types) /* 1.0 */
-#define CMS_POINTER_INFO_SIZE_VER0 sizeof(cms_pointer_info)
-#define CMS_PAUSE_RESULT_SIZE_VER0 offsetof(cms_pause_result, devices)	 /* 1.0 */
-#define CMS_RESUME_RESULT_SIZE_VER0 offsetof(cms_resume_result, devices) /* 1.0 */
-/*
- * Structs introduced in 1.1: their size in 1.1, the end of their last 1.1 field (never
- * sizeof, which grows with a field added in 1.2 and would refuse 1.1 callers' structs).
- */
-#define CMS_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-#define CMS_EXPORTER_OPTIONS_SIZE_VER0 CMS_SIZE_THROUGH(cms_exporter_options, flags)
-#define CMS_IMPORT_OPTIONS_SIZE_VER0 CMS_SIZE_THROUGH(cms_import_options, name)
-#define CMS_IMPORT_INFO_SIZE_VER0 CMS_SIZE_THROUGH(cms_import_info, reserved)
-#define CMS_CONTROL_OPTIONS_SIZE_VER0 CMS_SIZE_THROUGH(cms_control_options, reserved)
-#if UINTPTR_MAX == UINT64_MAX /* LP64: the sizes a 1.1 header declared */
-_Static_assert(CMS_EXPORTER_OPTIONS_SIZE_VER0 == 32, "cms_exporter_options 1.1 size");
-_Static_assert(CMS_IMPORT_OPTIONS_SIZE_VER0 == 72, "cms_import_options 1.1 size");
-_Static_assert(CMS_IMPORT_INFO_SIZE_VER0 == 136, "cms_import_info 1.1 size");
-_Static_assert(CMS_CONTROL_OPTIONS_SIZE_VER0 == 48, "cms_control_options 1.1 size");
-#endif
+#define CMS_SIZED_STRUCTS(X)                           \
+	X(cms_context_options, flags, 40)    /* 1.0 */ \
+	X(cms_region_options, flags, 24)     /* 1.0 */ \
+	X(cms_pause_options, flags, 32)	     /* 1.0 */ \
+	X(cms_resume_options, stream, 24)    /* 1.0 */ \
+	X(cms_region_info, reserved2, 168)   /* 1.0 */ \
+	X(cms_pointer_info, state, 56)	     /* 1.0 */ \
+	X(cms_pause_result, elapsed_ns, 64)  /* 1.0 */ \
+	X(cms_resume_result, elapsed_ns, 48) /* 1.0 */ \
+	X(cms_exporter_options, flags, 32)   /* 1.1 */ \
+	X(cms_import_options, name, 72)	     /* 1.1 */ \
+	X(cms_import_info, reserved, 136)    /* 1.1 */ \
+	X(cms_control_options, reserved, 48) /* 1.1 */ \
+	X(cms_region_stats, resume_ns, 432)  /* 1.2 */ \
+	X(cms_backup_info, state, 40)	     /* 1.2 */
+
+/* A sized struct: its name (in error messages) and ver0. */
+struct cms_sized {
+	const char *name;
+	size_t ver0;
+};
+
+#define CMS_SIZED_DECLARE(type, last, lp64) extern const struct cms_sized cms_sized_##type;
+CMS_SIZED_STRUCTS(CMS_SIZED_DECLARE)
+#undef CMS_SIZED_DECLARE
+
+/* The descriptor of a struct of the table (a struct not in it does not compile). */
+#define CMS_SIZED(type) (&cms_sized_##type)
 
 /* Copies a caller's option struct (struct_size first) into ours, see the header. */
-cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
-		       const char *what);
+cms_status cms_copy_in(void *ours, size_t ours_size, const void *theirs, const struct cms_sized *s);
 /* Validates an output struct's struct_size. */
-cms_status cms_check_out(const void *theirs, size_t ver0, const char *what);
+cms_status cms_check_out(const void *theirs, const struct cms_sized *s);
+/* The same, for a struct of the table by its type: theirs must point to that type. */
+#define CMS_COPY_IN(ours, theirs, type)                                                       \
+	cms_copy_in((1 ? (ours) : (type *)0), sizeof(type), (1 ? (theirs) : (const type *)0), \
+		    CMS_SIZED(type))
+#define CMS_CHECK_OUT(theirs, type) cms_check_out((1 ? (theirs) : (const type *)0), CMS_SIZED(type))
 /* Writes ours into theirs (min of sizes), keeping their struct_size, zeroing their extra bytes. */
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
@@ -395,8 +408,6 @@ void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct
 void cms_counters_fail(struct cms_region **v, size_t n, cms_status st);
 /* Fills the stats of r (struct_size and every field of ours). */
 void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
-#define CMS_REGION_STATS_SIZE_VER0 sizeof(cms_region_stats) /* 1.2 */
-#define CMS_BACKUP_INFO_SIZE_VER0 sizeof(cms_backup_info)   /* 1.2 */
 
 /* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
 /* Initializes NVTX once (nvtxInitialize under pthread_once). cms_context_create calls it, so

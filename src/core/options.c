@@ -3,28 +3,45 @@
 #include <string.h>
 
 #include "core.h"
+#include "cumemsaver_ipc.h"
 
 /* No option or info struct of ours will ever be this large: a guard against garbage sizes. */
 #define CMS_STRUCT_SIZE_MAX 4096u
 
-static cms_status check_size(size_t theirs, size_t ver0, const char *what)
+/* The end of field in type, as libbpf's and the kernel's offsetofend. */
+#define CMS_OFFSETOFEND(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+/* The size of type when last was its last field: that end rounded up to type's alignment. */
+#define CMS_SIZE_THROUGH(type, last) \
+	((CMS_OFFSETOFEND(type, last) + _Alignof(type) - 1) / _Alignof(type) * _Alignof(type))
+
+#define CMS_SIZED_DEFINE(type, last, lp64) \
+	const struct cms_sized cms_sized_##type = { #type, CMS_SIZE_THROUGH(type, last) };
+CMS_SIZED_STRUCTS(CMS_SIZED_DEFINE)
+
+#if UINTPTR_MAX == \
+	UINT64_MAX /* LP64: the sizes the headers of each struct's first release declared */
+#define CMS_SIZED_LP64(type, last, lp64) \
+	_Static_assert(CMS_SIZE_THROUGH(type, last) == (lp64), #type ": first-release size");
+CMS_SIZED_STRUCTS(CMS_SIZED_LP64)
+#endif
+
+static cms_status check_size(size_t theirs, const struct cms_sized *s)
 {
-	if (theirs < ver0 || theirs > CMS_STRUCT_SIZE_MAX)
+	if (theirs < s->ver0 || theirs > CMS_STRUCT_SIZE_MAX)
 		return cms_set_error(CMS_ERR_STRUCT_SIZE,
-				     "%s: struct_size %zu is out of range (%zu..%u)", what, theirs,
-				     ver0, CMS_STRUCT_SIZE_MAX);
+				     "%s: struct_size %zu is out of range (%zu..%u)", s->name,
+				     theirs, s->ver0, CMS_STRUCT_SIZE_MAX);
 	return CMS_OK;
 }
 
-cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *theirs,
-		       const char *what)
+cms_status cms_copy_in(void *ours, size_t ours_size, const void *theirs, const struct cms_sized *s)
 {
 	const unsigned char *t = theirs;
 	size_t tsize, i;
 	cms_status st;
 
 	memcpy(&tsize, theirs, sizeof(tsize));
-	st = check_size(tsize, ver0, what);
+	st = check_size(tsize, s);
 	if (st)
 		return st;
 	for (i = ours_size; i < tsize; i++)
@@ -32,19 +49,19 @@ cms_status cms_copy_in(void *ours, size_t ours_size, size_t ver0, const void *th
 			return cms_set_error(CMS_ERR_STRUCT_SIZE,
 					     "%s: byte %zu is non-zero but unknown to this version "
 					     "(struct_size %zu, ours %zu)",
-					     what, i, tsize, ours_size);
+					     s->name, i, tsize, ours_size);
 	memset(ours, 0, ours_size);
 	memcpy(ours, theirs, tsize < ours_size ? tsize : ours_size);
 	memcpy(ours, &ours_size, sizeof(size_t));
 	return CMS_OK;
 }
 
-cms_status cms_check_out(const void *theirs, size_t ver0, const char *what)
+cms_status cms_check_out(const void *theirs, const struct cms_sized *s)
 {
 	size_t tsize;
 
 	memcpy(&tsize, theirs, sizeof(tsize));
-	return check_size(tsize, ver0, what);
+	return check_size(tsize, s);
 }
 
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size)

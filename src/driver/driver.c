@@ -3,11 +3,27 @@
 #include "driver.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cumemsaver.h"
+
+/*
+ * The driver path "sim" (CMS_DRIVER_LIBRARY=sim, or cms_context_options.driver_path) names
+ * the host simulation installed with the library: CMS_SIM_FILE in the directory of
+ * libcumemsaver.so.1, looked for in sim_dirs in turn (beside it: the Python package's
+ * _native/; <libdir>/cumemsaver/: cmake --install; src/sim/: the build tree).
+ */
+#define CMS_DRIVER_SIM "sim"
+#define CMS_SIM_FILE "libcumemsaver-sim.so"
+#define CMS_LIBRARY_SONAME "libcumemsaver.so.1"
+#define CMS_SIM_HINT "; CMS_DRIVER_LIBRARY=sim runs on the host simulation"
+
+static const char *const sim_dirs[] = { "", "cumemsaver/", "src/sim/" };
 
 static const char *driver_path(const char *path)
 {
@@ -19,6 +35,68 @@ static const char *driver_path(const char *path)
 	if (env && env[0])
 		return env;
 	return CMS_DRIVER_DEFAULT;
+}
+
+/*
+ * The file of the libcumemsaver.so.1 this loader belongs to, into buf: the object holding
+ * this code, or, in a program that compiles the loader in (the tools, the tests), the
+ * library the program links. Returns 0, or -1 when there is none (static library).
+ */
+static int library_file(char *buf, size_t len)
+{
+	struct link_map *map = NULL;
+	const char *file = NULL, *base;
+	void *lib = NULL;
+	Dl_info info;
+	int n;
+
+	if (dladdr(sim_dirs, &info) && info.dli_fname) {
+		base = strrchr(info.dli_fname, '/');
+		base = base ? base + 1 : info.dli_fname;
+		if (!strncmp(base, "libcumemsaver", strlen("libcumemsaver")))
+			file = info.dli_fname;
+	}
+	if (!file) {
+		lib = dlopen(CMS_LIBRARY_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+		if (lib && !dlinfo(lib, RTLD_DI_LINKMAP, &map) && map && map->l_name[0])
+			file = map->l_name;
+	}
+	n = file ? snprintf(buf, len, "%s", file) : -1;
+	if (lib)
+		dlclose(lib);
+	return (n >= 0 && (size_t)n < len) ? 0 : -1;
+}
+
+/* The host simulation installed with the library, into buf (CMS_DRIVER_SIM). */
+static int sim_path(char *buf, size_t len, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	size_t i;
+	int n;
+
+	if (library_file(dir, sizeof(dir))) {
+		snprintf(err, errlen,
+			 "driver \"" CMS_DRIVER_SIM "\": no " CMS_LIBRARY_SONAME
+			 " in this process to find " CMS_SIM_FILE " beside; name the simulation by "
+			 "its path");
+		return CMS_ERR_NO_DRIVER;
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[1] = '\0';
+	else
+		dir[0] = '\0';
+	for (i = 0; i < sizeof(sim_dirs) / sizeof(sim_dirs[0]); i++) {
+		n = snprintf(buf, len, "%s%s" CMS_SIM_FILE, dir, sim_dirs[i]);
+		if (n >= 0 && (size_t)n < len && !access(buf, R_OK))
+			return 0;
+	}
+	snprintf(err, errlen,
+		 "driver \"" CMS_DRIVER_SIM "\": no " CMS_SIM_FILE " in %s, %scumemsaver/ or "
+		 "%ssrc/sim/ (the directory of " CMS_LIBRARY_SONAME "); name it by its path",
+		 dir, dir, dir);
+	return CMS_ERR_NO_DRIVER;
 }
 
 static int resolve(struct cms_driver *d, char *err, size_t errlen)
@@ -58,17 +136,26 @@ static int resolve(struct cms_driver *d, char *err, size_t errlen)
 int cms_driver_open(struct cms_driver *d, const char *path, char *err, size_t errlen)
 {
 	const char *p = driver_path(path);
+	char sim[PATH_MAX];
 	const char *name;
 	CUresult res;
+	int is_sim;
 	int st;
 
 	memset(d, 0, sizeof(*d));
+	is_sim = !strcmp(p, CMS_DRIVER_SIM);
+	if (is_sim) {
+		st = sim_path(sim, sizeof(sim), err, errlen);
+		if (st)
+			return st;
+		p = sim;
+	}
 	d->dl = dlopen(p, RTLD_NOW | RTLD_LOCAL);
 	if (!d->dl) {
 		const char *why = dlerror();
 
-		snprintf(err, errlen, "cannot load CUDA driver %s: %s", p,
-			 why ? why : "unknown error");
+		snprintf(err, errlen, "cannot load CUDA driver %s: %s%s", p,
+			 why ? why : "unknown error", is_sim ? "" : CMS_SIM_HINT);
 		return CMS_ERR_NO_DRIVER;
 	}
 	st = resolve(d, err, errlen);

@@ -729,8 +729,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	if (st)
 		return st;
 	if (opts) {
-		st = cms_copy_in(&o, sizeof(o), CMS_EXPORTER_OPTIONS_SIZE_VER0, opts,
-				 "cms_exporter_options");
+		st = CMS_COPY_IN(&o, opts, cms_exporter_options);
 		if (st)
 			return st;
 	}

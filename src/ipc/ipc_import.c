@@ -495,8 +495,7 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	if (st)
 		return st;
 	if (opts) {
-		st = cms_copy_in(&o, sizeof(o), CMS_IMPORT_OPTIONS_SIZE_VER0, opts,
-				 "cms_import_options");
+		st = CMS_COPY_IN(&o, opts, cms_import_options);
 		if (st)
 			return st;
 	}
@@ -599,7 +598,7 @@ CMS_API cms_status cms_import_info_get(cms_import *imp, cms_import_info *info)
 	st = cms_check_fork(imp->ctx);
 	if (st)
 		return st;
-	st = cms_check_out(info, CMS_IMPORT_INFO_SIZE_VER0, "cms_import_info");
+	st = CMS_CHECK_OUT(info, cms_import_info);
 	if (st)
 		return st;
 	memset(&o, 0, sizeof(o));

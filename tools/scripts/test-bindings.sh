@@ -4,16 +4,23 @@
 # (bindings/go), all run on the host simulation.
 #
 #  - stages `cmake --install <build-dir>` under <build-dir>/bindings/stage (the .pc file is
-#    relocatable) and points PKG_CONFIG_PATH and LD_LIBRARY_PATH at it, CMS_DRIVER_LIBRARY at
-#    <build-dir>/src/sim/libcumemsaver-sim.so, CMS_CMSCTL at the staged cmsctl (the bindings'
-#    control-socket tests drive it);
+#    relocatable) and points PKG_CONFIG_PATH and LD_LIBRARY_PATH at it, CMS_CMSCTL at the
+#    staged cmsctl (the bindings' control-socket tests drive it);
 #  - C: tests/install_consumer.sh (also the ctest `install_consumer`): a consumer built with
-#    `pkg-config --cflags --libs cumemsaver` alone and one with find_package;
+#    `pkg-config --cflags --libs cumemsaver` alone and one with find_package, run on
+#    <build-dir>/src/sim/libcumemsaver-sim.so;
+#  - Rust and Go run with CMS_DRIVER_LIBRARY=sim: the simulation staged with the library
+#    (<libdir>/cumemsaver/), found by the library itself;
 #  - Rust: `cargo test --offline` (layout probe of the -sys crate against the installed header,
 #    the safe crate's tests) and `cargo run --offline --example cycle`, CARGO_TARGET_DIR under
-#    <build-dir>; set CARGO (and RUSTC) to use another toolchain, e.g. Debian's 1.63;
+#    <build-dir>; then the feature `bundled` (the crate builds the library with CMake, no
+#    pkg-config: PKG_CONFIG=false, the stage off LD_LIBRARY_PATH): the simulation test and the
+#    example, in a target directory of its own; set CARGO (and RUSTC) to use another
+#    toolchain, e.g. Debian's 1.63;
 #  - Go: `go vet`, `go test -race` and `go run ./examples/cycle` with GOPROXY=off and GOCACHE /
-#    GOPATH under <build-dir>.
+#    GOPATH under <build-dir>; then a module outside the tree that requires the documented
+#    module path (github.com/cumemsaver/cumemsaver/bindings/go, with a replace to the tree)
+#    builds and runs.
 # Prints one summary line per language; exits non-zero if any failed. Logs stay in
 # <build-dir>/bindings/*.log. Needs a plain (not sanitizer) build.
 set -uo pipefail
@@ -34,7 +41,6 @@ PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_PATH
 libdir=$(pkg-config --variable=libdir cumemsaver)
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export CMS_DRIVER_LIBRARY=$sim
 CMS_CMSCTL=$(find "$stage" -name cmsctl -type f | head -n1)
 [ -n "$CMS_CMSCTL" ] || CMS_CMSCTL=$build/bin/cmsctl
 export CMS_CMSCTL
@@ -48,11 +54,14 @@ fail() { # language, log
 }
 
 # ---- C
-if bash "$root/tests/install_consumer.sh" "$build" "$work/c" "$sim" >"$work/c.log" 2>&1; then
+if CMS_DRIVER_LIBRARY=$sim bash "$root/tests/install_consumer.sh" "$build" "$work/c" "$sim" \
+	>"$work/c.log" 2>&1; then
 	echo "c: consumer built with pkg-config alone and with find_package, ran on the simulation"
 else
 	fail c "$work/c.log"
 fi
+
+export CMS_DRIVER_LIBRARY=sim # the simulation installed with the staged library
 
 # ---- Rust
 cargo=${CARGO:-cargo}
@@ -76,6 +85,23 @@ else
 		echo "rust: $passed passed, $nfail failed"
 		fail rust "$log"
 	fi
+	log=$work/rust-bundled.log
+	(
+		export CARGO_TARGET_DIR=$work/cargo-target-bundled PKG_CONFIG=false
+		unset PKG_CONFIG_PATH LD_LIBRARY_PATH
+		cd "$root/bindings/rust" &&
+			"$cargo" test --offline -p cumemsaver --features bundled --test simulation -- \
+				--nocapture &&
+			"$cargo" run --offline -q -p cumemsaver --features bundled --example cycle
+	) >"$log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^cycle: PASS" "$log" &&
+		grep -q "SIMULATION loaded .*/cargo-target-bundled/.*/src/sim/libcumemsaver-sim.so" "$log"; then
+		echo "rust --features bundled: library built with CMake, simulation test and example cycle: PASS"
+	else
+		echo "rust --features bundled: FAILED"
+		fail rust-bundled "$log"
+	fi
 fi
 
 # ---- Go
@@ -84,17 +110,28 @@ if ! command -v go >/dev/null 2>&1; then
 	failed=1
 else
 	log=$work/go.log
+	gomod=$(sed -n 's/^module //p' "$root/bindings/go/go.mod")
 	(
 		export GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GO111MODULE=on CGO_ENABLED=1
 		export GOCACHE=$work/go-cache GOPATH=$work/go-path
 		cd "$root/bindings/go" && go version && go vet ./... && go test -race -count=1 -v ./... &&
-			go run ./examples/cycle
+			go run ./examples/cycle &&
+			consumer=$work/go-consumer && rm -rf "$consumer" && mkdir -p "$consumer" &&
+			printf '%s\n' 'module example.com/consumer' '' 'go 1.19' '' \
+				"require $gomod v0.0.0" '' "replace $gomod => $root/bindings/go" \
+				>"$consumer/go.mod" &&
+			printf '%s\n' 'package main' '' 'import (' '	"fmt"' '' "	\"$gomod/cumemsaver\"" ')' '' \
+				'func main() {' \
+				'	ctx, err := cumemsaver.NewContext(&cumemsaver.ContextOptions{DriverPath: cumemsaver.Simulation})' \
+				'	if err == nil {' '		_, _, err = ctx.DeviceMemoryInfo(0)' '		ctx.Close()' '	}' \
+				'	fmt.Println("consumer:", cumemsaver.VersionString(), err)' '}' >"$consumer/main.go" &&
+			cd "$consumer" && go run .
 	) >"$log" 2>&1
 	rc=$?
 	passed=$(grep -c -- "^--- PASS" "$log")
 	nfail=$(grep -c -- "^--- FAIL" "$log")
-	if [ $rc -eq 0 ] && grep -q "^cycle: PASS" "$log"; then
-		echo "go: $passed tests passed ($(head -n1 "$log")); example cycle: PASS"
+	if [ $rc -eq 0 ] && grep -q "^cycle: PASS" "$log" && grep -q "^consumer: [0-9.]* <nil>$" "$log"; then
+		echo "go: $passed tests passed ($(head -n1 "$log")); example cycle: PASS; module $gomod: PASS"
 	else
 		echo "go: $passed passed, $nfail failed"
 		fail go "$log"

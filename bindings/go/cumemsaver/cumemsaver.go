@@ -154,10 +154,17 @@ func freeTag(p *C.char) {
 	}
 }
 
+// Simulation is the DriverPath of the host simulation installed with the library
+// (libcumemsaver-sim.so beside libcumemsaver.so.1, in its cumemsaver/ directory, or in its
+// build tree): &ContextOptions{DriverPath: cumemsaver.Simulation}, or CMS_DRIVER_LIBRARY=sim
+// in the environment. Runs without a GPU (docs/simulation.md).
+const Simulation = "sim"
+
 // ContextOptions are the options of NewContext. The zero value is the default.
 type ContextOptions struct {
 	// DriverPath is the driver library to load ("" : $CMS_DRIVER_LIBRARY, else
-	// libcuda.so.1). Point it at libcumemsaver-sim.so to run on the host simulation.
+	// libcuda.so.1). Simulation (or a path to libcumemsaver-sim.so) runs on the host
+	// simulation.
 	DriverPath string
 	// Log, if set, receives log lines up to LogLevel (LogError..LogDebug). It is called
 	// on whichever goroutine is inside the library, with library locks held: it must

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: MIT
 """cumemsaver: release GPU memory and take it back at the same virtual addresses.
 
-Pure-Python ctypes bindings for libcumemsaver.so.1. The library is loaded on first use
-(CUMEMSAVER_LIBRARY, else pkg-config's libdir, else the system loader). Every status raises
+Pure-Python ctypes bindings for libcumemsaver.so.1. The library is loaded on first use (the
+one `pip install` bundles, else CUMEMSAVER_LIBRARY, else pkg-config's libdir, else the system
+loader). Without a GPU, Context(driver_path=SIMULATION) (or CMS_DRIVER_LIBRARY=sim) runs on
+the host simulation installed with the library. Every status raises
 its own subclass of CumemsaverError, importable from here (ERRORS maps status to class).
 """
 
+from ._needs_torch import NeedsPyTorch  # noqa: F401
 from .api import (  # noqa: F401
     ERRORS,
+    SIMULATION,
     AlreadyPaused,
     BackupInfo,
     Context,
@@ -26,7 +30,6 @@ from .api import (  # noqa: F401
     LogLevel,
     NoDevice,
     NoDriver,
-    BackupInfo,
     NotBase,
     NotFound,
     NotPaused,
@@ -55,6 +58,7 @@ from .api import (  # noqa: F401
     status_name,
     status_string,
     version,
+    version_number,
     version_string,
     version_tuple,
 )

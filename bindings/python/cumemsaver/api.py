@@ -4,6 +4,7 @@
 import ctypes
 import enum
 import logging
+import operator
 import os
 import threading
 import weakref
@@ -16,8 +17,13 @@ if TYPE_CHECKING:  # for the annotations only (ipc and hooks import this module)
     from .hooks import HookContext
     from .ipc import ControlSocket, Exporter, Import
 
-Tag = Union[str, bytes]
+Tag = str  # tags are text: str only (UTF-8 in C), never bytes
 PathLike = Union[str, bytes, "os.PathLike[str]"]
+
+# driver_path of the host simulation installed with the library (libcumemsaver-sim.so beside
+# libcumemsaver.so.1: the one `pip install` bundles): Context(driver_path=SIMULATION), or
+# CMS_DRIVER_LIBRARY=sim in the environment. No GPU needed; docs/simulation.md.
+SIMULATION = "sim"
 
 # The library's log lines (Context(log="logging")) and the errors of Python callbacks that
 # cannot reach the caller go to this logger. A library adds no handler of its own but a
@@ -302,39 +308,97 @@ def _call(name: str, *args) -> None:
     _check(getattr(L.lib(), name)(*args), name)
 
 
-def version() -> int:
-    """cms_version(): (major << 16) | (minor << 8) | patch of the loaded library."""
-    return L.lib().cms_version()
-
-
-def version_string() -> str:
+def version() -> str:
+    """The loaded library's version, "1.2.0" (cms_version_string)."""
     return _decode(L.lib().cms_version_string())
 
 
+def version_string() -> str:
+    """The same as version() (cms_version_string)."""
+    return version()
+
+
+def version_number() -> int:
+    """cms_version(): (major << 16) | (minor << 8) | patch of the loaded library, to compare
+    with _lib.CMS_VERSION_NUMBER."""
+    return L.lib().cms_version()
+
+
 def version_tuple() -> Tuple[int, int, int]:
-    v = version()
+    v = version_number()
     return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
 
 
-# ---- Argument helpers (ctypes silently wraps out-of-range integers) -------------
+# ---- Argument helpers ------------------------------------------------------------
+# ctypes would truncate a float, wrap an out-of-range integer, take True as 1 and cut a string
+# at a NUL byte: every argument is checked here first. A wrong type raises TypeError, a value
+# out of range ValueError, both naming the parameter.
+
+
+def _index(value, what: str) -> int:
+    """An integer argument through operator.index (int, IntEnum, numpy integers); bool,
+    float, str and the rest raise TypeError."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+
+
+def _ranged(value, what: str, lo: int, hi: int, kind: str) -> int:
+    value = _index(value, what)
+    if not lo <= value <= hi:
+        raise ValueError(f"{what} must fit in {kind}, got {value}")
+    return value
 
 
 def _u64(value, what: str) -> int:
-    value = int(value)
-    if not 0 <= value <= _U64_MAX:
-        raise ValueError(f"{what} must fit in 64 unsigned bits, got {value}")
-    return value
+    return _ranged(value, what, 0, _U64_MAX, "64 unsigned bits")
+
+
+def _u32(value, what: str) -> int:
+    return _ranged(value, what, 0, (1 << 32) - 1, "32 unsigned bits")
 
 
 def _i32(value, what: str) -> int:
-    value = int(value)
-    if not -(1 << 31) <= value < (1 << 31):
-        raise ValueError(f"{what} must fit in int32, got {value}")
-    return value
+    return _ranged(value, what, -(1 << 31), (1 << 31) - 1, "int32")
+
+
+def _i64(value, what: str) -> int:
+    return _ranged(value, what, -(1 << 63), (1 << 63) - 1, "int64")
+
+
+def _enum_arg(cls, value, what: str):
+    """An enumeration argument: a member of cls, its name as a str in any case ("host",
+    "HOST"), or an integer (a value this module does not know, from a newer library, is
+    passed on for the library to check)."""
+    if isinstance(value, str):
+        try:
+            return cls[value.upper()]
+        except KeyError:
+            names = ", ".join(repr(m.name.lower()) for m in cls)
+            raise ValueError(
+                f"{what} must be a {cls.__name__} or one of {names}, not {value!r}"
+            ) from None
+    return _enum_or_int(cls, _u32(value, what))
+
+
+def _policy(value, what: str = "policy") -> "Policy":
+    """A restore policy this module knows (Policy, its name, or its number), else ValueError."""
+    policy = _enum_arg(Policy, value, what)
+    if not isinstance(policy, Policy):
+        raise ValueError(f"{what} must be a Policy, not {value!r}")
+    return policy
 
 
 def _path(path: PathLike, what: str = "path") -> bytes:
-    b = os.fsencode(path)
+    try:
+        b = os.fsencode(path)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a str, bytes or os.PathLike, not {type(path).__name__}"
+        ) from None
     if b"\0" in b:
         raise ValueError(f"{what} contains a NUL byte")
     return b
@@ -347,13 +411,16 @@ def _status_of(exc: BaseException) -> int:
     return L.CMS_ERR_INTERNAL
 
 
-def _tag(tag: Optional[Tag]) -> Optional[bytes]:
+def _tag(tag: Optional[Tag], what: str = "tag") -> Optional[bytes]:
+    """A tag (str only: bytes, numbers and lists raise TypeError) as UTF-8; None stays None."""
     if tag is None:
         return None
-    b = tag.encode("utf-8") if isinstance(tag, str) else bytes(tag)
+    if not isinstance(tag, str):
+        raise TypeError(f"{what} must be a str, not {type(tag).__name__}")
+    b = tag.encode("utf-8")
     if b"\0" in b:
         # ctypes would cut the string at the NUL; never let a different tag reach C.
-        raise ValueError("tag contains a NUL byte")
+        raise ValueError(f"{what} contains a NUL byte")
     return b
 
 
@@ -543,7 +610,8 @@ def _resume_args(async_stream):
 class Context:
     """A cumemsaver context (cms_context). Use as a context manager or call close().
 
-    driver_path: driver library to load (None: $CMS_DRIVER_LIBRARY, else libcuda.so.1).
+    driver_path: driver library to load (None: $CMS_DRIVER_LIBRARY, else libcuda.so.1);
+         SIMULATION ("sim") loads the host simulation installed with the library.
     log: callable(level: LogLevel, message: str) receiving the library's log lines up to
          log_level, or "logging" to pass them to the logger "cumemsaver" (log_to_logging;
          log_level then defaults to what that logger emits now). It runs on whatever thread
@@ -648,7 +716,7 @@ class Context:
         self,
         tag: Tag,
         device: int = 0,
-        policy: Policy = Policy.DISCARD,
+        policy: Union[Policy, int, str] = Policy.DISCARD,
         release_host: bool = False,
         coalesce: bool = False,
         disk_dir: Optional[PathLike] = None,
@@ -664,10 +732,11 @@ class Context:
         region is created (cms_region_disk_dir_set); if that fails the region is destroyed
         again and the error raised. A DISK region needs it (or Region.set_disk_dir) before
         its first pause. shareable=True sets CMS_REGION_SHAREABLE (Exporter.publish needs
-        it). flags: further CMS_REGION_* bits (e.g. CMS_REGION_SHAREABLE_FABRIC)."""
+        it). flags: further CMS_REGION_* bits (e.g. CMS_REGION_SHAREABLE_FABRIC).
+        policy: a Policy, its name in any case ("host"), or its number. tag: a str."""
         opts = L.init_struct(L.cms_region_options)
         opts.device = _i32(device, "device")
-        opts.policy = int(policy)
+        opts.policy = _enum_arg(Policy, policy, "policy")
         opts.flags = _u64(flags, "flags")
         if release_host:
             opts.flags |= L.CMS_REGION_RELEASE_HOST
@@ -677,7 +746,10 @@ class Context:
             opts.flags |= L.CMS_REGION_SHAREABLE
         dir_bytes = None if disk_dir is None else _path(disk_dir, "disk_dir")
         out = L.cms_region_p()
-        _call("cms_region_create", self._h(), _tag(tag), ctypes.byref(opts), ctypes.byref(out))
+        tag_bytes = _tag(tag)
+        if tag_bytes is None:
+            raise TypeError("tag must be a str, not NoneType")
+        _call("cms_region_create", self._h(), tag_bytes, ctypes.byref(opts), ctypes.byref(out))
         region = Region(self, out.value)
         if dir_bytes is not None:
             try:
@@ -725,8 +797,8 @@ class Context:
         _call(
             "cms_swap",
             self._h(),
-            _tag(pause_tag),
-            _tag(resume_tag),
+            _tag(pause_tag, "pause_tag"),
+            _tag(resume_tag, "resume_tag"),
             ctypes.byref(popts),
             ctypes.byref(ropts),
             ctypes.byref(pres),
@@ -963,8 +1035,13 @@ class Region:
         """Gives other devices read-write access to this region's memory, now and after every
         resume (cms_region_peer_devices_set). devices: an iterable of device ordinals, or a
         bit mask (int); empty / 0: only the region's own device."""
-        mask = devices if isinstance(devices, int) else sum(1 << _i32(d, "device") for d in devices)
-        _call("cms_region_peer_devices_set", self._h(), _u64(mask, "devices"))
+        if isinstance(devices, Iterable) and not isinstance(devices, (str, bytes)):
+            mask = 0
+            for d in devices:
+                mask |= 1 << _ranged(d, "devices", 0, 63, "a device ordinal 0 to 63")
+        else:
+            mask = _u64(devices, "devices")
+        _call("cms_region_peer_devices_set", self._h(), mask)
 
     def set_flags(self, mask: int, flags: int) -> None:
         """Sets the retention flags selected by mask to their values in flags

@@ -12,10 +12,23 @@ per-thread stack of active regions, for allocators that cannot pass a region the
 import contextlib
 import ctypes
 import threading
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
 from . import _lib as L
-from .api import Context, PathLike, Region, _call, _check, _i32, _path, _u64
+from .api import (
+    Context,
+    PathLike,
+    Policy,
+    Region,
+    _call,
+    _check,
+    _enum_arg,
+    _i32,
+    _i64,
+    _path,
+    _tag,
+    _u64,
+)
 
 
 # The HookContext set last (cms_hook_context_set keeps one process-wide context): closing an
@@ -38,7 +51,10 @@ def hook_region_push(region: Region) -> None:
 
 
 def hook_region_default_template_set(
-    tag: Optional[str], policy: int = 0, flags: int = 0, disk_dir: Optional[PathLike] = None
+    tag: Optional[str],
+    policy: Union[Policy, int, str] = 0,
+    flags: int = 0,
+    disk_dir: Optional[PathLike] = None,
 ) -> None:
     """Default regions made on demand (cms_hook_region_default_template_set, since 1.2): a
     hooked allocation of a thread with no active region, on a device with no default region,
@@ -52,10 +68,10 @@ def hook_region_default_template_set(
         _call("cms_hook_region_default_template_set", None, None, None)
         return
     opts = L.init_struct(L.cms_region_options)
-    opts.policy = int(policy)
+    opts.policy = _enum_arg(Policy, policy, "policy")
     opts.flags = _u64(flags, "flags")
     arg = None if disk_dir is None else _path(disk_dir, "disk_dir")
-    _call("cms_hook_region_default_template_set", tag.encode(), ctypes.byref(opts), arg)
+    _call("cms_hook_region_default_template_set", _tag(tag), ctypes.byref(opts), arg)
 
 
 def hook_memory_margin_set(nbytes: int) -> None:
@@ -103,16 +119,15 @@ def hook_free(ptr: int) -> None:
 def torch_alloc(size: int, device: int, stream: int = 0) -> int:
     """cms_torch_alloc (PyTorch's pluggable allocator entry point): the device pointer, or
     0 on failure (then last_error_message() says why)."""
-    if not -(1 << 63) <= int(size) < (1 << 63):
-        raise ValueError("size must fit in ssize_t")
-    return L.lib().cms_torch_alloc(int(size), _i32(device, "device"), _u64(stream, "stream")) or 0
+    size = _i64(size, "size")  # ssize_t
+    return L.lib().cms_torch_alloc(size, _i32(device, "device"), _u64(stream, "stream")) or 0
 
 
 def torch_free(ptr: int, size: int = 0, device: int = 0, stream: int = 0) -> None:
     """cms_torch_free: frees ptr into the hook context; failures go to last_error_message()
     only (size, device and stream are ignored)."""
     L.lib().cms_torch_free(
-        _u64(ptr, "ptr"), int(size), _i32(device, "device"), _u64(stream, "stream")
+        _u64(ptr, "ptr"), _i64(size, "size"), _i32(device, "device"), _u64(stream, "stream")
     )
 
 

@@ -21,11 +21,13 @@ from .api import (
     Tag,
     _call,
     _decode,
+    _enum_arg,
     _enum_or_int,
     _i32,
     _path,
     _status_of,
     _tag,
+    _u32,
     _u64,
     logger,
 )
@@ -101,13 +103,6 @@ class ControlRequest:
     peer_pid: int
     peer_uid: int
     result: int  # AFTER: the status of cms_pause / cms_resume; BEFORE: 0
-
-
-def _u32(value: int, what: str) -> int:
-    value = int(value)
-    if not 0 <= value < (1 << 32):
-        raise ValueError(f"{what} must fit in 32 unsigned bits, got {value}")
-    return value
 
 
 def _uids(allowed_uids: Optional[List[int]]):
@@ -221,7 +216,7 @@ class Exporter(_Owned):
         (cms_exporter_publish). From now on a pause of the region first revokes their
         mappings. Raises InvalidArgument (not shareable, another context), Exists (already
         published), NotFound (destroyed)."""
-        _call("cms_exporter_publish", self._h(), region._h(), int(access))
+        _call("cms_exporter_publish", self._h(), region._h(), _enum_arg(Access, access, "access"))
 
     def importers(self) -> int:
         """The number of importers connected now (cms_exporter_importers)."""
@@ -297,7 +292,7 @@ class Import(_Owned):
 
             self._event_cb = L.cms_import_event_fn(event)
             opts.event_fn = self._event_cb
-        name_bytes = None if name is None else _tag(name)
+        name_bytes = None if name is None else _tag(name, "name")
         opts.name = name_bytes
         out = L.cms_import_p()
         _call(

@@ -29,13 +29,15 @@ import contextlib
 import os
 import threading
 import weakref
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
-import torch
+from ._needs_torch import import_torch
 
-from . import _lib as L
-from . import preload as _preload
-from .api import (
+torch = import_torch(__name__)
+
+from . import _lib as L  # noqa: E402
+from . import preload as _preload  # noqa: E402
+from .api import (  # noqa: E402
     Context,
     InvalidArgument,
     NotFound,
@@ -44,6 +46,8 @@ from .api import (
     RegionInfo,
     RegionPaused,
     _call,
+    _policy,
+    _u64,
 )
 
 __all__ = [
@@ -289,7 +293,7 @@ class Saver:
                 if have != policy:
                     raise ValueError(
                         f"tag {tag!r} on device {device} already has policy {have.name}; "
-                        f"a tag has one policy per device (asked for {Policy(policy).name})"
+                        f"a tag has one policy per device (asked for {_policy(policy).name})"
                     )
                 return region
             region = self.context.region(
@@ -301,11 +305,11 @@ class Saver:
                 disk_dir=disk_dir,
                 flags=flags,
             )
-            self._regions[key] = (region, Policy(policy))
+            self._regions[key] = (region, _policy(policy))
             return region
 
     def _pool(self, tag: str, policy: Policy, device: int):
-        key = (tag, Policy(policy), device)
+        key = (tag, _policy(policy), device)
         with self._lock:
             pool = self._pools.get(key)
             if pool is None:
@@ -340,7 +344,7 @@ class Saver:
     def region(
         self,
         tag: str = "default",
-        policy: Policy = Policy.DISCARD,
+        policy: Union[Policy, int, str] = Policy.DISCARD,
         device=None,
         release_host: bool = False,
         disk_dir=None,
@@ -355,8 +359,8 @@ class Saver:
         CMS_REGION_* bits, e.g. cumemsaver.api.REGION_HOST_PAGEABLE) apply when the block
         creates the region; a region that exists keeps its own."""
         dev = _device_index(device)
-        region = self._region(tag, Policy(policy), dev, release_host, disk_dir, flags)
-        pool = self._pool(tag, Policy(policy), dev)
+        region = self._region(tag, _policy(policy), dev, release_host, disk_dir, flags)
+        pool = self._pool(tag, _policy(policy), dev)
         stack = self._pool_stack()
         if stack and stack[-1] == (dev, pool):  # the same region again: nothing to switch
             with self._pushed(region):
@@ -382,7 +386,7 @@ class Saver:
         self,
         cuda_graph,
         tag: str = "cuda_graph",
-        policy: Policy = Policy.DISCARD,
+        policy: Union[Policy, int, str] = Policy.DISCARD,
         stream=None,
         capture_error_mode: str = "global",
         device=None,
@@ -395,8 +399,8 @@ class Saver:
         while its tag is paused is an illegal access: resume first. release_host, disk_dir
         and flags: as in region()."""
         dev = _device_index(device)
-        region = self._region(tag, Policy(policy), dev, release_host, disk_dir, flags)
-        pool = self._pool(tag, Policy(policy), dev)
+        region = self._region(tag, _policy(policy), dev, release_host, disk_dir, flags)
+        pool = self._pool(tag, _policy(policy), dev)
         with torch.cuda.device(dev):
             with torch.cuda.graph(
                 cuda_graph, pool=pool.id, stream=stream, capture_error_mode=capture_error_mode
@@ -428,7 +432,7 @@ class Saver:
     def set_default_template(
         self,
         tag: Optional[str],
-        policy: Policy = Policy.DISCARD,
+        policy: Union[Policy, int, str] = Policy.DISCARD,
         release_host: bool = False,
         disk_dir=None,
         flags: int = 0,
@@ -445,14 +449,15 @@ class Saver:
 
         template = None
         if tag is not None:
-            if Policy(policy) == Policy.DISK and disk_dir is None:
+            policy = _policy(policy)
+            if policy == Policy.DISK and disk_dir is None:
                 raise ValueError("a Policy.DISK template needs disk_dir")
-            bits = int(flags)
+            bits = _u64(flags, "flags")
             if release_host:
                 bits |= L.CMS_REGION_RELEASE_HOST
             if self._coalesce:
                 bits |= L.CMS_REGION_COALESCE
-            template = (tag, Policy(policy), bits, disk_dir)
+            template = (tag, _policy(policy), bits, disk_dir)
         with self._lock:
             old, self._template = self._template, template
             if self._disabled == 0:

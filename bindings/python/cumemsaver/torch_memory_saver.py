@@ -61,10 +61,13 @@ from typing import Optional
 
 from . import _lib as L
 from . import preload as _preload
+from ._needs_torch import import_torch
 from .api import AlreadyPaused, NotFound, NotPaused, NotSupported, Policy, _call
 from .hooks import hook_memory_margin_set
 
 __all__ = ["TorchMemorySaver", "torch_memory_saver", "configure_subprocess"]
+
+import_torch(__name__)  # as torch_memory_saver: no use without PyTorch (NeedsPyTorch)
 
 _TAG_DEFAULT = "default"
 _BACKENDS = ("pinned", "mmap")

@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `pip install ./bindings/python` brings the C library: in a fresh venv, offline, install the
-# package from the tree (its build step runs CMake), then in a new process with no
-# CUMEMSAVER_LIBRARY import it, check that it loaded the library bundled inside the package,
-# run a HOST pause/resume on the host simulation (also bundled), find the preload library
-# and check that a child started with it is interposed;
-# then uninstall and check that the package is gone.
+# `pip install ./bindings/python` brings the C library: in a fresh venv, offline, build the
+# wheel from the tree (its build step runs CMake), check its tag (py3-none-<platform>: no
+# extension module), install it, then in a new process with no CUMEMSAVER_LIBRARY import it,
+# check that it loaded the library bundled inside the package, run a HOST pause/resume on the
+# host simulation (also bundled) selected by cumemsaver.SIMULATION and by
+# CMS_DRIVER_LIBRARY=sim, find the preload library and check that a child started with it is
+# interposed; then uninstall and check that the package is gone.
 # Usage: pip_install_check.sh REPO_ROOT [WORK_DIR]   (exit 0 pass, 77 skip, other fail)
 set -eu
 repo=$(cd "$1" && pwd)
@@ -33,8 +34,16 @@ fi
 "$py" -m venv --system-site-packages "$work/venv"
 vpy=$work/venv/bin/python
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-1}
-env -u CUMEMSAVER_LIBRARY -u PYTHONPATH "$vpy" -m pip install --no-build-isolation --no-index \
-	--disable-pip-version-check -q "$work/src/bindings/python"
+rm -rf "$work/wheel"
+env -u CUMEMSAVER_LIBRARY -u PYTHONPATH "$vpy" -m pip wheel --no-build-isolation --no-index \
+	--disable-pip-version-check -q -w "$work/wheel" "$work/src/bindings/python"
+wheel=$(ls "$work/wheel"/cumemsaver-*.whl)
+case $(basename "$wheel") in
+cumemsaver-*-py3-none-linux_*.whl) echo "wheel: $(basename "$wheel")" ;;
+*) echo "FAIL: wheel $(basename "$wheel") is not tagged py3-none-<platform>"; exit 1 ;;
+esac
+env -u CUMEMSAVER_LIBRARY -u PYTHONPATH "$vpy" -m pip install --no-index \
+	--disable-pip-version-check -q "$wheel"
 cd "$work"
 env -u CUMEMSAVER_LIBRARY -u CMS_DRIVER_LIBRARY -u PYTHONPATH -u LD_PRELOAD \
 	-u CUMEMSAVER_PRELOAD "$vpy" - "$work/venv" <<'EOF'
@@ -47,8 +56,7 @@ assert pkg.startswith(venv + os.sep), f"imported from {pkg}, not the venv {venv}
 native = os.path.join(pkg, "_native")
 lib = _lib.lib()
 assert os.path.realpath(lib._name) == os.path.join(native, _lib.SONAME), lib._name
-sim = os.path.join(native, "libcumemsaver-sim.so")
-ctx = cms.Context(driver_path=sim)
+ctx = cms.Context(driver_path=cms.SIMULATION)
 region = ctx.region("weights", policy=cms.Policy.HOST)
 ptr = region.alloc(1 << 20)
 data = bytes(range(256)) * 16
@@ -57,6 +65,8 @@ ctx.pause("weights")
 assert region.info().paused
 ctx.resume("weights")
 assert ctypes.string_at(ptr, len(data)) == data, "content lost across pause/resume"
+sim = os.path.join(native, "libcumemsaver-sim.so")
+assert any(line.rstrip().endswith(sim) for line in open("/proc/self/maps")), "not the bundled sim"
 assert preload.library_path() == os.path.join(native, "libcumemsaver-preload.so")
 # the bundled interposer loads in a child (its RUNPATH finds the bundled library) and
 # shares that library with the bindings
@@ -66,6 +76,12 @@ out = subprocess.run([sys.executable, "-c", "import cumemsaver.preload as p; pri
 assert out.stdout.strip() == "True", (out.stdout, out.stderr)
 print("import, pause/resume on the bundled library and simulation: ok")
 EOF
+env -u CUMEMSAVER_LIBRARY -u PYTHONPATH CMS_DRIVER_LIBRARY=sim "$vpy" -c '
+import cumemsaver as cms
+with cms.Context() as ctx:
+    ctx.region("a").alloc(1 << 20)
+    print("CMS_DRIVER_LIBRARY=sim: the bundled simulation,", ctx.device_memory_info().total, "bytes")
+'
 "$vpy" -m pip uninstall -y -q cumemsaver
 if env -u PYTHONPATH "$vpy" -c 'import cumemsaver' 2>/dev/null; then
 	echo "FAIL: cumemsaver still importable after pip uninstall"

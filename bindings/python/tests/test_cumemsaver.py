@@ -50,7 +50,8 @@ class TestLibrary(unittest.TestCase):
         self.assertEqual(os.path.realpath(L.lib()._name), os.path.realpath(LIB))
 
     def test_version(self):
-        self.assertEqual(cms.version(), L.CMS_VERSION_NUMBER)
+        self.assertEqual(cms.version(), "1.2.0")
+        self.assertEqual(cms.version_number(), L.CMS_VERSION_NUMBER)
         self.assertEqual(cms.version_string(), "1.2.0")
         self.assertEqual(cms.version_tuple(), (1, 2, 0))
         self.assertEqual(cms.__version__, cms.version_string())
@@ -225,7 +226,9 @@ class TestLifecycle(Base):
     def test_region_find_info_destroy(self):
         r = self.ctx.region("weights", policy=cms.Policy.HOST, release_host=True)
         self.assertEqual(self.ctx.find_region("weights"), r)
-        self.assertEqual(self.ctx.find_region(b"weights", device=0), r)
+        self.assertEqual(self.ctx.find_region("weights", device=0), r)
+        with self.assertRaisesRegex(TypeError, "tag must be a str, not bytes"):
+            self.ctx.find_region(b"weights")
         info = r.info()
         self.assertEqual(info.tag, "weights")
         self.assertEqual(info.device, 0)

@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: MIT
 //! Build script of cumemsaver-sys (standard library only): linking.
 //!
-//! With `CUMEMSAVER_LIB_DIR` set, links `-lcumemsaver` from that directory. Otherwise runs
-//! the `pkg-config` binary (or `$PKG_CONFIG`) with `--libs-only-L` and `--libs-only-l
+//! With the `bundled` feature, builds the library from the repository this crate is in
+//! (or `$CUMEMSAVER_SOURCE_DIR`) with CMake in `OUT_DIR`, as `pip install` does for Python:
+//! the targets `cumemsaver` and `cumemsaver-sim` (so that the driver path "sim" finds the
+//! simulation in that build tree), no tests, no tools; `$CUMEMSAVER_CMAKE_ARGS` adds
+//! configure arguments, `$NUM_JOBS` (set by cargo) the build jobs. Needs `cmake` and a C
+//! compiler (Ninja when present).
+//!
+//! Otherwise, with `CUMEMSAVER_LIB_DIR` set, links `-lcumemsaver` from that directory, else
+//! runs the `pkg-config` binary (or `$PKG_CONFIG`) with `--libs-only-L` and `--libs-only-l
 //! cumemsaver`. Without either, falls back to the linker's default search path (with a
 //! warning). Dependents see `DEP_CUMEMSAVER_INCLUDE` and `DEP_CUMEMSAVER_LIBDIR` (the
 //! `links` metadata).
@@ -12,6 +19,7 @@
 //! description.
 
 use std::env;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -26,7 +34,103 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={}", var);
     }
-    link();
+    if env::var_os("CARGO_FEATURE_BUNDLED").is_some() {
+        bundled();
+    } else {
+        link();
+    }
+}
+
+/// The repository root to build: `$CUMEMSAVER_SOURCE_DIR`, else three levels above this
+/// crate (`bindings/rust/cumemsaver-sys`).
+fn source_dir() -> PathBuf {
+    println!("cargo:rerun-if-env-changed=CUMEMSAVER_SOURCE_DIR");
+    let src = match env_nonempty("CUMEMSAVER_SOURCE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../../.."),
+    };
+    if !src.join("CMakeLists.txt").is_file() || !src.join("include/cumemsaver.h").is_file() {
+        fail(&format!(
+            "feature `bundled`: no cumemsaver source tree at {} (CMakeLists.txt and \
+             include/cumemsaver.h); set CUMEMSAVER_SOURCE_DIR to the repository root",
+            src.display()
+        ));
+    }
+    src
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("cumemsaver-sys: {}", msg);
+    std::process::exit(1);
+}
+
+fn run(cmd: &mut Command) {
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| fail(&format!("cannot run {:?}: {}", cmd, e)));
+    if !status.success() {
+        fail(&format!("{:?} failed ({})", cmd, status));
+    }
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .map_or(false, |o| o.status.success())
+}
+
+/// Feature `bundled`: configures and builds the library with CMake in OUT_DIR and links it.
+fn bundled() {
+    println!("cargo:rerun-if-env-changed=CUMEMSAVER_CMAKE_ARGS");
+    let src = source_dir();
+    for part in ["CMakeLists.txt", "cmake", "include", "src", "abi"] {
+        println!("cargo:rerun-if-changed={}", src.join(part).display());
+    }
+    if !have("cmake") {
+        fail("feature `bundled` needs cmake and a C compiler (Debian: apt install cmake gcc)");
+    }
+    let build = PathBuf::from(env::var("OUT_DIR").unwrap()).join("cmake-build");
+    if !build.join("CMakeCache.txt").is_file() {
+        let mut configure = Command::new("cmake");
+        configure.arg("-S").arg(&src).arg("-B").arg(&build).args([
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DCMS_BUILD_TESTS=OFF",
+            "-DCMS_BUILD_TOOLS=OFF",
+        ]);
+        if have("ninja") {
+            configure.args(["-G", "Ninja"]);
+        }
+        if let Some(extra) = env_nonempty("CUMEMSAVER_CMAKE_ARGS") {
+            configure.args(extra.split_whitespace());
+        }
+        run(&mut configure);
+    }
+    let mut compile = Command::new("cmake");
+    compile
+        .arg("--build")
+        .arg(&build)
+        .args(["--target", "cumemsaver", "cumemsaver-sim"]);
+    if let Some(jobs) = env_nonempty("NUM_JOBS") {
+        compile.args(["--parallel", &jobs]);
+    }
+    run(&mut compile);
+    emit_bundled(&build, &src.join("include"));
+}
+
+fn emit_bundled(build: &Path, include: &Path) {
+    if !build.join("libcumemsaver.so.1").exists() {
+        fail(&format!(
+            "the build made no {}",
+            build.join("libcumemsaver.so.1").display()
+        ));
+    }
+    // cargo run / cargo test put this directory (inside the target directory) on
+    // LD_LIBRARY_PATH; a program run otherwise needs an rpath or LD_LIBRARY_PATH to it
+    println!("cargo:rustc-link-search=native={}", build.display());
+    println!("cargo:rustc-link-lib=dylib=cumemsaver");
+    println!("cargo:libdir={}", build.display());
+    println!("cargo:include={}", include.display());
 }
 
 fn env_nonempty(name: &str) -> Option<String> {

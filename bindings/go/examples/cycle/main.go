@@ -3,7 +3,7 @@
 // Command cycle runs one pause/resume cycle: a HOST region keeps its content, a DISCARD
 // region its address.
 //
-//	CMS_DRIVER_LIBRARY=<build>/src/sim/libcumemsaver-sim.so go run ./examples/cycle
+//	CMS_DRIVER_LIBRARY=sim go run ./examples/cycle   # the simulation installed with the library
 //
 // On the host simulation a device pointer is a host address, so the example writes and
 // checks the content directly; on a GPU it only checks addresses.
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/cumemsaver/cumemsaver-go/cumemsaver"
+	"github.com/cumemsaver/cumemsaver/bindings/go/cumemsaver"
 )
 
 const size = 8 << 20
@@ -33,7 +33,8 @@ func main() {
 }
 
 func run() error {
-	onSim := strings.Contains(os.Getenv("CMS_DRIVER_LIBRARY"), "cumemsaver-sim")
+	lib := os.Getenv("CMS_DRIVER_LIBRARY")
+	onSim := lib == cumemsaver.Simulation || strings.Contains(lib, "cumemsaver-sim")
 	where := "driver"
 	if onSim {
 		where = "host simulation"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //! One pause/resume cycle: a HOST region keeps its content, a DISCARD region its address.
 //!
-//!     CMS_DRIVER_LIBRARY=<build>/src/sim/libcumemsaver-sim.so cargo run --example cycle
+//!     CMS_DRIVER_LIBRARY=sim cargo run --example cycle    # the simulation installed with the library
 //!
 //! On the host simulation a device pointer is a host address, so the example writes and
 //! checks the content directly; on a GPU it only checks addresses and sizes.
@@ -16,8 +16,9 @@ fn main() {
 }
 
 fn run() -> Result<(), cumemsaver::Error> {
-    let on_sim =
-        std::env::var("CMS_DRIVER_LIBRARY").map_or(false, |p| p.contains("cumemsaver-sim"));
+    let on_sim = std::env::var("CMS_DRIVER_LIBRARY").map_or(false, |p| {
+        p == cumemsaver::SIMULATION || p.contains("cumemsaver-sim")
+    });
     println!(
         "cumemsaver {} ({})",
         cumemsaver::version_string(),

@@ -33,6 +33,10 @@
 //! control) run on library threads, so they are `Send + Sync + 'static`; a panic in one
 //! is caught at the FFI boundary.
 //!
+//! Without a GPU, [`SIMULATION`] as the driver path (or `CMS_DRIVER_LIBRARY=sim`) runs on
+//! the host simulation installed with the library. The `bundled` feature builds the
+//! library from this repository with CMake instead of finding it with pkg-config.
+//!
 //! The raw declarations are re-exported as [`sys`].
 
 // Values cross to and from the generated declarations with `as` even where the types
@@ -66,6 +70,12 @@ pub use ipc::{
 pub use types::*;
 
 use error::{c_str_static, check};
+
+/// The driver path of the host simulation installed with the library (`libcumemsaver-sim.so`
+/// beside `libcumemsaver.so.1`, in its `cumemsaver/` directory, or in its build tree):
+/// `ContextOptions::new().driver_path(SIMULATION)`, or `CMS_DRIVER_LIBRARY=sim` in the
+/// environment. Runs without a GPU (docs/simulation.md).
+pub const SIMULATION: &str = "sim";
 
 /// Version of the library loaded at run time, `(major << 16) | (minor << 8) | patch`.
 pub fn version() -> u32 {
@@ -126,7 +136,7 @@ pub type ProgressFn = Arc<dyn Fn(&str, u64, u64) + Send + Sync + 'static>;
 #[derive(Clone, Default)]
 pub struct ContextOptions {
     /// Driver library to load instead of `$CMS_DRIVER_LIBRARY` / `libcuda.so.1`
-    /// (for example the host simulation `libcumemsaver-sim.so`).
+    /// ([`SIMULATION`] for the host simulation installed with the library).
     pub driver_path: Option<PathBuf>,
     /// Log callback and the highest level passed to it.
     pub log: Option<(LogLevel, LogFn)>,

@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: MIT
+"""Argument types of the Python API (issue 28): sizes, devices, pointers and flags go through
+operator.index (no bool, float or str), policies are a Policy, its name in any case or its
+number, tags are str only; a wrong type raises TypeError and a bad value ValueError, each
+naming the parameter, before the library is called. Also version() as a string and the
+PyTorch modules' error without torch.
+
+Needs CUMEMSAVER_LIBRARY and CMS_DRIVER_LIBRARY (the simulation), as test_cumemsaver.py.
+"""
+
+import os
+import subprocess
+import sys
+import unittest
+
+LIB = os.environ.get("CUMEMSAVER_LIBRARY")
+SIM = os.environ.get("CMS_DRIVER_LIBRARY")
+if not LIB or not SIM:
+    raise unittest.SkipTest("set CUMEMSAVER_LIBRARY and CMS_DRIVER_LIBRARY to run these tests")
+
+import cumemsaver as cms  # noqa: E402
+from cumemsaver import _lib as L  # noqa: E402
+from cumemsaver import hooks  # noqa: E402
+
+MiB = 1 << 20
+PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(cms.__file__)))
+
+
+class Index:
+    """An integer type that is not int (numpy's integers are such): accepted via __index__."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __index__(self):
+        return self.n
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.ctx = cms.Context(driver_path=SIM)
+        self.addCleanup(self.ctx.close)
+
+
+class TestTags(Base):
+    def test_tag_must_be_str(self):
+        for bad in (123, [104, 105], b"hi", bytearray(b"hi"), 1.5, None):
+            with self.subTest(tag=bad):
+                with self.assertRaisesRegex(TypeError, "^tag must be a str, not "):
+                    self.ctx.region(bad)
+        self.assertEqual(self.ctx.regions(), [])  # nothing was created ("hi" from [104, 105])
+
+    def test_tag_type_named_in_every_call(self):
+        self.ctx.region("a")
+        with self.assertRaisesRegex(TypeError, "^tag must be a str, not int"):
+            self.ctx.pause(7)
+        with self.assertRaisesRegex(TypeError, "^tag must be a str, not bytes"):
+            self.ctx.resume(b"a")
+        with self.assertRaisesRegex(TypeError, "^tag must be a str, not int"):
+            self.ctx.find_region(1)
+        with self.assertRaisesRegex(TypeError, "^pause_tag must be a str, not int"):
+            self.ctx.swap(1, "a")
+        with self.assertRaisesRegex(TypeError, "^resume_tag must be a str, not bytes"):
+            self.ctx.swap("a", b"a")
+        with self.assertRaisesRegex(TypeError, "^tag must be a str, not bytes"):
+            hooks.hook_region_default_template_set(b"t")
+
+    def test_nul_byte_is_a_value_error(self):
+        with self.assertRaisesRegex(ValueError, "^tag contains a NUL byte"):
+            self.ctx.region("a\0b")
+
+    def test_str_tags_work(self):
+        r = self.ctx.region("wéights")
+        self.assertEqual(r.info().tag, "wéights")
+        self.assertEqual(self.ctx.find_region("wéights"), r)
+
+
+class TestIntegers(Base):
+    def test_size_rejects_float_bool_str(self):
+        r = self.ctx.region("a")
+        for bad, name in ((1.9, "float"), (True, "bool"), ("4096", "str"), (None, "NoneType")):
+            with self.subTest(size=bad):
+                with self.assertRaisesRegex(TypeError, f"^size must be an integer, not {name}$"):
+                    r.alloc(bad)
+        self.assertEqual(r.info().allocations, 0)
+
+    def test_size_out_of_range_is_a_value_error(self):
+        r = self.ctx.region("a")
+        with self.assertRaisesRegex(ValueError, "^size must fit in 64 unsigned bits, got -1"):
+            r.alloc(-1)
+        with self.assertRaisesRegex(ValueError, "^size must fit"):
+            r.alloc(1 << 64)
+
+    def test_index_types_accepted(self):
+        r = self.ctx.region("a", device=Index(0))
+        p = r.alloc(Index(MiB))
+        self.assertEqual(self.ctx.pointer_info(Index(p)).size, MiB)
+        self.ctx.free(Index(p))
+
+    def test_device_flags_pointer_stream(self):
+        with self.assertRaisesRegex(TypeError, "^device must be an integer, not str"):
+            self.ctx.region("a", device="0")
+        with self.assertRaisesRegex(TypeError, "^device must be an integer, not float"):
+            self.ctx.region("a", device=0.0)
+        with self.assertRaisesRegex(ValueError, "^device must fit in int32"):
+            self.ctx.region("a", device=1 << 31)
+        with self.assertRaisesRegex(TypeError, "^flags must be an integer, not bool"):
+            self.ctx.region("a", flags=True)
+        with self.assertRaisesRegex(TypeError, "^ptr must be an integer, not float"):
+            self.ctx.free(4096.0)
+        with self.assertRaisesRegex(TypeError, "^stream must be an integer, not str"):
+            self.ctx.pause("a", stream="0")
+        with self.assertRaisesRegex(TypeError, "^device must be an integer, not str"):
+            self.ctx.device_memory_info("0")
+        with self.assertRaisesRegex(TypeError, "^size must be an integer, not float"):
+            hooks.torch_alloc(1.0, 0)
+        self.assertEqual(self.ctx.regions(), [])
+
+    def test_peer_devices(self):
+        r = self.ctx.region("a")
+        with self.assertRaisesRegex(TypeError, "^devices must be an integer, not bool"):
+            r.set_peer_devices(True)
+        with self.assertRaisesRegex(TypeError, "^devices must be an integer, not float"):
+            r.set_peer_devices([1.0])
+        with self.assertRaisesRegex(ValueError, "^devices must fit in a device ordinal"):
+            r.set_peer_devices([64])
+        with self.assertRaisesRegex(TypeError, "^devices must be an integer, not str"):
+            r.set_peer_devices("1")
+        r.set_peer_devices([])  # only its own device
+
+    def test_paths(self):
+        with self.assertRaisesRegex(TypeError, "^disk_dir must be a str, bytes or os.PathLike, not int"):
+            self.ctx.region("d", policy="disk", disk_dir=3)
+        with self.assertRaisesRegex(TypeError, "^driver_path must be a str, bytes or os.PathLike"):
+            cms.Context(driver_path=1)
+
+
+class TestPolicies(Base):
+    def test_names_any_case(self):
+        for name, policy in (("host", cms.Policy.HOST), ("ZERO", cms.Policy.ZERO),
+                             ("Discard", cms.Policy.DISCARD), ("disk", cms.Policy.DISK)):
+            with self.subTest(policy=name):
+                r = self.ctx.region(name, policy=name)
+                self.assertIs(r.info().policy, policy)
+
+    def test_enum_and_number(self):
+        self.assertIs(self.ctx.region("a", policy=cms.Policy.HOST).info().policy, cms.Policy.HOST)
+        self.assertIs(self.ctx.region("b", policy=L.CMS_POLICY_ZERO).info().policy, cms.Policy.ZERO)
+        with self.assertRaises(cms.InvalidArgument):  # a number the library does not know
+            self.ctx.region("c", policy=77)
+
+    def test_bad_policy(self):
+        with self.assertRaisesRegex(
+            ValueError, "^policy must be a Policy or one of 'discard', 'zero', 'host', 'disk', not 'hots'$"
+        ):
+            self.ctx.region("a", policy="hots")
+        for bad, name in ((2.0, "float"), (True, "bool"), (None, "NoneType")):
+            with self.subTest(policy=bad):
+                with self.assertRaisesRegex(TypeError, f"^policy must be an integer, not {name}$"):
+                    self.ctx.region("a", policy=bad)
+        with self.assertRaisesRegex(ValueError, "^policy must fit in 32 unsigned bits"):
+            self.ctx.region("a", policy=-1)
+        with self.assertRaisesRegex(ValueError, "^policy must be a Policy or one of"):
+            hooks.hook_region_default_template_set("t", policy="pinned")
+        self.assertEqual(self.ctx.regions(), [])
+
+
+class TestVersion(unittest.TestCase):
+    def test_version_is_the_string(self):
+        self.assertIsInstance(cms.version(), str)
+        self.assertEqual(cms.version(), cms.version_string())
+        self.assertEqual(cms.version(), ".".join(map(str, cms.version_tuple())))
+        self.assertEqual(cms.version_number(), L.lib().cms_version())
+
+
+class TestWithoutTorch(unittest.TestCase):
+    def run_without_torch(self, module):
+        code = (
+            "import sys; sys.modules['torch'] = None\n"  # as if torch were not installed
+            f"sys.path.insert(0, {PKG_DIR!r})\n"
+            "import cumemsaver\n"
+            "try:\n"
+            f"    import {module}\n"
+            "except ImportError as e:\n"
+            "    print(type(e).__name__, isinstance(e, cumemsaver.NeedsPyTorch), e.name, e)\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return out.stdout.strip()
+
+    def test_drop_in_needs_pytorch(self):
+        out = self.run_without_torch("cumemsaver.torch_memory_saver")
+        self.assertTrue(out.startswith("NeedsPyTorch True torch cumemsaver.torch_memory_saver "
+                                       "needs PyTorch: `import torch` failed"), out)
+
+    def test_torch_module_needs_pytorch(self):
+        out = self.run_without_torch("cumemsaver.torch")
+        self.assertTrue(out.startswith("NeedsPyTorch True torch cumemsaver.torch needs PyTorch"), out)
+
+
+if __name__ == "__main__":
+    unittest.main()
