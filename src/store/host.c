@@ -40,7 +40,7 @@
  * the call ends, committed or rolled back (call_done).
  * Each buffer knows its kind (hb->pageable): a region whose flag changed
  * between cycles lets go of the retained buffers of the other kind at its next
- * pause (or at once through cms_store_release_retained).
+ * pause (or at once through cms_store_release_kept).
  *
  * A region's pinned_bytes counts its registered buffers. It changes only on the
  * thread that holds the region's lock: workers register buffers but never
