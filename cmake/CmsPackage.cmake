@@ -8,7 +8,10 @@
 #                                 package, cumemsaver(7)
 #   tools   -> cumemsaver-tools   cmsctl, cms-bench and their manual pages
 # Each package carries /usr/share/doc/<package>/copyright (the MIT licence) and
-# changelog.Debian.gz; libcumemsaver1 also the project's CHANGELOG.md as changelog.gz.
+# changelog.Debian.gz; libcumemsaver1 also the project's CHANGELOG.md as changelog.gz. These
+# go into the packages only, not into a plain `cmake --install`.
+# Also the target `uninstall` (cmake/CmsUninstall.cmake), for top-level builds as the packages.
+include(${CMAKE_CURRENT_LIST_DIR}/CmsUninstall.cmake)
 
 set(CMS_DEB_RUNTIME libcumemsaver${PROJECT_VERSION_MAJOR})
 set(CMS_DEB_DEV libcumemsaver-dev)
@@ -51,16 +54,20 @@ if(CMS_GZIP) # the upstream changelog, as Debian names it
                   OUTPUT_FILE ${_deb}/changelog.gz)
 endif()
 
+# The files only a Debian package has (/usr/share/doc/<package>/): EXCLUDE_FROM_ALL, so a
+# plain `cmake --install` leaves them out; CPack installs component by component, which
+# includes them.
 foreach(_c runtime dev tools)
   string(TOUPPER ${_c} _C)
   set(_pkg ${CMS_DEB_${_C}})
   install(FILES ${_src}/copyright ${_deb}/changelog.Debian.gz
-          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg} COMPONENT ${_c})
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg} COMPONENT ${_c} EXCLUDE_FROM_ALL)
   set(CPACK_DEBIAN_${_C}_PACKAGE_NAME ${_pkg})
   set(CPACK_DEBIAN_${_C}_FILE_NAME DEB-DEFAULT)
 endforeach()
 install(FILES ${_deb}/changelog.gz
-        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CMS_DEB_RUNTIME} COMPONENT runtime)
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CMS_DEB_RUNTIME} COMPONENT runtime
+        EXCLUDE_FROM_ALL)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME cumemsaver)

@@ -77,7 +77,8 @@ typedef struct cms_exporter_options {
 
 /*
  * cms_exporter_options_init - fills *opts like CMS_EXPORTER_OPTIONS_INIT.
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
@@ -85,62 +86,55 @@ typedef struct cms_exporter_options {
 CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
 
 /*
- * cms_exporter_create - listens on the Unix socket path (created, mode 0600;
- * a stale socket file left by a dead process is replaced) and starts the
- * exporter's server thread, which accepts importers, checks their uid,
- * answers their requests and never calls back into the application. Nothing
- * is published yet (cms_exporter_publish). A connection that does not ask
- * for a region within 5 s is closed (CMS_ERR_TIMEOUT), and so is one whose
- * later message is not whole within 5 s of its first byte; other importers
- * are not delayed by it. At most 128 connections are kept: more wait in the
- * listen backlog until one closes (cms_import_open may then time out). When
- * accept fails for want of descriptors, the thread retries after 100 ms to
- * 1 s instead of spinning.
- *   path: socket path (1..107 bytes).
+ * cms_exporter_create - listens on the Unix socket path for importers and
+ * starts the exporter's server thread.
+ * The thread accepts importers, checks their uid, answers their requests and
+ * never calls back into the application. Nothing is published yet
+ * (cms_exporter_publish). A connection that asks for no region within 5 s, or
+ * sends a message that is not whole within 5 s, is closed; at most 128
+ * connections are kept, more wait in the listen backlog.
+ *   path: socket path (1..107 bytes; see the top of this file).
  *   opts: NULL for the defaults (CMS_EXPORTER_OPTIONS_INIT).
  *   out:  receives the exporter; NULL on failure.
- * Ownership: *out belongs to the caller: free it with cms_exporter_destroy()
- * (before the context). path and opts->allowed_uids are copied.
+ * Ownership: *out is the caller's: free it with cms_exporter_destroy, before
+ * the context. path and opts->allowed_uids are copied.
  * Threads: thread-safe. The server thread runs with all signals blocked.
- * CUDA: none in the call. The server thread exports each grant's physical
- * handles (cuMemExportToShareableHandle) and first waits for an asynchronous
- * restore still in flight (cuStreamSynchronize).
+ * CUDA: none in the call; the server thread calls cuMemExportToShareableHandle
+ * for each grant (and cuStreamSynchronize for an asynchronous restore in
+ * flight).
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
  *     long; unknown flags; allowed_uids is NULL with nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: path is a socket file bound by a live socket (listening
- *     or not yet), one that cannot be probed, or another kind of file (see
- *     the top of this file).
+ *   CMS_ERR_EXISTS: a file at path that is not a stale socket file (see the
+ *     top of this file).
  *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 				       const cms_exporter_options *opts, cms_exporter **out);
 
 /*
- * cms_exporter_publish - offers region (created with CMS_REGION_SHAREABLE, of
- * the exporter's context) to importers, which ask for it by tag (and
- * device). Each grant exports every allocation's physical handle as a POSIX
- * descriptor at the time of the grant; the layout the importer maps is the
- * region's allocations at that time, in address order. Allocations made or
- * freed later reach importers at their next grant (after a resume), which
- * they report as CMS_ERR_LAYOUT_CHANGED. From now on a pause of the region
- * revokes importers' mappings first (see cms_pause), and so does its destroy.
+ * cms_exporter_publish - offers region to importers, which ask for it by tag
+ * (and device).
+ * The region must have been created with CMS_REGION_SHAREABLE, in the
+ * exporter's context. Each grant exports every allocation's physical handle as
+ * a POSIX descriptor; the layout an importer maps is the region's allocations
+ * at the grant, in address order. Allocations made or freed later reach
+ * importers at their next grant (after a resume), which they report as
+ * CMS_ERR_LAYOUT_CHANGED. From now on a pause or destroy of the region revokes
+ * importers' mappings first (cms_pause).
  *   access: CMS_ACCESS_READ or CMS_ACCESS_READWRITE: the most an importer
  *           gets.
- * Ownership: the exporter keeps a reference to the region's bookkeeping
- * until it is destroyed; the region may still be destroyed (importers then
- * lose it).
- * Threads: thread-safe; takes the region's lock (waits for a pause or resume
- * of it in progress).
- * CUDA: none (see cms_exporter_create for the grants).
+ * Ownership: the exporter keeps a reference to the region's bookkeeping until
+ * it is destroyed; the region may still be destroyed (importers then lose it).
+ * Threads: thread-safe; waits for a pause or resume of the region in progress.
+ * CUDA: none (the grants: cms_exporter_create).
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: exp or region is NULL; the region belongs to
- *     another context or was not created with CMS_REGION_SHAREABLE; unknown
- *     access.
- *   CMS_ERR_EXISTS: the region is already published on this exporter.
+ *     another context or is not CMS_REGION_SHAREABLE; unknown access.
+ *   CMS_ERR_EXISTS: the region is published on this exporter already.
  *   CMS_ERR_NOT_FOUND: the region was destroyed.
  */
 CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, uint32_t access);
@@ -149,7 +143,8 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
  * cms_exporter_importers - the number of importers connected now, through all
  * published regions.
  *   count: receives the number.
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: exp or count is NULL.
@@ -157,11 +152,11 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 CMS_API cms_status cms_exporter_importers(cms_exporter *exp, uint64_t *count);
 
 /*
- * cms_exporter_destroy - stops publishing: waits for a pause or resume of a
- * published region in progress, stops the server thread, closes every
- * importer's connection (their next call returns CMS_ERR_DISCONNECTED; memory
- * they still map stays valid for them until they close the import) and
- * removes the socket file.
+ * cms_exporter_destroy - stops publishing, closes every importer's connection
+ * and removes the socket file.
+ * Waits for a pause or resume of a published region in progress. Importers'
+ * next calls return CMS_ERR_DISCONNECTED; memory they still map stays valid
+ * for them until they close the import.
  *   exp: NULL is accepted (CMS_OK, nothing done).
  * Ownership: exp is freed.
  * Threads: not thread-safe against other calls on the same exporter.
@@ -232,7 +227,8 @@ typedef struct cms_import_options {
 
 /*
  * cms_import_options_init - fills *opts like CMS_IMPORT_OPTIONS_INIT.
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
@@ -240,35 +236,34 @@ typedef struct cms_import_options {
 CMS_API cms_status cms_import_options_init(cms_import_options *opts);
 
 /*
- * cms_import_open - connects to the exporter at path, checks its uid, asks for
- * the region tagged tag and maps it: reserves one address range for all its
- * allocations (aligned to the granularity), imports each descriptor (closed
- * right after), maps it and sets access for opts->device (read-write or
- * read-only as granted). If the exporter's region is paused, the import
- * starts REVOKED and is mapped at its resume. Then a thread of the import
+ * cms_import_open - connects to the exporter at path and maps the region
+ * tagged tag at addresses of this process.
+ * Checks the exporter's uid, reserves one address range for all the region's
+ * allocations, imports and maps each (read-write or read-only as granted) for
+ * opts->device. If the exporter's region is paused, the import starts
+ * CMS_IMPORT_REVOKED and is mapped at its resume. A thread of the import then
  * serves the exporter's revocations and grants (all signals blocked; the
  * callbacks run on it). Blocks up to opts->timeout_ms.
  *   path: the exporter's socket path (1..107 bytes).
- *   tag:  the region's tag (see CMS_TAG_MAX).
+ *   tag:  the region's tag (CMS_TAG_MAX).
  *   opts: NULL for the defaults (CMS_IMPORT_OPTIONS_INIT).
  *   out:  receives the import; NULL on failure.
- * Ownership: *out belongs to the caller: free it with cms_import_close()
- * (before the context). opts->user is borrowed (keep it valid while the
- * import lives); opts->name is copied; opts->allowed_uids is read during the
- * call only.
+ * Ownership: *out is the caller's: free it with cms_import_close, before the
+ * context. opts->user is borrowed for the import's life; opts->name is copied;
+ * opts->allowed_uids is read during the call only.
  * Threads: thread-safe.
  * CUDA: cuMemAddressReserve, cuMemImportFromShareableHandle, cuMemMap,
  * cuMemSetAccess; at the device's first use what cms_region_create lists.
- * On the import's thread later: cuCtxSynchronize (no quiesce_fn), cuMemUnmap,
- * cuMemRelease, and the mapping calls again at each grant.
+ * Later, on the import's thread: cuCtxSynchronize (without quiesce_fn),
+ * cuMemUnmap, cuMemRelease, and the mapping calls at each grant.
  * Returns (on failure nothing is held):
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx, path, tag or out is NULL; a bad tag; path
  *     is empty or too long; unknown flags; exporter_device below -1 or 64 or
  *     more; a bad name; allowed_uids is NULL with nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_NOT_FOUND: no socket at path (or nobody listens there), or the
- *     exporter publishes no such region (any more).
+ *   CMS_ERR_NOT_FOUND: nothing listens at path, or the exporter publishes no
+ *     such region.
  *   CMS_ERR_PERMISSION: the exporter refused our uid, or its uid is not
  *     allowed.
  *   CMS_ERR_TIMEOUT: no answer within opts->timeout_ms.
@@ -276,25 +271,24 @@ CMS_API cms_status cms_import_options_init(cms_import_options *opts);
  *   CMS_ERR_PROTOCOL: a malformed or unexpected message.
  *   CMS_ERR_IO: a socket call failed.
  *   CMS_ERR_NOT_SUPPORTED: the exporter's granularity does not fit the local
- *     device (and as cms_region_create for opts->device).
- *   CMS_ERR_INVALID_DEVICE, CMS_ERR_NO_DRIVER, CMS_ERR_NO_DEVICE: opts->device,
- *     as cms_region_create.
- *   CMS_ERR_DRIVER, CMS_ERR_INTERNAL: also the exporter's own failure to
- *     grant, which it reports.
- *   driver statuses (CMS_ERR_OUT_OF_DEVICE_MEMORY: no address space).
+ *     device (or as cms_region_create for opts->device).
+ *   CMS_ERR_INTERNAL: the exporter failed to grant and reported it (it may
+ *     report CMS_ERR_DRIVER so too).
+ *   driver statuses: opts->device as cms_region_create; mapping
+ *     (CMS_ERR_OUT_OF_DEVICE_MEMORY: no address space).
  */
 CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const char *tag,
 				   const cms_import_options *opts, cms_import **out);
 
 /*
  * cms_import_close - stops the import's thread, unmaps the memory, releases
- * the imported handles, frees the reserved range and closes the connection.
+ * the imported handles and the address range and closes the connection.
  * The caller must have finished GPU work on the memory.
  *   imp: NULL is accepted (CMS_OK, nothing done).
- * Ownership: imp is freed, also on failure (the message then names what
- * could not be undone).
- * Threads: not thread-safe against other calls on the same import; must not
- * be called from the import's callbacks.
+ * Ownership: imp is freed, also on failure (the message then names what could
+ * not be undone).
+ * Threads: not thread-safe against other calls on the same import; not from
+ * the import's callbacks.
  * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree.
  * Returns:
  *   CMS_OK
@@ -320,10 +314,11 @@ typedef struct cms_import_info {
 } cms_import_info;
 
 /*
- * cms_import_info_get - a snapshot of the import's state; works in every
- * state (also after the exporter is gone).
+ * cms_import_info_get - a snapshot of the import's state (cms_import_info), in
+ * every state.
  *   info: struct_size set by the caller; written up to it.
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: imp or info is NULL.
@@ -332,36 +327,45 @@ typedef struct cms_import_info {
 CMS_API cms_status cms_import_info_get(cms_import *imp, cms_import_info *info);
 
 /*
- * cms_import_alloc_get - the local device pointer and logical size of the
- * index-th allocation of the layout (the exporter's address order). The
- * pointer stays the same for the life of the import, across revocations; it
- * is accessible while the state is CMS_IMPORT_MAPPED.
+ * cms_import_alloc_get - the local device pointer and size of the index-th
+ * allocation of the layout.
+ * Allocations are in the exporter's address order. The pointer stays the same
+ * for the life of the import, across revocations; the memory is accessible
+ * while the state is CMS_IMPORT_MAPPED.
  *   index: 0 .. cms_import_info.allocations - 1.
  *   ptr:   receives the device pointer; may be NULL.
  *   size:  receives the size in bytes; may be NULL.
  * Ownership: the memory belongs to the import (valid until cms_import_close).
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: imp is NULL; index is out of range.
- *   CMS_ERR_DISCONNECTED: the exporter is gone (CMS_ERR_PROTOCOL when it
- *     broke the protocol).
- *   CMS_ERR_LAYOUT_CHANGED: the exporter's layout changed.
- *   the status that made the import FAILED (cms_import_info.error: driver
- *     statuses, ...).
+ *   CMS_ERR_DISCONNECTED, CMS_ERR_PROTOCOL, CMS_ERR_TIMEOUT: the exporter is
+ *     gone (closed or exited; broke the protocol; stopped answering).
+ *   CMS_ERR_LAYOUT_CHANGED: the exporter's layout changed: close and import
+ *     again.
+ *   CMS_ERR_NOT_SUPPORTED: mapping the last grant failed (state
+ *     CMS_IMPORT_FAILED; cms_import_info.error holds this status).
+ *   driver statuses: likewise, for a grant whose mapping failed.
  */
 CMS_API cms_status cms_import_alloc_get(cms_import *imp, uint64_t index, uint64_t *ptr,
 					uint64_t *size);
 
 /*
- * cms_import_translate - the local address of an exporter's address
- * (exporter_ptr inside one of the layout's allocations, as the exporter sees
- * it: cms_alloc's pointer plus an offset).
- *   ptr: receives the local device pointer.
- * Threads: thread-safe. CUDA: none.
- * Returns: as cms_import_alloc_get (with ptr NULL for CMS_ERR_INVALID_ARGUMENT
- * instead of index), and CMS_ERR_NOT_FOUND when exporter_ptr is in no
- * allocation of the layout.
+ * cms_import_translate - the local address of an exporter's address.
+ *   exporter_ptr: an address inside one of the layout's allocations, as the
+ *                 exporter sees it (cms_alloc's pointer plus an offset).
+ *   ptr:          receives the local device pointer.
+ * Threads: thread-safe.
+ * CUDA: none.
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: imp or ptr is NULL.
+ *   CMS_ERR_NOT_FOUND: exporter_ptr is in no allocation of the layout.
+ *   CMS_ERR_DISCONNECTED, CMS_ERR_PROTOCOL, CMS_ERR_TIMEOUT,
+ *     CMS_ERR_LAYOUT_CHANGED, CMS_ERR_NOT_SUPPORTED: as cms_import_alloc_get.
+ *   driver statuses: as cms_import_alloc_get.
  */
 CMS_API cms_status cms_import_translate(cms_import *imp, uint64_t exporter_ptr, uint64_t *ptr);
 
@@ -422,7 +426,8 @@ typedef struct cms_control_options {
 
 /*
  * cms_control_options_init - fills *opts like CMS_CONTROL_OPTIONS_INIT.
- * Threads: thread-safe. CUDA: none.
+ * Threads: thread-safe.
+ * CUDA: none.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
@@ -430,43 +435,41 @@ typedef struct cms_control_options {
 CMS_API cms_status cms_control_options_init(cms_control_options *opts);
 
 /*
- * cms_control_create - listens on the Unix socket path (mode 0600, as
- * cms_exporter_create) and serves one request per connection, one at a
- * time, on its own thread; a connection whose request is not whole within
- * 5 s is closed with CMS_ERR_TIMEOUT (waiting for it delays no other client;
- * at most 8 connections are kept, more wait in the listen backlog)
- * (all signals blocked): STATUS (a table of every region: cms_region_info and
- * importers), PAUSE tag and RESUME tag (after the callback consents:
- * cms_pause / cms_resume of the context, with progress messages to the
- * requester).
- *   path: socket path (1..107 bytes).
+ * cms_control_create - listens on the Unix socket path for control requests
+ * and serves them on its own thread.
+ * One request per connection, one at a time: STATUS (every region's
+ * cms_region_info and importers), PAUSE tag and RESUME tag (cms_pause /
+ * cms_resume of the context once the callback consents, with progress messages
+ * to the requester). A request not whole within 5 s is closed with
+ * CMS_ERR_TIMEOUT; at most 8 connections are kept.
+ *   path: socket path (1..107 bytes), created as for cms_exporter_create.
  *   opts: NULL for the defaults (CMS_CONTROL_OPTIONS_INIT: status only).
  *   out:  receives the control socket; NULL on failure.
- * Ownership: *out belongs to the caller: free it with cms_control_destroy()
- * (before the context). path and opts->allowed_uids are copied; opts->user is
- * borrowed (keep it valid while the control socket lives).
- * Threads: thread-safe.
- * CUDA: none in the call; the thread makes the calls of cms_pause /
- * cms_resume / cms_region_info_get.
+ * Ownership: *out is the caller's: free it with cms_control_destroy, before
+ * the context. path and opts->allowed_uids are copied; opts->user is borrowed
+ * for the control socket's life.
+ * Threads: thread-safe. The thread runs with all signals blocked.
+ * CUDA: none in the call; the thread makes the calls of cms_pause, cms_resume
+ * and cms_region_info_get.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
  *     long; unknown flags or reserved not 0; allowed_uids is NULL with
  *     nallowed_uids > 0.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: as cms_exporter_create.
+ *   CMS_ERR_EXISTS: as for cms_exporter_create.
  *   CMS_ERR_IO: socket, bind, listen, pipe or thread creation failed.
  */
 CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 				      const cms_control_options *opts, cms_control **out);
 
 /*
- * cms_control_destroy - stops the thread (after the request in progress),
- * closes the socket and removes its file.
+ * cms_control_destroy - stops the control socket's thread (after the request
+ * in progress), closes the socket and removes its file.
  *   ctl: NULL is accepted (CMS_OK, nothing done).
  * Ownership: ctl is freed.
- * Threads: not thread-safe against other calls on the same control socket;
- * must not be called from the control callback.
+ * Threads: not thread-safe against other calls on the same control socket; not
+ * from the control callback.
  * CUDA: none.
  * Returns:
  *   CMS_OK

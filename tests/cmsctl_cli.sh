@@ -54,6 +54,38 @@ case $out in
 '{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", "op": "pause", '*) ;;
 *) echo "FAIL: remote usage error with --json: '$out'"; fail=1 ;;
 esac
+# A remote command without --socket: says it needs one (not "unknown command").
+for c in status stats metrics; do
+	expect 2 "$c without --socket" -- "$c"
+	short "$c without --socket"
+	printf '%s\n' "$err" | grep -q -- "--socket PATH $c" ||
+		{ echo "FAIL: cmsctl $c without --socket does not ask for --socket: $err"; fail=1; }
+	printf '%s\n' "$err" | grep -q "unknown command" &&
+		{ echo "FAIL: cmsctl $c without --socket says unknown command: $err"; fail=1; }
+done
+# A path that exists but is no socket: said so, INVALID_ARGUMENT (not NOT_FOUND), text and JSON.
+notsock=$(mktemp)
+for c in status stats; do
+	expect 1 "regular file as socket, $c" -- --socket "$notsock" "$c"
+	printf '%s\n' "$err" | grep -q "CMS_ERR_INVALID_ARGUMENT.*is not a socket (it is a regular file)" ||
+		{ echo "FAIL: regular file as socket ($c): $err"; fail=1; }
+	expect 1 "regular file as socket, $c, json" -- --socket "$notsock" --json "$c"
+	case $out in
+	'{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", '*'is not a socket'*) ;;
+	*) echo "FAIL: regular file as socket with --json ($c): '$out'"; fail=1 ;;
+	esac
+done
+rm -f "$notsock"
+# The man pages are of this release and document the 1.2 commands.
+man=$(cd "$(dirname "$0")/../man" && pwd)
+ver=$("$cmsctl" version | sed -n 's/^cmsctl \([0-9]*\.[0-9]*\)\..*/\1/p')
+for page in cmsctl.1 cms-bench.1 cumemsaver.7; do
+	grep -q "^\.TH .*\"cumemsaver $ver\"" "$man/$page" ||
+		{ echo "FAIL: man/$page is not of cumemsaver $ver: $(grep '^\.TH' "$man/$page")"; fail=1; }
+done
+for word in stats metrics prometheus; do
+	grep -q -- "$word" "$man/cmsctl.1" || { echo "FAIL: man/cmsctl.1 does not document $word"; fail=1; }
+done
 if command -v python3 >/dev/null; then
 	printf '%s\n' "$out" | python3 -c 'import json,sys; json.load(sys.stdin)' ||
 		{ echo "FAIL: not valid JSON: $out"; fail=1; }

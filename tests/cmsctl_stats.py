@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """cmsctl stats over a control socket: table, JSON (schema_version) and the Prometheus text
 exposition parsed and checked against a known sequence (tests/stats_server.c), and the clear
-error of a process older than 1.2 (a fake server answering as a 1.1 library does).
+error of a process older than 1.2 (a fake server answering as a 1.1 library does); numbers
+in their shortest form; a tag that is not UTF-8 (bytes 0xff 0xfe) served by this process
+through ctypes: every output stays valid UTF-8 JSON and a valid exposition (invalid bytes as
+U+FFFD), and `--json resume` has no made-up driver free figures.
 
-usage: cmsctl_stats.py CMSCTL STATS_SERVER   (CMS_DRIVER_LIBRARY: the simulation)
+usage: cmsctl_stats.py CMSCTL STATS_SERVER LIBCUMEMSAVER   (CMS_DRIVER_LIBRARY: the simulation)
 """
+import ctypes
 import json
 import os
 import re
@@ -15,7 +19,7 @@ import sys
 import tempfile
 import threading
 
-CMSCTL, SERVER = sys.argv[1], sys.argv[2]
+CMSCTL, SERVER, LIBRARY = sys.argv[1], sys.argv[2], sys.argv[3]
 WEIRD = 'a"b\\c d'
 failures = []
 
@@ -29,6 +33,26 @@ def check(cond, what):
 def cmsctl(*args):
     p = subprocess.run([CMSCTL, *args], capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
+
+
+def cmsctl_bytes(*args):
+    """cmsctl with bytes arguments; stdout must be strict UTF-8 (None when it is not)."""
+    p = subprocess.run([CMSCTL, *args], capture_output=True, timeout=60)
+    try:
+        out = p.stdout.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        check(False, "cmsctl %r: stdout is not UTF-8: %s: %r" % (args, e, p.stdout[:200]))
+        out = None
+    return p.returncode, out, p.stderr.decode("utf-8", errors="replace")
+
+
+def shortest(x):
+    """x with the fewest %g digits that read back as x."""
+    for p in range(1, 18):
+        s = "%.*g" % (p, x)
+        if float(s) == x:
+            return s
+    return s
 
 
 # ---- Prometheus text format (0.0.4) parsing ----
@@ -68,8 +92,82 @@ def parse_prometheus(text):
             pos = lm.end()
             pairs[lm.group(1)] = unescape(lm.group(2))
         check(pos == len(labels), "labels parsed to the end: %r" % labels)
+        check(value == shortest(float(value)),
+              "%s: value %r in its shortest form (%r)" % (name, value, shortest(float(value))))
         out[(name, frozenset(pairs.items()))] = float(value)
     return out
+
+
+class ControlOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("flags", ctypes.c_uint64),
+                ("fn", ctypes.c_void_p), ("user", ctypes.c_void_p),
+                ("allowed_uids", ctypes.c_void_p), ("nallowed_uids", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32)]
+
+
+def not_utf8(tmp):
+    """A region whose tag is not UTF-8, served by this process (ctypes), seen through cmsctl."""
+    lib = ctypes.CDLL(LIBRARY)
+    vp = ctypes.c_void_p
+    ctx, region, ctl, ptr = vp(), vp(), vp(), ctypes.c_uint64()
+    check(lib.cms_context_create(None, ctypes.byref(ctx)) == 0, "ctypes: context")
+    # The API refuses control characters in a tag: cmsctl gets them through its arguments.
+    tag = None
+    for cand in (b"\xff\xfe\x7fq\"\\", b"\xff\xfeq\"\\", b"\xff\xfe"):
+        if lib.cms_region_create(ctx, cand, None, ctypes.byref(region)) == 0:
+            tag = cand
+            break
+    check(tag is not None, "the API accepts a tag with bytes 0xff 0xfe")
+    if tag is None:
+        return
+    check(lib.cms_alloc(region, ctypes.c_uint64(2 << 20), ctypes.byref(ptr)) == 0, "ctypes: alloc")
+    path = os.path.join(tmp, "ctl8").encode()
+    co = ControlOptions(ctypes.sizeof(ControlOptions), 1, None, None, None, 0, 0)  # ALLOW_ALL
+    check(lib.cms_control_create(ctx, path, ctypes.byref(co), ctypes.byref(ctl)) == 0,
+          "ctypes: control socket")
+    shown = tag.decode("utf-8", errors="replace")  # each invalid byte: U+FFFD
+    check(shown.startswith("\ufffd\ufffd"), "python replaces as documented: %r" % shown)
+    try:
+        for args in ((b"status",), (b"stats",), (b"pause", tag), (b"resume", tag),
+                     (b"pause", tag + b"\x01\x1f\n"), (b"resume", b"\xc3(\xe2\x82")):
+            rc, out, err = cmsctl_bytes(b"--socket", path, b"--json", *args)
+            if out is None:
+                continue
+            try:
+                doc = json.loads(out)
+            except ValueError as e:
+                check(False, "--json %r: invalid JSON (%s): %r" % (args, e, out))
+                continue
+            check(doc.get("schema_version") == 1, "--json %r: schema_version" % (args,))
+            if args[0] == b"status" or args[0] == b"stats":
+                check(rc == 0, "--json %r: exit 0 (%d %s)" % (args, rc, err))
+                check([r["tag"] for r in doc["regions"]] == [shown],
+                      "--json %r: tag %r" % (args, [r["tag"] for r in doc["regions"]]))
+            elif len(args[1]) == len(tag) and args[1] == tag:
+                check(rc == 0 and doc["status"] == "CMS_OK", "--json %r: %r" % (args, doc))
+                check(doc["tag"] == shown, "--json %r: tag %r" % (args, doc["tag"]))
+                if args[0] == b"pause":
+                    check(isinstance(doc["driver_free_before"], int) and
+                          doc["driver_free_after"] > doc["driver_free_before"],
+                          "--json pause: driver free measured: %r" % doc)
+                else:
+                    check(doc["driver_free_before"] is None and doc["driver_free_after"] is None,
+                          "--json resume: driver free not measured, null (not 0): %r" % doc)
+            else:  # a tag the process does not know, control characters included
+                check(rc == 1 and doc["status"] != "CMS_OK", "--json %r: an error" % (args,))
+                check(doc["tag"] == args[1].decode("utf-8", errors="replace"),
+                      "--json %r: tag %r" % (args, doc["tag"]))
+        rc, prom, err = cmsctl_bytes(b"--socket", path, b"metrics")
+        check(rc == 0, "metrics of the non-UTF-8 tag: exit 0 (%s)" % err)
+        if prom is not None:
+            samples = parse_prometheus(prom)
+            labels = frozenset({("tag", shown), ("device", "0"), ("policy", "discard")})
+            check(samples.get(("cumemsaver_region_pauses_total", labels)) == 1,
+                  "exposition: the tag's series, tag label %r" % shown)
+    finally:
+        lib.cms_control_destroy(ctl)
+        lib.cms_context_destroy(ctx)
+        os.unlink(path) if os.path.exists(path) else None
 
 
 def main():
@@ -188,6 +286,7 @@ def main():
     t.join(timeout=30)
     ls.close()
     os.unlink(old)
+    not_utf8(tmp)
     os.rmdir(tmp)
     print("cmsctl_stats: %d failures" % len(failures))
     return 1 if failures else 0

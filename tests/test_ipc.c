@@ -15,6 +15,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -34,6 +35,8 @@
 
 #include "common.h"
 #include "ipc_sock.h"
+
+#define KiB 1024ull
 
 extern char **environ;
 
@@ -927,6 +930,38 @@ static int server_closed(int fd)
 	return poll(&p, 1, 0) == 1;
 }
 
+/* Connects to path and sends m; returns the connection. */
+static int connect_send(const char *path, const struct cms_ipc_msg *m)
+{
+	char why[256];
+	int fd;
+
+	ck_assert_int_eq(cms_ipc_connect(path, &fd, why, sizeof(why)), CMS_OK);
+	ck_assert_int_eq(cms_ipc_send(fd, m, NULL, cms_ipc_now_ms() + 60000, why, sizeof(why)),
+			 CMS_OK);
+	return fd;
+}
+
+/* Asks the control socket at path for a status and checks the reply; returns the ms it took. */
+static int64_t status_request(const char *path)
+{
+	int64_t t0 = cms_ipc_now_ms();
+	struct cms_ipc_msg m;
+	char why[256];
+	int fd;
+
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	fd = connect_send(path, &m);
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, t0 + 60000, why, sizeof(why)), "%s", why);
+	ck_assert_int_eq(m.type, CMS_IPC_CTL_REPLY);
+	ck_assert_int_eq(m.status, CMS_OK);
+	cms_ipc_msg_free(&m);
+	close(fd);
+	return cms_ipc_now_ms() - t0;
+}
+
 /*
  * Silent and stalled clients cost the control socket and the exporter nothing: a real
  * request is answered while they are all still connected (before, the single thread
@@ -936,13 +971,12 @@ static int server_closed(int fd)
 START_TEST(stalled_clients_delay_nobody)
 {
 	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
-	struct cms_ipc_msg m;
 	struct peer *imp;
 	cms_control *ctl;
 	struct fix f;
-	char why[256], ep[108];
+	char ep[108];
 	int64_t t0;
-	int c[3], fd, i;
+	int c[3], i;
 
 	fix_start(&f, "st", 1, 2 * MiB, 3, 3000, CMS_ACCESS_READWRITE);
 	snprintf(ep, sizeof(ep), "%s", f.path);
@@ -952,21 +986,10 @@ START_TEST(stalled_clients_delay_nobody)
 	for (i = 0; i < 3; i++)
 		c[i] = stalled_client(sock_path, i ? 0 : 8);
 	usleep(200000); /* the server has seen them */
-	t0 = cms_ipc_now_ms();
-	ck_assert_int_eq(cms_ipc_connect(sock_path, &fd, why, sizeof(why)), CMS_OK);
-	memset(&m, 0, sizeof(m));
-	m.type = CMS_IPC_CTL_REQUEST;
-	m.op = CMS_IPC_OP_STATUS;
-	ck_assert_int_eq(cms_ipc_send(fd, &m, NULL, t0 + 20000, why, sizeof(why)), CMS_OK);
-	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, t0 + 20000, why, sizeof(why)), "%s", why);
-	ck_assert_int_eq(m.type, CMS_IPC_CTL_REPLY);
-	ck_assert_int_eq(m.status, CMS_OK);
-	cms_ipc_msg_free(&m);
-	ck_assert_msg(cms_ipc_now_ms() - t0 < 3000, "answered after %lld ms",
-		      (long long)(cms_ipc_now_ms() - t0));
+	t0 = status_request(sock_path);
+	ck_assert_msg(t0 < 3000, "answered after %lld ms", (long long)t0);
 	for (i = 0; i < 3; i++)
 		ck_assert_msg(!server_closed(c[i]), "client %d was served first", i);
-	close(fd);
 	t0 = cms_ipc_now_ms();
 	ck_ok(cms_control_destroy(ctl));
 	ck_assert_msg(cms_ipc_now_ms() - t0 < 2500, "destroy took %lld ms",
@@ -1564,6 +1587,238 @@ START_TEST(control_socket_reports)
 END_TEST
 #endif
 
+/* Bytes the process has allocated now (the sanitizer's allocator when there is one). */
+size_t __sanitizer_get_current_allocated_bytes(void) __attribute__((weak));
+
+static size_t allocated_bytes(void)
+{
+	struct mallinfo2 mi;
+
+	if (__sanitizer_get_current_allocated_bytes)
+		return __sanitizer_get_current_allocated_bytes();
+	mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* A region of n allocations of 4 KiB (one 64 KiB granule each) published on a new exporter
+ * at sock_path. */
+static cms_region *big_region(cms_context *ctx, const char *tag, int n, uint32_t timeout_ms,
+			      cms_exporter **exp)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r;
+	uint64_t p;
+	int i;
+
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_SHAREABLE;
+	ck_ok(cms_region_create(ctx, tag, &o, &r));
+	for (i = 0; i < n; i++)
+		ck_ok(cms_alloc(r, 4 * KiB, &p));
+	*exp = exporter(ctx, new_path(tag), timeout_ms);
+	ck_ok(cms_exporter_publish(*exp, r, CMS_ACCESS_READWRITE));
+	return r;
+}
+
+/* A client that asks for tag's memory (HELLO) and then never reads. */
+static int hello_client(const char *path, const char *tag)
+{
+	struct cms_ipc_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_HELLO;
+	m.device = -1;
+	m.access = CMS_ACCESS_READWRITE;
+	snprintf(m.tag, sizeof(m.tag), "%s", tag);
+	return connect_send(path, &m);
+}
+
+static int64_t ms_since(int64_t t0)
+{
+	return cms_ipc_now_ms() - t0;
+}
+
+/*
+ * Clients that ask for a region whose layout is larger than a socket buffer and then never
+ * read cost nobody else anything (issue 26, 1): a pause of another region, another
+ * importer's HELLO and an allocation in the region they asked for finish at once, and a
+ * pause of that region fails after revoke_timeout_ms (3 s), not after 5 s per client. Before,
+ * grants were written with a 5 s deadline under the exporter's and the region's locks: each
+ * of these waited 4.9-15 s.
+ */
+START_TEST(stalled_grant_delays_nobody)
+{
+	enum { NBIG = 12000, NSTALL = 3 };
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_region *big, *small;
+	cms_exporter *exp;
+	struct cms_ipc_msg m;
+	uint64_t ptr, p;
+	char why[256];
+	int64_t t0, ms;
+	int c[NSTALL], fd, i;
+
+	big = big_region(ctx, "big", NBIG, 3000, &exp);
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_SHAREABLE;
+	ck_ok(cms_region_create(ctx, "small", &o, &small));
+	ck_ok(cms_alloc(small, 64 * KiB, &p));
+	ck_ok(cms_exporter_publish(exp, small, CMS_ACCESS_READWRITE));
+	for (i = 0; i < NSTALL; i++)
+		c[i] = hello_client(sock_path, "big");
+	usleep(300000); /* the exporter grants them (the layout fills their socket buffers) */
+
+	t0 = cms_ipc_now_ms();
+	ck_ok(cms_region_pause(small, NULL, NULL));
+	ck_ok(cms_region_resume(small, NULL, NULL));
+	ms = ms_since(t0);
+	ck_assert_msg(ms < 2500, "a pause of another region took %lld ms", (long long)ms);
+
+	t0 = cms_ipc_now_ms();
+	fd = hello_client(sock_path, "small");
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, t0 + 60000, why, sizeof(why)), "%s", why);
+	ms = ms_since(t0);
+	ck_assert_int_eq(m.type, CMS_IPC_LAYOUT);
+	cms_ipc_msg_free(&m);
+	close(fd);
+	ck_assert_msg(ms < 2500, "another importer's HELLO took %lld ms", (long long)ms);
+
+	t0 = cms_ipc_now_ms();
+	ck_ok(cms_alloc(big, 64 * KiB, &ptr));
+	ms = ms_since(t0);
+	ck_assert_msg(ms < 2500, "cms_alloc in the published region took %lld ms", (long long)ms);
+
+	/* the stalled clients hold the memory (granted, never answer): the pause gives up at
+	 * revoke_timeout_ms */
+	t0 = cms_ipc_now_ms();
+	ck_status(cms_region_pause(big, NULL, NULL), CMS_ERR_TIMEOUT);
+	ms = ms_since(t0);
+	ck_assert_msg(ms >= 2900 && ms < 3000 + 2500,
+		      "a pause with stalled importers took %lld ms (revoke_timeout_ms 3000)",
+		      (long long)ms);
+	for (i = 0; i < NSTALL; i++)
+		close(c[i]);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/*
+ * A pause that starts while an importer is still receiving a grant (its layout not read
+ * yet): the revocation follows the grant's last descriptors, which the server thread
+ * exports while the pause waits holding the region's lock; the importer that reads it all
+ * and answers lets the pause succeed.
+ */
+START_TEST(pause_during_a_grant)
+{
+	enum { NBIG = 12000 };
+	cms_context *ctx = t_ctx();
+	struct pause_arg pa = { .ctx = ctx, .tag = "grant" };
+	int fds[CMS_IPC_MAX_FDS];
+	struct cms_ipc_msg m;
+	cms_exporter *exp;
+	uint32_t got = 0, k;
+	char why[256];
+	pthread_t t;
+	int fd;
+
+	big_region(ctx, "grant", NBIG, 20000, &exp);
+	fd = hello_client(sock_path, "grant");
+	usleep(300000); /* the layout fills the socket: the grant is under way */
+	ck_assert_int_eq(pthread_create(&t, NULL, pause_thread, &pa), 0);
+	usleep(300000); /* the pause waits for its importer */
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_int_eq(m.type, CMS_IPC_LAYOUT);
+	ck_assert_int_eq(m.nallocs, NBIG);
+	cms_ipc_msg_free(&m);
+	while (got < NBIG) {
+		ck_assert_msg(
+			!cms_ipc_recv(fd, &m, fds, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			"after %u descriptors: %s", got, why);
+		ck_assert_int_eq(m.type, CMS_IPC_FDS);
+		ck_assert_int_eq(m.first, got);
+		for (k = 0; k < m.nfds; k++)
+			close(fds[k]);
+		got += m.nfds;
+		cms_ipc_msg_free(&m);
+	}
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_int_eq(m.type, CMS_IPC_REVOKE);
+	m.type = CMS_IPC_REVOKED;
+	m.status = 0;
+	ck_assert_int_eq(cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			 CMS_OK);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(pa.st == CMS_OK, "pause: %s: %s", cms_status_name(pa.st), pa.msg);
+	close(fd);
+	ck_ok(cms_exporter_destroy(exp));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/*
+ * A message's payload is not allocated when its header arrives (issue 26, 7): 128
+ * connections that announce the largest message (8 MiB) and send a few bytes of it held
+ * 1 GiB before; now the exporter holds little for them.
+ */
+START_TEST(partial_messages_hold_little_memory)
+{
+	enum { NCONN = 128 };
+	uint8_t msg[16 + 100] = { 'C', 'M', 'S', 'I', 1, 0, CMS_IPC_HELLO, 0 };
+	uint32_t payload = CMS_IPC_MAX_PAYLOAD;
+	struct fix f;
+	size_t before, after;
+	int c[NCONN], i;
+
+	fix_start(&f, "mem", 1, 64 * KiB, 3, 0, CMS_ACCESS_READWRITE);
+	memcpy(msg + 8, &payload, sizeof(payload)); /* little-endian hosts */
+	memset(msg + 16, 'x', 100);
+	before = allocated_bytes();
+	for (i = 0; i < NCONN; i++) {
+		c[i] = stalled_client(f.path, 0);
+		ck_assert_int_eq(send(c[i], msg, sizeof(msg), MSG_NOSIGNAL), (ssize_t)sizeof(msg));
+	}
+	usleep(500000);
+	after = allocated_bytes();
+	ck_assert_msg(after < before + 64 * MiB,
+		      "%d connections with a partial message: %zu MiB allocated", NCONN,
+		      (after - before) >> 20);
+	for (i = 0; i < NCONN; i++)
+		close(c[i]);
+	fix_end(&f);
+}
+END_TEST
+
+/*
+ * Idle connections do not deny the operator's request (issue 26, 7): with 48 connections
+ * that send nothing, a status request is answered at once. Before, the control socket kept
+ * 8 and the rest waited in the backlog until those timed out (5 s each round: 30 s).
+ */
+START_TEST(idle_control_clients_deny_nobody)
+{
+	enum { NIDLE = 48 };
+	cms_context *ctx = t_ctx();
+	cms_control *ctl;
+	int c[NIDLE], i;
+	int64_t ms;
+
+	ck_ok(cms_control_create(ctx, new_path("idle"), NULL, &ctl));
+	for (i = 0; i < NIDLE; i++)
+		c[i] = stalled_client(sock_path, 0);
+	usleep(200000);
+	ms = status_request(sock_path);
+	ck_assert_msg(ms < 3000, "status answered after %lld ms with %d idle connections",
+		      (long long)ms, NIDLE);
+	for (i = 0; i < NIDLE; i++)
+		close(c[i]);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("ipc");
@@ -1585,6 +1840,10 @@ static Suite *make(void)
 	tcase_add_test(t, stalled_clients_delay_nobody);
 	tcase_add_test(t, request_during_a_long_one_is_served);
 	tcase_add_test(t, connection_limit_and_accept_backoff);
+	tcase_add_test(t, stalled_grant_delays_nobody);
+	tcase_add_test(t, pause_during_a_grant);
+	tcase_add_test(t, partial_messages_hold_little_memory);
+	tcase_add_test(t, idle_control_clients_deny_nobody);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);

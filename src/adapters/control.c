@@ -2,51 +2,42 @@
 /*
  * control.c - the control socket: another process (cmsctl --socket PATH)
  * asks for the status of the context's regions, or to pause / resume a tag;
- * the application's callback decides. One request at a time, on the control
- * socket's own thread, which reads every connection without waiting (a
- * client that sends nothing, or half a request, delays nobody) and closes a
- * connection whose request is not whole within CMS_IPC_IDLE_MS.
+ * the application's callback decides. One request at a time, on the thread
+ * of the control socket's server (ipc_server.c), which reads every
+ * connection without waiting and writes replies as each client reads (a
+ * client that sends nothing, half a request, or does not read its reply
+ * delays nobody), closes a connection whose request is not whole within
+ * CMS_IPC_IDLE_MS, and past CMS_IPC_CONTROL_CONNS closes the oldest idle one
+ * to make room for a new one.
  */
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "adapters.h"
 
 struct cms_control {
 	cms_context *ctx;
-	char path[CMS_IPC_PATH_MAX + 1];
-	int lfd;
-	struct cms_ipc_sockfile file; /* lfd's socket file */
-	struct cms_ipc_loop loop;
-	pthread_mutex_t lock; /* loop.stop */
+	struct cms_ipc_server srv;
 	uint64_t flags;
 	cms_control_fn fn;
 	void *user;
-	uint32_t *uids;
-	uint32_t nuids;
-	struct ctl_conn *conns; /* the thread's only */
-	size_t nconns;
-	struct cms_ipc_accepting accepting; /* the thread's only */
 };
 
-/* A connection whose request is not whole yet. */
-struct ctl_conn {
-	int fd;
-	pid_t pid;
-	uid_t uid;
-	int64_t since; /* accepted (cms_ipc_now_ms) */
-	bool over;     /* served or failed: to close */
-	struct cms_ipc_rx rx;
-	struct ctl_conn *next;
-};
+/* Queues m for c and writes what the socket takes now (the server thread's). */
+static void reply(struct cms_ipc_server *s, struct cms_ipc_conn *c, const struct cms_ipc_msg *m)
+{
+	pthread_mutex_lock(&s->lock);
+	cms_ipc_conn_queue(s, c, m, NULL);
+	pthread_mutex_unlock(&s->lock);
+	cms_ipc_conn_flush(s, c);
+}
 
-static void progress(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct cms_ipc_server *s, struct cms_ipc_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static void progress(int fd, const char *fmt, ...)
+static void progress(struct cms_ipc_server *s, struct cms_ipc_conn *c, const char *fmt, ...)
 {
 	struct cms_ipc_msg m;
 	va_list ap;
@@ -56,7 +47,7 @@ static void progress(int fd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m.text, sizeof(m.text), fmt, ap);
 	va_end(ap);
-	cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, NULL, 0);
+	reply(s, c, &m);
 }
 
 /* The region table of a status reply. */
@@ -168,19 +159,22 @@ static const char *op_name(uint32_t op)
 	return op == CMS_IPC_OP_PAUSE ? "pause" : op == CMS_IPC_OP_RESUME ? "resume" : "status";
 }
 
-/* Serves the request q received on fd from pid/uid. */
-static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid,
+/* Serves the request q received on c (the server thread's); the reply is queued. Returns
+ * true: c is closed once the reply is written. */
+static bool serve_request(struct cms_ipc_server *s, struct cms_ipc_conn *c,
 			  struct cms_ipc_msg *q_in)
 {
+	struct cms_control *ctl = s->owner;
+	const struct cms_ipc_msg q = *q_in;
 	cms_control_request req;
-	struct cms_ipc_msg q = *q_in, m;
-	char why[256];
+	struct cms_ipc_msg m;
 	cms_status st;
 
 	if (q.type != CMS_IPC_CTL_REQUEST) {
-		cms_ipc_send_error(fd, CMS_ERR_PROTOCOL, "expected a control request");
-		cms_ipc_msg_free(&q);
-		return;
+		pthread_mutex_lock(&s->lock);
+		cms_ipc_conn_fail(s, c, CMS_ERR_PROTOCOL, "expected a control request");
+		pthread_mutex_unlock(&s->lock);
+		return true;
 	}
 	memset(&m, 0, sizeof(m));
 	m.type = CMS_IPC_CTL_REPLY;
@@ -200,10 +194,10 @@ static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid,
 	req.op = q.op;
 	req.phase = CMS_CONTROL_BEFORE;
 	req.tag = q.tag;
-	req.peer_pid = (int32_t)pid;
-	req.peer_uid = (uint32_t)uid;
+	req.peer_pid = (int32_t)c->pid;
+	req.peer_uid = (uint32_t)c->uid;
 	if (ctl->fn) {
-		progress(fd, "asking the application to %s \"%s\"", op_name(q.op), q.tag);
+		progress(s, c, "asking the application to %s \"%s\"", op_name(q.op), q.tag);
 		st = ctl->fn(ctl->user, &req);
 		if (st > 0)
 			st = CMS_OK;
@@ -219,7 +213,7 @@ static void serve_request(struct cms_control *ctl, int fd, pid_t pid, uid_t uid,
 			 "this process accepts no pause/resume requests (no control callback)");
 		goto reply;
 	}
-	progress(fd, "%s \"%s\"...", q.op == CMS_IPC_OP_PAUSE ? "pausing" : "resuming", q.tag);
+	progress(s, c, "%s \"%s\"...", q.op == CMS_IPC_OP_PAUSE ? "pausing" : "resuming", q.tag);
 	if (q.op == CMS_IPC_OP_PAUSE) {
 		cms_pause_result pr = { .struct_size = sizeof(pr) };
 
@@ -255,169 +249,26 @@ reply:
 		raw[sizeof(raw) - 1] = '\0';
 		cms_text_escape(m.text, sizeof(m.text), raw);
 	}
-	if (cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why)))
-		cms_log(ctl->ctx, CMS_LOG_WARN, "control %s: reply to pid %d: %s", ctl->path,
-			(int)pid, why);
+	reply(s, c, &m);
 	cms_ipc_msg_free(&m);
-	cms_ipc_msg_free(&q);
+	return true;
 }
 
-/* Closes and frees c (unlinked by the caller). */
-static void conn_close(struct ctl_conn *c)
+/* Every connection waits for its one request (it is closed once that is answered). */
+static bool waits_request(const struct cms_ipc_conn *c)
 {
-	cms_ipc_rx_free(&c->rx);
-	close(c->fd);
-	free(c);
+	(void)c;
+	return true;
 }
 
-/* Accepts what waits, up to the connection limit. */
-static void accept_all(struct cms_control *ctl)
-{
-	while (ctl->nconns < CMS_IPC_CONTROL_CONNS) {
-		struct ctl_conn *c;
-		char why[256];
-		cms_status st;
-		pid_t pid;
-		uid_t uid;
-		int fd;
-
-		st = cms_ipc_accept(ctl->lfd, ctl->uids, ctl->nuids, "on", ctl->path, &fd, &pid,
-				    &uid, why, sizeof(why));
-		cms_ipc_accepted(&ctl->accepting, st);
-		if (st == CMS_ERR_NOT_FOUND || st == CMS_ERR_OUT_OF_HOST_MEMORY)
-			return;
-		if (st)
-			continue;
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->pid = pid;
-		c->uid = uid;
-		c->since = cms_ipc_now_ms();
-		cms_ipc_rx_init(&c->rx);
-		c->next = ctl->conns;
-		ctl->conns = c;
-		ctl->nconns++;
-	}
-}
-
-/* Reads what c sent; a whole request is served. Returns non-zero when c is done with. */
-static int conn_read(struct cms_control *ctl, struct ctl_conn *c)
-{
-	struct cms_ipc_msg q;
-	char why[256];
-	cms_status st;
-	int done;
-
-	st = cms_ipc_rx_read(c->fd, &c->rx, &q, NULL, &done, why, sizeof(why));
-	if (st) {
-		if (st == CMS_ERR_PROTOCOL)
-			cms_ipc_send_error(c->fd, st, why);
-		if (st != CMS_ERR_DISCONNECTED)
-			cms_log(ctl->ctx, CMS_LOG_WARN, "control %s: pid %d: %s", ctl->path,
-				(int)c->pid, why);
-		return 1;
-	}
-	if (!done)
-		return 0;
-	serve_request(ctl, c->fd, c->pid, c->uid, &q);
-	return 1;
-}
-
-/* One wait of the thread: the listening socket, the wake pipe and every connection. */
-static void serve_once(struct cms_control *ctl, struct pollfd *pf, struct ctl_conn **cs, size_t cap)
-{
-	struct ctl_conn *c, **pp;
-	int64_t now = cms_ipc_now_ms();
-	int timeout = 1000;
-	size_t n = 2, i;
-
-	/* at the limit or backing off: the listening socket waits (poll skips fd -1) */
-	pf[0] = (struct pollfd){ cms_ipc_accepting_now(&ctl->accepting, ctl->nconns,
-						       CMS_IPC_CONTROL_CONNS, now, &timeout) ?
-					 ctl->lfd :
-					 -1,
-				 POLLIN, 0 };
-	pf[1] = (struct pollfd){ ctl->loop.wake[0], POLLIN, 0 };
-	for (c = ctl->conns; c && n < cap; c = c->next) {
-		cs[n] = c;
-		pf[n++] = (struct pollfd){ c->fd, POLLIN, 0 };
-		cms_ipc_timeout_until(&timeout, now, c->since + CMS_IPC_IDLE_MS);
-	}
-	if (poll(pf, n, timeout) < 0)
-		return;
-	/* Deadlines are judged at the poll's return: time spent serving a request below (a
-	 * pause's callback and copies) does not expire a connection whose request arrived
-	 * meanwhile; the next poll reads it. */
-	now = cms_ipc_now_ms();
-	if (pf[1].revents)
-		cms_ipc_loop_drain(&ctl->loop);
-	for (i = 2; i < n; i++)
-		if (pf[i].revents && conn_read(ctl, cs[i]))
-			cs[i]->over = true;
-	for (pp = &ctl->conns; (c = *pp);) {
-		if (!c->over && now < c->since + CMS_IPC_IDLE_MS) {
-			pp = &c->next;
-			continue;
-		}
-		if (!c->over) {
-			cms_ipc_send_error(c->fd, CMS_ERR_TIMEOUT, "no whole request in time");
-			cms_log(ctl->ctx, CMS_LOG_WARN,
-				"control %s: pid %d sent no whole request within %d ms", ctl->path,
-				(int)c->pid, CMS_IPC_IDLE_MS);
-		}
-		*pp = c->next;
-		ctl->nconns--;
-		conn_close(c);
-	}
-	if (pf[0].revents)
-		accept_all(ctl);
-}
-
-static void *control_thread(void *arg)
-{
-	struct cms_control *ctl = arg;
-	struct pollfd *pf = NULL;
-	struct ctl_conn **cs = NULL, *c;
-	size_t cap = 0;
-
-	for (;;) {
-		size_t n = 2;
-		bool stop;
-
-		pthread_mutex_lock(&ctl->lock);
-		stop = ctl->loop.stop;
-		pthread_mutex_unlock(&ctl->lock);
-		if (stop)
-			break;
-		for (c = ctl->conns; c; c = c->next)
-			n++;
-		if (n > cap) {
-			struct pollfd *npf = realloc(pf, n * 2 * sizeof(*pf));
-			struct ctl_conn **ncs = npf ? realloc(cs, n * 2 * sizeof(*cs)) : NULL;
-
-			pf = npf ? npf : pf;
-			cs = ncs ? ncs : cs;
-			if (npf && ncs)
-				cap = n * 2;
-		}
-		if (cap < 2) { /* no memory for even the two fixed entries: try again shortly */
-			poll(NULL, 0, 100);
-			continue;
-		}
-		serve_once(ctl, pf, cs, cap);
-	}
-	while ((c = ctl->conns)) {
-		ctl->conns = c->next;
-		conn_close(c);
-	}
-	free(pf);
-	free(cs);
-	return NULL;
-}
+static const struct cms_ipc_server_ops control_ops = {
+	.what = "control socket",
+	.where = "on",
+	.conn_size = sizeof(struct cms_ipc_conn),
+	.max_conns = CMS_IPC_CONTROL_CONNS,
+	.message = serve_request,
+	.idle = waits_request,
+};
 
 CMS_API cms_status cms_control_options_init(cms_control_options *opts)
 {
@@ -431,7 +282,6 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 {
 	cms_control_options o = CMS_CONTROL_OPTIONS_INIT;
 	struct cms_control *ctl;
-	char why[256];
 	cms_status st;
 
 	if (out)
@@ -455,38 +305,23 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 				     "cannot allocate a control socket");
 	ctl->ctx = ctx;
-	ctl->lfd = ctl->loop.wake[0] = ctl->loop.wake[1] = -1;
 	ctl->flags = o.flags;
 	ctl->fn = o.fn;
 	ctl->user = o.user;
-	snprintf(ctl->path, sizeof(ctl->path), "%s", path);
-	pthread_mutex_init(&ctl->lock, NULL);
-	st = cms_ipc_copy_uids(o.allowed_uids, o.nallowed_uids, &ctl->uids);
+	st = cms_ipc_server_open(&ctl->srv, ctx, path, &control_ops, ctl, o.allowed_uids,
+				 o.nallowed_uids);
 	if (st)
 		goto err_free;
-	ctl->nuids = o.nallowed_uids;
-	st = cms_ipc_loop_init(&ctl->loop);
+	st = cms_ipc_server_start(&ctl->srv);
 	if (st)
-		goto err_free;
-	st = cms_ipc_listen(path, &ctl->lfd, &ctl->file, why, sizeof(why));
-	if (st) {
-		cms_set_error(st, "control socket: %s", why);
-		goto err_free;
-	}
-	st = cms_ipc_loop_start(&ctl->loop, control_thread, ctl, "control socket");
-	if (st)
-		goto err_listen;
+		goto err_server;
 	atomic_fetch_add(&ctx->ipc_objects, 1);
 	*out = ctl;
 	return CMS_OK;
 
-err_listen:
-	close(ctl->lfd);
-	cms_ipc_unlink(&ctl->file);
+err_server:
+	cms_ipc_server_close(&ctl->srv);
 err_free:
-	cms_ipc_loop_fini(&ctl->loop);
-	pthread_mutex_destroy(&ctl->lock);
-	free(ctl->uids);
 	free(ctl);
 	return st;
 }
@@ -502,12 +337,7 @@ CMS_API cms_status cms_control_destroy(cms_control *ctl)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	cms_ipc_loop_stop(&ctl->loop, &ctl->lock);
-	close(ctl->lfd);
-	cms_ipc_unlink(&ctl->file);
-	cms_ipc_loop_fini(&ctl->loop);
-	pthread_mutex_destroy(&ctl->lock);
-	free(ctl->uids);
+	cms_ipc_server_close(&ctl->srv);
 	free(ctl);
 	atomic_fetch_sub(&ctx->ipc_objects, 1);
 	return CMS_OK;

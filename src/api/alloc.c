@@ -121,7 +121,7 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 	/* Claim it: no other thread can find it from now on. A region destroy waits for the
 	 * claims in flight (nclaimed) before it frees the region's address space. */
 	cms_index_remove(ctx, a);
-	cms_alloc_api(a)->claimed = true;
+	a->claimed = true;
 	r = a->region;
 	r->refs++;
 	r->nclaimed++;
@@ -135,7 +135,7 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 	if (st) {
 		/* Still held: make it findable again (its region cannot be gone: we hold a
 		 * reference), or leave it to the destroy that waits for it. */
-		cms_alloc_api(a)->claimed = false;
+		a->claimed = false;
 		if (!r->dead)
 			cms_index_insert(ctx, a);
 	}

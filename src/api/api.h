@@ -16,16 +16,10 @@
  */
 struct cms_api_alloc {
 	struct cms_engine_alloc below;
-	bool claimed; /* a cms_free() removed it from the index and will free it */
 };
 struct cms_api_region {
 	struct cms_ipc_region below;
 };
-
-static inline struct cms_api_alloc *cms_alloc_api(const struct cms_alloc *a)
-{
-	return cms_container_of(cms_alloc_engine(a), struct cms_api_alloc, below);
-}
 
 /* ---- select.c ---- */
 /* The regions of a call, referenced and locked. */

@@ -189,7 +189,7 @@ static cms_status release_all_locked(struct cms_region *r)
 		for (a = r->allocs; a; a = next) {
 			next = a->next;
 			pthread_mutex_lock(&ctx->lock);
-			if (cms_alloc_api(a)->claimed) { /* a concurrent cms_free() owns it */
+			if (a->claimed) { /* a concurrent cms_free() owns it */
 				pthread_mutex_unlock(&ctx->lock);
 				continue;
 			}

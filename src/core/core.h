@@ -186,6 +186,9 @@ struct cms_alloc {
 	 * handle, store.h: the backup, engine.h: scratch, api.h). */
 	bool mapped;
 	bool saved;
+	/* A cms_free() removed it from the index and will free it (under ctx->lock; the region's
+	 * nclaimed counts them). */
+	bool claimed;
 	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
 	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
 	 * cms_range_keep or the free (span.c). */

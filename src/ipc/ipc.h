@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* ipc.h - private declarations shared by ipc_export.c, ipc_import.c, control.c and ipc_loop.c. */
+/* ipc.h - private declarations shared by ipc_export.c, ipc_import.c, ipc_server.c, ipc_loop.c and
+ * control.c. */
 #ifndef CMS_IPC_H
 #define CMS_IPC_H
+
+#include <poll.h>
 
 #include "engine.h"
 #include "ipc_proto.h"
@@ -12,12 +15,10 @@
 /* A connection that has not sent its request (exporter: HELLO; control socket: the request)
  * within this is closed. Servers read without waiting, so it costs nobody else time. */
 #define CMS_IPC_IDLE_MS 5000
-/* Connections a server keeps at most; more wait in the listen backlog. */
+/* Connections a server keeps at most; past it, the oldest that has sent no request makes
+ * room for a new one (the rest wait in the listen backlog). */
 #define CMS_IPC_EXPORTER_CONNS 128
 #define CMS_IPC_CONTROL_CONNS 8
-/* After accept failed for want of descriptors or memory: first and longest pause. */
-#define CMS_IPC_BACKOFF_MIN_MS 100
-#define CMS_IPC_BACKOFF_MAX_MS 1000
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
 /* Deadline of a whole grant (layout + every descriptor) after its first message. */
 #define CMS_IPC_GRANT_MS 60000
@@ -104,25 +105,146 @@ void cms_ipc_loop_fini(struct cms_ipc_loop *l);
 /* Empties the wake pipe (after poll saw it readable). */
 void cms_ipc_loop_drain(struct cms_ipc_loop *l);
 
+/* Lowers *timeout_ms (of poll, >= 0) to the time left until at (ms, cms_ipc_now_ms clock). */
+void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
+
+/*
+ * ---- ipc_server.c: the socket server of the exporter and the control socket ----
+ * A listening socket, its thread, a poll loop over the connections,
+ * per-connection receive state and an outgoing queue, deadlines, connection
+ * limits and shutdown. See docs/ipc.md.
+ *
+ * Threads and locks. Only the server thread reads or writes a connection's
+ * socket, and it never does so under s->lock: other threads queue messages
+ * (cms_ipc_conn_queue, s->lock held) and the thread writes them as the peer
+ * reads. A peer that stops reading costs only itself (it is closed when its
+ * queue makes no progress within CMS_IPC_IO_MS).
+ */
+
+/* Largest message a server takes from a client (its requests are small; larger ones are
+ * refused at their header, before anything is allocated for them). */
+#define CMS_IPC_SERVER_MSG_MAX (16u << 10)
+/* Bytes queued for writing, all connections of a server together: past it, an owner defers
+ * what it can (the exporter's grants) until peers have read. */
+#define CMS_IPC_OUT_MAX (32u << 20)
+/* After accept failed for want of descriptors or memory: first and longest pause. */
+#define CMS_IPC_BACKOFF_MIN_MS 100
+#define CMS_IPC_BACKOFF_MAX_MS 1000
+
 /* When a server polls its listening socket (server thread's only). */
 struct cms_ipc_accepting {
 	int64_t until; /* backing off until then (cms_ipc_now_ms clock) */
 	int ms;	       /* the last pause; 0: none */
 };
 
+/* A message queued for a connection: its bytes, what was written, descriptors (FDS only). */
+struct cms_ipc_out {
+	struct cms_ipc_out *next;
+	uint8_t *buf;
+	size_t len, off; /* off: the server thread's only */
+	uint32_t nfds;
+	int fds[]; /* the queue's: closed once sent, or with the connection */
+};
+
+/* One connection: the server's part, first member of the owner's connection struct. */
+struct cms_ipc_conn {
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	int64_t since; /* accepted (cms_ipc_now_ms) */
+	/* the server thread's only: the message under way and when its first byte came */
+	struct cms_ipc_rx rx;
+	int64_t msg_since; /* 0: none under way */
+	/* s->lock: */
+	struct cms_ipc_out *out, **out_tail;
+	int64_t out_since; /* queue became non-empty, or last progress */
+	bool closing;	   /* close once the queue is written (read no more) */
+	bool dead;	   /* close at the next round (a write failed, a deadline passed) */
+	struct cms_ipc_conn *next;
+};
+
+struct cms_ipc_server;
+
+/* What an owner (exporter, control socket) plugs into the server. */
+struct cms_ipc_server_ops {
+	const char *what;  /* "exporter", "control socket": logs, the thread's name */
+	const char *where; /* a refused uid "is not allowed <where> <path>" */
+	size_t conn_size;  /* of the owner's connection struct (struct cms_ipc_conn first) */
+	size_t max_conns;  /* kept at most; past it the oldest idle one makes room */
+	/*
+	 * A whole message from c (server thread, s->lock not held; m freed by the server
+	 * after). Returns true when c is to be closed once its queue is written.
+	 */
+	bool (*message)(struct cms_ipc_server *s, struct cms_ipc_conn *c, struct cms_ipc_msg *m);
+	/* Whether c still waits for its first request (s->lock held): the idle deadline. */
+	bool (*idle)(const struct cms_ipc_conn *c);
+	/* Before each wait (server thread, no lock): work due. Returns true when some waits
+	 * for a lock or for room and must be tried again shortly. NULL: none. */
+	bool (*round)(struct cms_ipc_server *s);
+	/* c is about to be freed (s->lock held): release the owner's part. NULL: nothing. */
+	void (*closed)(struct cms_ipc_server *s, struct cms_ipc_conn *c);
+};
+
+struct cms_ipc_server {
+	cms_context *ctx;
+	const struct cms_ipc_server_ops *ops;
+	void *owner;
+	char path[CMS_IPC_PATH_MAX + 1];
+	int lfd;
+	struct cms_ipc_sockfile file; /* lfd's socket file */
+	struct cms_ipc_loop loop;     /* loop.stop under lock */
+	bool started;
+	pthread_mutex_t lock; /* connections, their queues and flags; owners' state beside */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast when a connection dies */
+	uint32_t *uids;
+	uint32_t nuids;
+	struct cms_ipc_conn *conns;
+	size_t nconns;
+	size_t out_bytes; /* queued, all connections; lock */
+	size_t out_fds;	  /* descriptors queued, all connections; lock */
+	/* the server thread's only */
+	struct cms_ipc_accepting accepting;
+	struct pollfd *pf;
+	struct cms_ipc_conn **cs;
+	size_t cap;
+};
+
 /*
- * Whether to poll the listening socket now: fewer than max connections and
- * not backing off (then *timeout_ms is lowered to the pause's end).
+ * cms_ipc_server_open - listens on path (cms_ipc_listen) with the uid
+ * allow-list uids[0..n) (copied) for ops; the thread is not started yet.
+ * Sets the error ("<what>: <why>"). Returns CMS_OK, CMS_ERR_INVALID_ARGUMENT,
+ * CMS_ERR_EXISTS, CMS_ERR_NOT_FOUND, CMS_ERR_IO, CMS_ERR_OUT_OF_HOST_MEMORY.
  */
-bool cms_ipc_accepting_now(struct cms_ipc_accepting *a, size_t conns, size_t max, int64_t now,
-			   int *timeout_ms);
+cms_status cms_ipc_server_open(struct cms_ipc_server *s, cms_context *ctx, const char *path,
+			       const struct cms_ipc_server_ops *ops, void *owner,
+			       const uint32_t *uids, uint32_t n);
 
-/* Records an accept's outcome: CMS_ERR_OUT_OF_HOST_MEMORY starts or doubles a pause, CMS_OK
- * ends them. */
-void cms_ipc_accepted(struct cms_ipc_accepting *a, cms_status st);
+/* Starts the server thread. CMS_OK, CMS_ERR_IO. */
+cms_status cms_ipc_server_start(struct cms_ipc_server *s);
 
-/* Lowers *timeout_ms (of poll, >= 0) to the time left until at (ms, cms_ipc_now_ms clock). */
-void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
+/* Stops the thread (if started), closes every connection, the listening socket and its
+ * file. After a successful cms_ipc_server_open, idempotent. */
+void cms_ipc_server_close(struct cms_ipc_server *s);
+
+/*
+ * cms_ipc_conn_queue - queues m for c, written by the server thread as the
+ * peer reads (never waits). fds (m->nfds of them, FDS only) become the
+ * queue's in every case. s->lock held. Returns CMS_OK; CMS_ERR_DISCONNECTED
+ * (c is closing or dead: nothing queued); or the encoder's failure (c is then
+ * closed).
+ */
+cms_status cms_ipc_conn_queue(struct cms_ipc_server *s, struct cms_ipc_conn *c,
+			      const struct cms_ipc_msg *m, int *fds);
+
+/* Queues an ERROR (st, text) and closes c once it is written. s->lock held. */
+void cms_ipc_conn_fail(struct cms_ipc_server *s, struct cms_ipc_conn *c, cms_status st,
+		       const char *text);
+
+/* Whether c is still served (neither closing nor dead). s->lock held. */
+bool cms_ipc_conn_live(const struct cms_ipc_conn *c);
+
+/* Server thread: writes what c's queue has, as far as the socket takes it now. */
+void cms_ipc_conn_flush(struct cms_ipc_server *s, struct cms_ipc_conn *c);
 
 /* ---- ipc_export.c: hooks of pause/resume into IPC (region locks held) ---- */
 /*

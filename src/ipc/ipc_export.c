@@ -5,108 +5,107 @@
  * pause (cms_ipc_revoke, called by the pause engine with the region locks
  * held) and grants it again after a resume (cms_ipc_regrant).
  *
- * Threads and locks. The exporter's server thread is the only reader of the
- * sockets; every write to a socket happens under exp->lock (so a revocation
- * sent by a pausing thread never interleaves with a grant). Lock order:
- * region lock, then exp->lock. The server thread never blocks on a region
- * lock: a grant needs the region's lock to read a consistent layout and
- * export live handles, so it uses trylock and, when a pause or resume holds
- * the lock, retries a few milliseconds later. A pausing thread waits for the
- * importers' answers on exp->cond, which the server thread signals.
+ * Threads and locks. The exporter is a socket server (ipc_server.c): its
+ * thread is the only one that reads or writes the sockets, never under a lock;
+ * grants and revocations are queued under exp->srv.lock (the server's lock)
+ * and written as each importer reads, so a stalled importer costs only itself.
+ * Lock order: region lock, then exp->srv.lock, then ctx->lock. The server
+ * thread never blocks on a region lock: a grant needs the region's lock to
+ * read a consistent layout and export live handles, so it uses trylock and,
+ * when a pause or resume holds the lock, retries a few milliseconds later. A
+ * grant's descriptors are exported in batches of up to CMS_IPC_MAX_FDS, the
+ * next once the previous one is written (so the exporter holds at most
+ * GRANT_FDS_QUEUED of them). A revocation asked during a grant is queued
+ * after its last batch: while the pausing thread waits for the answers
+ * (pub->waiting) it holds the region's lock and changes nothing, so the
+ * server thread goes on exporting the batches without taking that lock. A
+ * pausing thread waits for the importers' answers on exp->srv.cond, which the
+ * server thread signals.
  */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ipc.h"
 
+/* Descriptors queued for importers at most, all of them together (a batch beyond waits). */
+#define GRANT_FDS_QUEUED (2 * CMS_IPC_MAX_FDS)
+
 enum conn_state {
 	C_HELLO,    /* connected, no request yet */
-	C_GRANT,    /* a grant is due (sent by the server thread when it gets the region lock) */
-	C_MAPPED,   /* granted the memory (may still be mapping it) */
+	C_GRANT,    /* a grant is due (queued by the server thread when it gets the region lock) */
+	C_MAPPED,   /* granted the memory (may still be receiving or mapping it) */
 	C_REVOKING, /* asked to drop it, no answer yet */
 	C_REVOKED,  /* holds no mapping: waits for a grant */
 	C_FAILED,   /* could not map a grant (layout changed, error): not granted again */
 };
 
 struct conn {
-	int fd;
-	pid_t pid;
-	uid_t uid;
+	struct cms_ipc_conn base; /* first: the server's part; exp->srv.lock */
 	char name[CMS_IPC_MAX_NAME + 1];
 	enum conn_state state;
 	struct cms_ipc_pub *pub;
 	uint32_t access;
-	uint64_t seq; /* of the revocation asked */
+	uint64_t seq;	 /* of the revocation asked */
+	bool revoke_due; /* asked during a grant: the revocation follows its descriptors */
 	bool answered;
 	int32_t answer;
-	bool dead; /* a write failed: the server thread closes it */
-	/* the server thread's only: the message under way, when it started, when accepted */
-	struct cms_ipc_rx rx;
-	int64_t msg_since; /* 0: no message under way */
-	int64_t since;
-	struct conn *next;
+	/* A grant whose descriptors are not all queued yet: the allocations' addresses in the
+	 * layout's order and the next to export; exp->srv.lock (exported under the region's
+	 * lock, or while a pause that holds it waits: pub->waiting). */
+	CUdeviceptr *grant;
+	uint32_t grant_n, grant_next;
 };
 
 struct cms_exporter {
 	cms_context *ctx;
-	char path[CMS_IPC_PATH_MAX + 1];
-	int lfd;
-	struct cms_ipc_sockfile file; /* lfd's socket file */
-	struct cms_ipc_loop loop;     /* loop.stop under lock */
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* CLOCK_MONOTONIC */
-	uint32_t *uids;
-	uint32_t nuids;
+	struct cms_ipc_server srv; /* srv.lock: the connections, pubs, seq, waiting */
 	uint32_t timeout_ms;
 	struct cms_ipc_pub *pubs;
-	struct conn *conns;
-	size_t nconns;			    /* in conns */
-	struct cms_ipc_accepting accepting; /* the server thread's only */
 	uint64_t seq;
 };
 
-static void conn_name(const struct conn *c, char *buf, size_t len)
+/* The exporter's connections, in order (exp->srv.lock held). */
+static struct conn *first_conn(struct cms_exporter *exp)
 {
-	snprintf(buf, len, "importer pid %d (uid %u%s%s%s)", (int)c->pid, (unsigned)c->uid,
-		 c->name[0] ? ", \"" : "", c->name, c->name[0] ? "\"" : "");
+	return (struct conn *)exp->srv.conns;
 }
 
-/* Sends under exp->lock; a failure marks the connection dead (the server thread drops it). */
-static cms_status conn_send(struct cms_exporter *exp, struct conn *c, const struct cms_ipc_msg *m,
-			    const int *fds)
+static struct conn *next_conn(struct conn *c)
 {
-	char why[256];
-	cms_status st;
+	return (struct conn *)c->base.next;
+}
 
-	if (c->dead)
-		return CMS_ERR_DISCONNECTED;
-	st = cms_ipc_send(c->fd, m, fds, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why));
-	if (st) {
-		c->dead = true;
-		shutdown(c->fd, SHUT_RDWR);
-		cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: pid %d: %s", exp->path, (int)c->pid,
-			why);
-		pthread_cond_broadcast(&exp->cond);
-	}
-	return st;
+static void conn_name(const struct conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "importer pid %d (uid %u%s%s%s)", (int)c->base.pid,
+		 (unsigned)c->base.uid, c->name[0] ? ", \"" : "", c->name, c->name[0] ? "\"" : "");
+}
+
+static bool conn_live(const struct conn *c)
+{
+	return cms_ipc_conn_live(&c->base);
+}
+
+/* Queues m (and its descriptors, which the queue takes) for c; exp->srv.lock held. */
+static cms_status conn_send(struct cms_exporter *exp, struct conn *c, const struct cms_ipc_msg *m,
+			    int *fds)
+{
+	return cms_ipc_conn_queue(&exp->srv, &c->base, m, fds);
 }
 
 static void conn_error(struct cms_exporter *exp, struct conn *c, cms_status st, const char *text)
 {
-	struct cms_ipc_msg m;
+	cms_ipc_conn_fail(&exp->srv, &c->base, st, text);
+}
 
-	memset(&m, 0, sizeof(m));
-	m.type = CMS_IPC_ERROR;
-	m.status = st;
-	snprintf(m.text, sizeof(m.text), "%s", text);
-	conn_send(exp, c, &m, NULL);
-	c->dead = true;
-	shutdown(c->fd, SHUT_RDWR);
+static void grant_end(struct conn *c)
+{
+	free(c->grant);
+	c->grant = NULL;
+	c->grant_n = c->grant_next = 0;
 }
 
 /* ---- grants ---- */
@@ -120,9 +119,9 @@ static int cmp_base(const void *a, const void *b)
 }
 
 /*
- * Sends the region's layout and, when active, its descriptors (exported now,
- * closed once sent). Region lock and exp->lock held. On a failure to export,
- * the importer gets an ERROR and is dropped.
+ * Queues the region's layout and, when active and not empty, starts the grant of its
+ * descriptors (grant_batch). Region lock and exp->srv.lock held. On a failure the importer
+ * gets an ERROR and is dropped.
  */
 static void send_grant(struct cms_exporter *exp, struct conn *c)
 {
@@ -130,13 +129,12 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 	cms_context *ctx = exp->ctx;
 	struct cms_alloc **v = NULL, *a;
 	struct cms_ipc_msg m;
-	int fds[CMS_IPC_MAX_FDS];
-	size_t n = 0, i, k, nf;
+	size_t n = 0, i;
 	uint64_t off = 0;
 	char why[CMS_IPC_MAX_TEXT];
-	CUresult res;
 
 	memset(&m, 0, sizeof(m));
+	grant_end(c);
 	if (r->dead) {
 		conn_error(exp, c, CMS_ERR_NOT_FOUND, "the region was destroyed");
 		return;
@@ -144,7 +142,9 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 	if (r->nallocs) {
 		v = malloc(r->nallocs * sizeof(*v));
 		m.allocs = calloc(r->nallocs, sizeof(*m.allocs));
-		if (!v || !m.allocs) {
+		c->grant = r->state == CMS_STATE_ACTIVE ? malloc(r->nallocs * sizeof(*c->grant)) :
+							  NULL;
+		if (!v || !m.allocs || (r->state == CMS_STATE_ACTIVE && !c->grant)) {
 			conn_error(exp, c, CMS_ERR_OUT_OF_HOST_MEMORY,
 				   "exporter: out of host memory");
 			goto out;
@@ -188,73 +188,165 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 	c->state = r->state == CMS_STATE_ACTIVE ? C_MAPPED : C_REVOKED;
 	if (r->state != CMS_STATE_ACTIVE || !n)
 		goto out;
-	if (cms_push(ctx, r->device)) {
-		cms_last_error_message(why, sizeof(why));
-		conn_error(exp, c, CMS_ERR_DRIVER, why);
-		goto out;
-	}
-	for (i = 0; i < n && !c->dead; i += nf) {
-		struct cms_ipc_msg f;
-
-		nf = n - i < CMS_IPC_MAX_FDS ? n - i : CMS_IPC_MAX_FDS;
-		res = CUDA_SUCCESS;
-		for (k = 0; k < nf && res == CUDA_SUCCESS; k++) {
-			res = ctx->drv.cuMemExportToShareableHandle(
-				&fds[k], cms_alloc_vmm(v[i + k])->handle,
-				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-			if (res != CUDA_SUCCESS)
-				snprintf(why, sizeof(why),
-					 "exporter: cuMemExportToShareableHandle of 0x%llx: %s",
-					 (unsigned long long)v[i + k]->base,
-					 cms_driver_error_name(&ctx->drv, res));
-		}
-		if (res == CUDA_SUCCESS) {
-			memset(&f, 0, sizeof(f));
-			f.type = CMS_IPC_FDS;
-			f.first = (uint32_t)i;
-			f.nfds = (uint32_t)nf;
-			conn_send(exp, c, &f, fds);
-		} else {
-			k--; /* the failed one holds no descriptor */
-		}
-		while (k-- > 0)
-			close(fds[k]);
-		if (res != CUDA_SUCCESS)
-			conn_error(exp, c, CMS_ERR_DRIVER, why);
-	}
-	cms_pop(ctx);
-	if (c->dead)
-		c->state = C_FAILED;
+	for (i = 0; i < n; i++)
+		c->grant[i] = v[i]->base;
+	c->grant_n = (uint32_t)n;
 out:
+	if (!c->grant_n)
+		grant_end(c);
 	free(m.allocs);
 	free(v);
 }
 
-/* Grants due on the connections: tried with the region lock taken without waiting. */
-static bool run_grants(struct cms_exporter *exp)
+/*
+ * The handles of the next batch of c's grant: each allocation still in the region at its
+ * address, with memory. Region lock held (takes ctx->lock). Returns the count, 0 when one
+ * is gone (its address in why).
+ */
+static uint32_t batch_handles(struct conn *c, CUmemGenericAllocationHandle *h, char *why,
+			      size_t whylen)
 {
-	bool pending = false;
-	struct conn *c;
+	struct cms_region *r = c->pub->region;
+	cms_context *ctx = r->ctx;
+	uint32_t nf = c->grant_n - c->grant_next, k;
 
-	pthread_mutex_lock(&exp->lock);
-	for (c = exp->conns; c; c = c->next) {
+	if (nf > CMS_IPC_MAX_FDS)
+		nf = CMS_IPC_MAX_FDS;
+	pthread_mutex_lock(&ctx->lock);
+	for (k = 0; k < nf; k++) {
+		CUdeviceptr base = c->grant[c->grant_next + k];
+		struct cms_alloc *a = cms_index_find(ctx, base);
+
+		if (!a || a->region != r || a->base != base || a->claimed ||
+		    !cms_alloc_vmm(a)->handle || !a->mapped || r->state != CMS_STATE_ACTIVE ||
+		    r->dead) {
+			snprintf(why, whylen,
+				 "exporter: the allocation at 0x%llx was freed during its grant",
+				 (unsigned long long)base);
+			nf = 0;
+			break;
+		}
+		h[k] = cms_alloc_vmm(a)->handle;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return nf;
+}
+
+/*
+ * Exports and queues the next batch of c's grant (FDS, up to CMS_IPC_MAX_FDS descriptors,
+ * closed once written). Region lock and exp->srv.lock held. On a failure the importer gets
+ * an ERROR and is dropped.
+ */
+static void grant_batch(struct cms_exporter *exp, struct conn *c)
+{
+	CUmemGenericAllocationHandle h[CMS_IPC_MAX_FDS];
+	int fds[CMS_IPC_MAX_FDS];
+	cms_context *ctx = exp->ctx;
+	char why[CMS_IPC_MAX_TEXT];
+	struct cms_ipc_msg f;
+	uint32_t nf, k;
+	CUresult res = CUDA_SUCCESS;
+
+	nf = batch_handles(c, h, why, sizeof(why));
+	if (!nf)
+		goto err_fail;
+	if (cms_push(ctx, c->pub->region->device)) {
+		cms_last_error_message(why, sizeof(why));
+		goto err_fail;
+	}
+	for (k = 0; k < nf && res == CUDA_SUCCESS; k++) {
+		res = ctx->drv.cuMemExportToShareableHandle(
+			&fds[k], h[k], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+		if (res != CUDA_SUCCESS)
+			snprintf(why, sizeof(why),
+				 "exporter: cuMemExportToShareableHandle of 0x%llx: %s",
+				 (unsigned long long)c->grant[c->grant_next + k],
+				 cms_driver_error_name(&ctx->drv, res));
+	}
+	cms_pop(ctx);
+	if (res != CUDA_SUCCESS) {
+		k--; /* the failed one holds no descriptor */
+		while (k-- > 0)
+			close(fds[k]);
+		goto err_fail;
+	}
+	memset(&f, 0, sizeof(f));
+	f.type = CMS_IPC_FDS;
+	f.first = c->grant_next;
+	f.nfds = nf;
+	c->grant_next += nf;
+	if (conn_send(exp, c, &f, fds) || c->grant_next == c->grant_n)
+		grant_end(c);
+	if (!c->grant_n && c->revoke_due) { /* asked during the grant: now its turn */
+		memset(&f, 0, sizeof(f));
+		f.type = CMS_IPC_REVOKE;
+		f.seq = c->seq;
+		c->revoke_due = false;
+		conn_send(exp, c, &f, NULL);
+	}
+	return;
+
+err_fail:
+	grant_end(c);
+	c->revoke_due = false;
+	conn_error(exp, c, CMS_ERR_DRIVER, why);
+	c->state = C_FAILED;
+	pthread_cond_broadcast(&exp->srv.cond);
+}
+
+/* Whether c has grant work now (exp->srv.lock held); *deferred when it waits for room. */
+static bool grant_due(struct cms_exporter *exp, struct conn *c, bool *deferred)
+{
+	bool due = false, room = false;
+
+	if (!conn_live(c))
+		return false;
+	if (c->state == C_GRANT) {
+		due = true;
+		room = exp->srv.out_bytes < CMS_IPC_OUT_MAX;
+	} else if (c->grant_next < c->grant_n && !c->base.out) {
+		due = true; /* the previous batch is written */
+		room = exp->srv.out_fds + CMS_IPC_MAX_FDS <= GRANT_FDS_QUEUED;
+	}
+	if (due && !room)
+		*deferred = true;
+	return due && room;
+}
+
+/* Grant work due on the connections: done with the region lock taken without waiting.
+ * Returns true when some waits for a lock or for room (try again shortly). */
+static bool run_grants(struct cms_ipc_server *s)
+{
+	struct conn *c;
+	struct cms_exporter *exp = s->owner;
+	bool pending = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (c = first_conn(exp); c; c = next_conn(c)) {
 		struct cms_region *r;
 
-		if (c->state != C_GRANT || c->dead)
+		if (!grant_due(exp, c, &pending))
 			continue;
-		r = c->pub->region;
-		pthread_mutex_unlock(&exp->lock); /* lock order: region, then exporter */
-		if (pthread_mutex_trylock(&r->lock)) {
-			pending = true;
-			pthread_mutex_lock(&exp->lock);
+		if (c->state != C_GRANT && c->pub->waiting) {
+			/* the pausing thread holds the region's lock and waits */
+			grant_batch(exp, c);
 			continue;
 		}
-		pthread_mutex_lock(&exp->lock);
-		if (c->state == C_GRANT && !c->dead)
+		r = c->pub->region;
+		pthread_mutex_unlock(&s->lock); /* lock order: region, then the server's */
+		if (pthread_mutex_trylock(&r->lock)) {
+			pending = true;
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		pthread_mutex_lock(&s->lock);
+		if (conn_live(c) && c->state == C_GRANT)
 			send_grant(exp, c);
+		else if (conn_live(c) && c->grant_next < c->grant_n && !c->base.out)
+			grant_batch(exp, c);
 		pthread_mutex_unlock(&r->lock);
 	}
-	pthread_mutex_unlock(&exp->lock);
+	pthread_mutex_unlock(&s->lock);
 	return pending;
 }
 
@@ -270,8 +362,8 @@ static struct cms_ipc_pub *find_pub(struct cms_exporter *exp, const char *tag, i
 	return NULL;
 }
 
-/* Handles one message; exp->lock held. Returns non-zero to drop the connection. */
-static int handle(struct cms_exporter *exp, struct conn *c, const struct cms_ipc_msg *m)
+/* Handles one message; exp->srv.lock held. Returns true to close the connection. */
+static bool handle(struct cms_exporter *exp, struct conn *c, const struct cms_ipc_msg *m)
 {
 	char who[160];
 
@@ -288,272 +380,89 @@ static int handle(struct cms_exporter *exp, struct conn *c, const struct cms_ipc
 			snprintf(text, sizeof(text), "no region tagged \"%s\" is published here",
 				 m->tag);
 			conn_error(exp, c, CMS_ERR_NOT_FOUND, text);
-			return 1;
+			return true;
 		}
 		c->access = m->access & c->pub->access;
 		c->state = C_GRANT;
-		cms_log(exp->ctx, CMS_LOG_INFO, "exporter %s: %s imports \"%s\"", exp->path, who,
-			m->tag);
-		return 0;
+		cms_log(exp->ctx, CMS_LOG_INFO, "exporter %s: %s imports \"%s\"", exp->srv.path,
+			who, m->tag);
+		return false;
 	case CMS_IPC_MAPPED:
 		if (m->status && c->state == C_MAPPED) {
 			c->state = C_FAILED;
 			cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: %s could not map: %s",
-				exp->path, who, cms_status_name(m->status));
+				exp->srv.path, who, cms_status_name(m->status));
 		}
-		return 0;
+		return false;
 	case CMS_IPC_REVOKED:
 		if (c->state != C_REVOKING || m->seq != c->seq)
-			return 0; /* an answer to an older request */
+			return false; /* an answer to an older request */
 		c->answered = true;
 		c->answer = m->status;
 		if (!c->pub->waiting) /* a late answer: the pause gave up, memory still there */
 			c->state = m->status ? C_MAPPED : C_GRANT;
-		pthread_cond_broadcast(&exp->cond);
-		return 0;
+		pthread_cond_broadcast(&exp->srv.cond);
+		return false;
 	case CMS_IPC_ERROR:
-		cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: %s reports %s: %s", exp->path, who,
-			cms_status_name(m->status), m->text);
-		return 1;
+		cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: %s reports %s: %s", exp->srv.path,
+			who, cms_status_name(m->status), m->text);
+		return true;
 	default:
 		break;
 	}
 	conn_error(exp, c, CMS_ERR_PROTOCOL, "unexpected message");
-	return 1;
-}
-
-/* Accepts what waits, up to the connection limit. */
-static void accept_all(struct cms_exporter *exp)
-{
-	for (;;) {
-		char why[256];
-		struct conn *c;
-		cms_status st;
-		bool full;
-		pid_t pid;
-		uid_t uid;
-		int fd;
-
-		pthread_mutex_lock(&exp->lock);
-		full = exp->nconns >= CMS_IPC_EXPORTER_CONNS;
-		pthread_mutex_unlock(&exp->lock);
-		if (full)
-			return;
-		st = cms_ipc_accept(exp->lfd, exp->uids, exp->nuids, "to import from", exp->path,
-				    &fd, &pid, &uid, why, sizeof(why));
-		cms_ipc_accepted(&exp->accepting, st);
-		if (st == CMS_ERR_NOT_FOUND || st == CMS_ERR_OUT_OF_HOST_MEMORY)
-			return;
-		if (st == CMS_ERR_PERMISSION)
-			cms_log(exp->ctx, CMS_LOG_WARN, "exporter: refused pid %d: %s", (int)pid,
-				why);
-		if (st)
-			continue;
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->pid = pid;
-		c->uid = uid;
-		c->state = C_HELLO;
-		c->since = cms_ipc_now_ms();
-		cms_ipc_rx_init(&c->rx);
-		pthread_mutex_lock(&exp->lock);
-		c->next = exp->conns;
-		exp->conns = c;
-		exp->nconns++;
-		pthread_mutex_unlock(&exp->lock);
-	}
-}
-
-/* Unlinks and frees c; exp->lock held. */
-static void drop(struct cms_exporter *exp, struct conn *c)
-{
-	struct conn **pp;
-
-	for (pp = &exp->conns; *pp != c; pp = &(*pp)->next)
-		;
-	*pp = c->next;
-	exp->nconns--;
-	cms_ipc_rx_free(&c->rx);
-	close(c->fd);
-	free(c);
-	pthread_cond_broadcast(&exp->cond); /* a revocation may wait for it */
-}
-
-/* When c is closed for want of a message (0: never): a HELLO not sent, or one under way. */
-static int64_t conn_expiry(const struct conn *c)
-{
-	if (c->state == C_HELLO)
-		return c->since + CMS_IPC_IDLE_MS;
-	return c->rx.have ? c->msg_since + CMS_IPC_IO_MS : 0;
-}
-
-/* Reads what c sent, without waiting, and handles a whole message (server thread). */
-static void conn_read(struct cms_exporter *exp, struct conn *c)
-{
-	struct cms_ipc_msg m;
-	char why[256];
-	cms_status st;
-	int bye, done;
-
-	st = cms_ipc_rx_read(c->fd, &c->rx, &m, NULL, &done, why, sizeof(why));
-	if (!st && !done) {
-		if (c->rx.have && !c->msg_since)
-			c->msg_since = cms_ipc_now_ms();
-		return;
-	}
-	c->msg_since = 0;
-	pthread_mutex_lock(&exp->lock);
-	if (st) {
-		if (st == CMS_ERR_PROTOCOL)
-			conn_error(exp, c, st, why);
-		if (st != CMS_ERR_DISCONNECTED)
-			cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: pid %d dropped: %s",
-				exp->path, (int)c->pid, why);
-		bye = 1;
-	} else {
-		bye = handle(exp, c, &m);
-	}
-	if (bye)
-		drop(exp, c);
-	pthread_mutex_unlock(&exp->lock);
-	cms_ipc_msg_free(&m);
-}
-
-/* Closes the connections past their expiry (conn_expiry); exp->lock held. */
-static void expire(struct cms_exporter *exp, int64_t now)
-{
-	struct conn *c, *next;
-
-	for (c = exp->conns; c; c = next) {
-		int64_t at = conn_expiry(c);
-
-		next = c->next;
-		if (!at || now < at)
-			continue;
-		cms_log(exp->ctx, CMS_LOG_WARN, "exporter %s: pid %d dropped: %s within %d ms",
-			exp->path, (int)c->pid,
-			c->state == C_HELLO ? "no request" : "a message not whole",
-			c->state == C_HELLO ? CMS_IPC_IDLE_MS : CMS_IPC_IO_MS);
-		conn_error(exp, c, CMS_ERR_TIMEOUT, "no whole message in time");
-		drop(exp, c);
-	}
-}
-
-/* Room for n entries in the poll set and the connection table beside it. */
-static bool grow(struct pollfd **pf, struct conn ***cs, size_t *cap, size_t n)
-{
-	struct pollfd *npf;
-	struct conn **ncs;
-
-	if (n <= *cap)
-		return true;
-	npf = realloc(*pf, n * 2 * sizeof(**pf));
-	if (npf)
-		*pf = npf;
-	ncs = npf ? realloc(*cs, n * 2 * sizeof(**cs)) : NULL;
-	if (ncs)
-		*cs = ncs;
-	if (!npf || !ncs)
-		return *cap >= 2; /* the fixed entries at least: serve who fits */
-	*cap = n * 2;
 	return true;
 }
 
-static void *server(void *arg)
+static bool on_message(struct cms_ipc_server *s, struct cms_ipc_conn *b, struct cms_ipc_msg *m)
 {
-	struct cms_exporter *exp = arg;
-	struct pollfd *pf = NULL;
-	struct conn **cs = NULL;
-	size_t cap = 0;
+	bool bye;
 
-	for (;;) {
-		struct conn *c, *next;
-		size_t n = 2, i;
-		int64_t now;
-		int timeout;
-		bool pending;
-
-		pending = run_grants(exp);
-		pthread_mutex_lock(&exp->lock);
-		if (exp->loop.stop) {
-			pthread_mutex_unlock(&exp->lock);
-			break;
-		}
-		for (c = exp->conns; c; c = next) { /* connections a writer found dead */
-			next = c->next;
-			if (c->dead)
-				drop(exp, c);
-		}
-		for (c = exp->conns; c; c = c->next)
-			n++;
-		if (!grow(&pf, &cs, &cap, n)) {
-			pthread_mutex_unlock(&exp->lock);
-			poll(NULL, 0, 100); /* no memory for even the two fixed entries */
-			continue;
-		}
-		now = cms_ipc_now_ms();
-		timeout = pending ? 5 : 1000;
-		/* at the limit or backing off: the listening socket waits (poll skips fd -1) */
-		pf[0] = (struct pollfd){ cms_ipc_accepting_now(&exp->accepting, exp->nconns,
-							       CMS_IPC_EXPORTER_CONNS, now,
-							       &timeout) ?
-						 exp->lfd :
-						 -1,
-					 POLLIN, 0 };
-		pf[1] = (struct pollfd){ exp->loop.wake[0], POLLIN, 0 };
-		n = 2;
-		/* Only this thread frees connections: cs stays valid without the lock. */
-		for (c = exp->conns; c && n < cap; c = c->next) {
-			if (conn_expiry(c))
-				cms_ipc_timeout_until(&timeout, now, conn_expiry(c));
-			cs[n] = c;
-			pf[n++] = (struct pollfd){ c->fd, POLLIN, 0 };
-		}
-		pthread_mutex_unlock(&exp->lock);
-
-		if (poll(pf, n, timeout) < 0)
-			continue;
-		/* Deadlines are judged at the poll's return: time spent serving others below
-		 * (a blocked reply, a grant) does not expire a connection whose bytes arrived
-		 * meanwhile; the next poll reads them. */
-		now = cms_ipc_now_ms();
-		if (pf[1].revents)
-			cms_ipc_loop_drain(&exp->loop);
-		for (i = 2; i < n; i++)
-			if (pf[i].revents)
-				conn_read(exp, cs[i]);
-		pthread_mutex_lock(&exp->lock);
-		expire(exp, now);
-		pthread_mutex_unlock(&exp->lock);
-		if (pf[0].revents)
-			accept_all(exp);
-	}
-	free(pf);
-	free(cs);
-	return NULL;
+	pthread_mutex_lock(&s->lock);
+	bye = handle(s->owner, (struct conn *)b, m);
+	pthread_mutex_unlock(&s->lock);
+	return bye;
 }
+
+static bool waits_hello(const struct cms_ipc_conn *b)
+{
+	return ((const struct conn *)b)->state == C_HELLO;
+}
+
+static void on_closed(struct cms_ipc_server *s, struct cms_ipc_conn *b)
+{
+	(void)s;
+	grant_end((struct conn *)b);
+}
+
+static const struct cms_ipc_server_ops export_ops = {
+	.what = "exporter",
+	.where = "to import from",
+	.conn_size = sizeof(struct conn),
+	.max_conns = CMS_IPC_EXPORTER_CONNS,
+	.message = on_message,
+	.idle = waits_hello,
+	.round = run_grants,
+	.closed = on_closed,
+};
 
 /* ---- pause/resume hooks (region locks held by the caller) ---- */
 
 static void regrant_pub(struct cms_ipc_pub *p)
 {
-	struct cms_exporter *exp = p->exp;
 	struct conn *c;
+	struct cms_exporter *exp = p->exp;
 	bool any = false;
 
-	pthread_mutex_lock(&exp->lock);
-	for (c = exp->conns; c; c = c->next)
+	pthread_mutex_lock(&exp->srv.lock);
+	for (c = first_conn(exp); c; c = next_conn(c))
 		if (c->pub == p && c->state == C_REVOKED) {
 			c->state = C_GRANT;
 			any = true;
 		}
-	pthread_mutex_unlock(&exp->lock);
+	pthread_mutex_unlock(&exp->srv.lock);
 	if (any)
-		cms_ipc_wake(exp->loop.wake[1]);
+		cms_ipc_wake(exp->srv.loop.wake[1]);
 }
 
 void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n)
@@ -567,44 +476,50 @@ void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n)
 			regrant_pub(p);
 }
 
-/* Phase 1: asks every importer holding the memory to drop it. */
+/*
+ * Phase 1: asks every importer holding the memory to drop it (queued: the server thread
+ * writes it). During a grant the revocation is queued after its last descriptors.
+ */
 static void ask(struct cms_ipc_pub *p)
 {
+	struct conn *c;
 	struct cms_exporter *exp = p->exp;
 	struct cms_ipc_msg m;
-	struct conn *c;
 
 	memset(&m, 0, sizeof(m));
 	m.type = CMS_IPC_REVOKE;
-	pthread_mutex_lock(&exp->lock);
+	pthread_mutex_lock(&exp->srv.lock);
 	m.seq = ++exp->seq;
 	p->waiting = true;
-	for (c = exp->conns; c; c = c->next) {
+	for (c = first_conn(exp); c; c = next_conn(c)) {
 		if (c->pub != p || (c->state != C_MAPPED && c->state != C_REVOKING))
 			continue;
 		c->state = C_REVOKING;
 		c->seq = m.seq;
 		c->answered = false;
-		conn_send(exp, c, &m, NULL); /* a dead importer counts as revoked */
+		c->revoke_due = c->grant_next < c->grant_n;
+		if (!c->revoke_due)
+			conn_send(exp, c, &m, NULL); /* a dead importer counts as revoked */
 	}
-	pthread_mutex_unlock(&exp->lock);
+	pthread_mutex_unlock(&exp->srv.lock);
+	cms_ipc_wake(exp->srv.loop.wake[1]); /* grants under way go on without the region lock */
 }
 
 /* Phase 2: waits for the answers until deadline; records the first failure. */
 static cms_status collect(struct cms_ipc_pub *p, int64_t deadline, cms_status st)
 {
-	struct cms_exporter *exp = p->exp;
 	struct conn *c;
+	struct cms_exporter *exp = p->exp;
 	bool waiting;
 
-	pthread_mutex_lock(&exp->lock);
+	pthread_mutex_lock(&exp->srv.lock);
 	for (;;) {
 		struct timespec ts;
 		int64_t ms;
 
 		waiting = false;
-		for (c = exp->conns; c; c = c->next)
-			if (c->pub == p && c->state == C_REVOKING && !c->answered && !c->dead)
+		for (c = first_conn(exp); c; c = next_conn(c))
+			if (c->pub == p && c->state == C_REVOKING && !c->answered && !c->base.dead)
 				waiting = true;
 		ms = deadline - cms_ipc_now_ms();
 		if (!waiting || ms <= 0)
@@ -616,12 +531,12 @@ static cms_status collect(struct cms_ipc_pub *p, int64_t deadline, cms_status st
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&exp->cond, &exp->lock, &ts);
+		pthread_cond_timedwait(&exp->srv.cond, &exp->srv.lock, &ts);
 	}
-	for (c = exp->conns; c; c = c->next) {
+	for (c = first_conn(exp); c; c = next_conn(c)) {
 		char who[160];
 
-		if (c->pub != p || c->state != C_REVOKING || c->dead)
+		if (c->pub != p || c->state != C_REVOKING || c->base.dead)
 			continue;
 		conn_name(c, who, sizeof(who));
 		if (!c->answered) {
@@ -630,7 +545,8 @@ static cms_status collect(struct cms_ipc_pub *p, int64_t deadline, cms_status st
 						   "%s did not drop its mappings of \"%s\" within "
 						   "%u ms (socket "
 						   "%s); the region stays active",
-						   who, p->region->tag, exp->timeout_ms, exp->path);
+						   who, p->region->tag, exp->timeout_ms,
+						   exp->srv.path);
 			continue; /* stays REVOKING: a late answer is granted again */
 		}
 		if (c->answer) {
@@ -646,7 +562,7 @@ static cms_status collect(struct cms_ipc_pub *p, int64_t deadline, cms_status st
 		c->state = C_REVOKED;
 	}
 	p->waiting = false;
-	pthread_mutex_unlock(&exp->lock);
+	pthread_mutex_unlock(&exp->srv.lock);
 	return st;
 }
 
@@ -692,15 +608,15 @@ void cms_ipc_region_gone(struct cms_region *r)
 
 uint32_t cms_ipc_importers(struct cms_region *r)
 {
-	struct cms_ipc_pub *p;
 	struct conn *c;
+	struct cms_ipc_pub *p;
 	uint32_t k = 0;
 
 	for (p = cms_region_ipc(r)->ipc; p; p = p->rnext) {
-		pthread_mutex_lock(&p->exp->lock);
-		for (c = p->exp->conns; c; c = c->next)
-			k += c->pub == p && !c->dead;
-		pthread_mutex_unlock(&p->exp->lock);
+		pthread_mutex_lock(&p->exp->srv.lock);
+		for (c = first_conn(p->exp); c; c = next_conn(c))
+			k += c->pub == p && conn_live(c);
+		pthread_mutex_unlock(&p->exp->srv.lock);
 	}
 	return k;
 }
@@ -718,9 +634,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 				       const cms_exporter_options *opts, cms_exporter **out)
 {
 	cms_exporter_options o = CMS_EXPORTER_OPTIONS_INIT;
-	pthread_condattr_t ca;
 	struct cms_exporter *exp;
-	char why[256];
 	cms_status st;
 
 	if (out)
@@ -743,43 +657,22 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	if (!exp)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate an exporter");
 	exp->ctx = ctx;
-	snprintf(exp->path, sizeof(exp->path), "%s", path);
 	exp->timeout_ms = o.revoke_timeout_ms ? o.revoke_timeout_ms : CMS_IPC_DEFAULT_TIMEOUT_MS;
-	exp->lfd = exp->loop.wake[0] = exp->loop.wake[1] = -1;
-	st = cms_ipc_copy_uids(o.allowed_uids, o.nallowed_uids, &exp->uids);
+	st = cms_ipc_server_open(&exp->srv, ctx, path, &export_ops, exp, o.allowed_uids,
+				 o.nallowed_uids);
 	if (st)
 		goto err_free;
-	exp->nuids = o.nallowed_uids;
-	st = cms_ipc_loop_init(&exp->loop);
+	st = cms_ipc_server_start(&exp->srv);
 	if (st)
-		goto err_free;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&exp->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&exp->lock, NULL);
-	st = cms_ipc_listen(path, &exp->lfd, &exp->file, why, sizeof(why));
-	if (st) {
-		cms_set_error(st, "exporter: %s", why);
-		goto err_sync;
-	}
-	st = cms_ipc_loop_start(&exp->loop, server, exp, "exporter");
-	if (st)
-		goto err_listen;
+		goto err_server;
 	atomic_fetch_add(&ctx->ipc_objects, 1);
-	cms_log(ctx, CMS_LOG_INFO, "exporter listening on %s", exp->path);
+	cms_log(ctx, CMS_LOG_INFO, "exporter listening on %s", exp->srv.path);
 	*out = exp;
 	return CMS_OK;
 
-err_listen:
-	close(exp->lfd);
-	cms_ipc_unlink(&exp->file);
-err_sync:
-	pthread_mutex_destroy(&exp->lock);
-	pthread_cond_destroy(&exp->cond);
+err_server:
+	cms_ipc_server_close(&exp->srv);
 err_free:
-	cms_ipc_loop_fini(&exp->loop);
-	free(exp->uids);
 	free(exp);
 	return st;
 }
@@ -821,7 +714,7 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 			free(p);
 			return cms_set_error(CMS_ERR_EXISTS,
 					     "region \"%s\" is already published on %s", r->tag,
-					     exp->path);
+					     exp->srv.path);
 		}
 	pthread_mutex_lock(&ctx->lock);
 	if (r->dead) {
@@ -834,13 +727,13 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 	pthread_mutex_unlock(&ctx->lock);
 	p->rnext = cms_region_ipc(r)->ipc;
 	cms_region_ipc(r)->ipc = p;
-	pthread_mutex_lock(&exp->lock);
+	pthread_mutex_lock(&exp->srv.lock);
 	p->next = exp->pubs;
 	exp->pubs = p;
-	pthread_mutex_unlock(&exp->lock);
+	pthread_mutex_unlock(&exp->srv.lock);
 	pthread_mutex_unlock(&r->lock);
-	cms_log(ctx, CMS_LOG_INFO, "exporter %s: publishing \"%s\" (device %d)", exp->path, r->tag,
-		r->device);
+	cms_log(ctx, CMS_LOG_INFO, "exporter %s: publishing \"%s\" (device %d)", exp->srv.path,
+		r->tag, r->device);
 	return CMS_OK;
 }
 
@@ -848,7 +741,6 @@ CMS_API cms_status cms_exporter_importers(cms_exporter *exp, uint64_t *count)
 {
 	struct conn *c;
 	uint64_t k = 0;
-
 	cms_status st;
 
 	if (!exp || !count)
@@ -856,10 +748,10 @@ CMS_API cms_status cms_exporter_importers(cms_exporter *exp, uint64_t *count)
 	st = cms_check_fork(exp->ctx);
 	if (st)
 		return st;
-	pthread_mutex_lock(&exp->lock);
-	for (c = exp->conns; c; c = c->next)
-		k += c->pub && !c->dead;
-	pthread_mutex_unlock(&exp->lock);
+	pthread_mutex_lock(&exp->srv.lock);
+	for (c = first_conn(exp); c; c = next_conn(c))
+		k += c->pub && conn_live(c);
+	pthread_mutex_unlock(&exp->srv.lock);
 	*count = k;
 	return CMS_OK;
 }
@@ -885,12 +777,7 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 			*pp = p->rnext;
 		pthread_mutex_unlock(&p->region->lock);
 	}
-	cms_ipc_loop_stop(&exp->loop, &exp->lock);
-	while (exp->conns)
-		drop(exp, exp->conns);
-	close(exp->lfd);
-	cms_ipc_unlink(&exp->file);
-	cms_ipc_loop_fini(&exp->loop);
+	cms_ipc_server_close(&exp->srv);
 	while ((p = exp->pubs)) {
 		exp->pubs = p->next;
 		pthread_mutex_lock(&ctx->lock);
@@ -898,9 +785,6 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 		pthread_mutex_unlock(&ctx->lock);
 		free(p);
 	}
-	pthread_mutex_destroy(&exp->lock);
-	pthread_cond_destroy(&exp->cond);
-	free(exp->uids);
 	free(exp);
 	atomic_fetch_sub(&ctx->ipc_objects, 1);
 	return CMS_OK;

@@ -136,29 +136,3 @@ void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at)
 	if (left < *timeout_ms)
 		*timeout_ms = (int)left;
 }
-
-bool cms_ipc_accepting_now(struct cms_ipc_accepting *a, size_t conns, size_t max, int64_t now,
-			   int *timeout_ms)
-{
-	if (conns >= max)
-		return false; /* a connection closing wakes the loop's next round */
-	if (now < a->until) {
-		cms_ipc_timeout_until(timeout_ms, now, a->until);
-		return false;
-	}
-	return true;
-}
-
-void cms_ipc_accepted(struct cms_ipc_accepting *a, cms_status st)
-{
-	if (st == CMS_OK) {
-		a->ms = 0;
-		return;
-	}
-	if (st != CMS_ERR_OUT_OF_HOST_MEMORY)
-		return;
-	a->ms = a->ms ? a->ms * 2 : CMS_IPC_BACKOFF_MIN_MS;
-	if (a->ms > CMS_IPC_BACKOFF_MAX_MS)
-		a->ms = CMS_IPC_BACKOFF_MAX_MS;
-	a->until = cms_ipc_now_ms() + a->ms;
-}

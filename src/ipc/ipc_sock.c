@@ -294,8 +294,8 @@ err_close:
 	return st;
 }
 
-cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
-			char *why, size_t whylen)
+cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off, const int *fds,
+			     uint32_t nfds, char *why, size_t whylen)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
@@ -303,50 +303,62 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 	} ctl;
 	struct msghdr mh;
 	struct iovec iov;
-	uint8_t *buf;
-	size_t len, off = 0;
-	cms_status st;
 	ssize_t n;
 
-	st = cms_ipc_encode(m, &buf, &len, why, whylen);
-	if (st)
-		return st;
-	while (off < len) {
+	while (*off < len) {
 		memset(&mh, 0, sizeof(mh));
-		iov.iov_base = buf + off;
-		iov.iov_len = len - off;
+		iov.iov_base = (uint8_t *)buf + *off;
+		iov.iov_len = len - *off;
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
-		if (!off && m->type == CMS_IPC_FDS && m->nfds) {
+		if (!*off && nfds) { /* the descriptors go with the first byte */
 			struct cmsghdr *c;
 
 			memset(&ctl, 0, sizeof(ctl));
 			mh.msg_control = ctl.buf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * m->nfds);
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
 			c = CMSG_FIRSTHDR(&mh);
 			c->cmsg_level = SOL_SOCKET;
 			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * m->nfds);
-			memcpy(CMSG_DATA(c), fds, sizeof(int) * m->nfds);
+			c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+			memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
 		}
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
-			off += (size_t)n;
+			*off += (size_t)n;
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			st = wait_fd(fd, POLLOUT, deadline, why, whylen);
-			if (st)
-				break;
-			continue;
-		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return CMS_OK;
 		if (n < 0 && errno == EINTR)
 			continue;
-		st = n < 0 && errno != EPIPE && errno != ECONNRESET ?
-			     cms_ipc_fail(CMS_ERR_IO, why, whylen, "sendmsg: %s", strerror(errno)) :
-			     cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
-					  "the peer closed the socket");
-		break;
+		return n < 0 && errno != EPIPE && errno != ECONNRESET ?
+			       cms_ipc_fail(CMS_ERR_IO, why, whylen, "sendmsg: %s",
+					    strerror(errno)) :
+			       cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+					    "the peer closed the socket");
+	}
+	return CMS_OK;
+}
+
+cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
+			char *why, size_t whylen)
+{
+	uint32_t nfds = m->type == CMS_IPC_FDS ? m->nfds : 0;
+	uint8_t *buf;
+	size_t len, off = 0;
+	cms_status st;
+
+	st = cms_ipc_encode(m, &buf, &len, why, whylen);
+	if (st)
+		return st;
+	for (;;) {
+		st = cms_ipc_send_some(fd, buf, len, &off, fds, nfds, why, whylen);
+		if (st || off == len)
+			break;
+		st = wait_fd(fd, POLLOUT, deadline, why, whylen);
+		if (st)
+			break;
 	}
 	free(buf);
 	return st;
@@ -360,12 +372,14 @@ void cms_ipc_rx_init(struct cms_ipc_rx *rx)
 
 void cms_ipc_rx_free(struct cms_ipc_rx *rx)
 {
+	uint32_t max = rx->max_payload;
 	size_t i;
 
 	for (i = 0; i < rx->nfds; i++)
 		close(rx->fds[i]);
 	free(rx->buf);
 	cms_ipc_rx_init(rx);
+	rx->max_payload = max;
 }
 
 /* Keeps the descriptors of one recvmsg (closes those past the limit). */
@@ -397,7 +411,27 @@ static void take_fds(struct cms_ipc_rx *rx, struct msghdr *mh)
 		rx->bad = 1;
 }
 
-/* The header is in: checks it and makes room for the whole message. */
+/* Room for the next bytes of the message: the buffer grows with what arrives (at most
+ * doubling, from CMS_IPC_RX_CHUNK), never to more than the message. */
+static cms_status rx_grow(struct cms_ipc_rx *rx, char *why, size_t whylen)
+{
+	size_t cap = rx->cap ? rx->cap * 2 : CMS_IPC_RX_CHUNK;
+	uint8_t *nb;
+
+	if (cap > rx->need)
+		cap = rx->need;
+	nb = realloc(rx->buf, cap);
+	if (!nb)
+		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
+				    "cannot allocate %zu bytes", cap);
+	if (!rx->buf)
+		memcpy(nb, rx->hdr, CMS_IPC_HEADER_SIZE);
+	rx->buf = nb;
+	rx->cap = cap;
+	return CMS_OK;
+}
+
+/* The header is in: checks it and makes room for the first bytes of the payload. */
 static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
 {
 	uint32_t payload, announced;
@@ -407,13 +441,12 @@ static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
 	st = cms_ipc_decode_header(rx->hdr, &type, &payload, &announced, why, whylen);
 	if (st)
 		return st;
-	rx->buf = malloc(CMS_IPC_HEADER_SIZE + (size_t)payload);
-	if (!rx->buf)
-		return cms_ipc_fail(CMS_ERR_OUT_OF_HOST_MEMORY, why, whylen,
-				    "cannot allocate %u bytes", payload);
-	memcpy(rx->buf, rx->hdr, CMS_IPC_HEADER_SIZE);
+	if (rx->max_payload && payload > rx->max_payload)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "a message of %u bytes (type %u); at most %u are taken here",
+				    payload, type, rx->max_payload);
 	rx->need = CMS_IPC_HEADER_SIZE + (size_t)payload;
-	return CMS_OK;
+	return rx_grow(rx, why, whylen);
 }
 
 /* The whole message is in: decodes it and hands its descriptors out (to out, or closed). */
@@ -449,10 +482,16 @@ cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m,
 	memset(m, 0, sizeof(*m));
 	for (;;) {
 		uint8_t *dst = rx->buf ? rx->buf : rx->hdr;
-		struct iovec iov = { dst + rx->have, rx->need - rx->have };
+		struct iovec iov = { dst + rx->have, (rx->buf ? rx->cap : rx->need) - rx->have };
 		struct msghdr mh;
 		ssize_t got;
 
+		if (rx->buf && rx->have == rx->cap && rx->cap < rx->need) {
+			st = rx_grow(rx, why, whylen);
+			if (st)
+				goto err_free;
+			continue;
+		}
 		if (rx->have == rx->need) {
 			if (!rx->buf && rx->need == CMS_IPC_HEADER_SIZE) {
 				st = rx_header(rx, why, whylen);

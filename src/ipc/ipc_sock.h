@@ -89,6 +89,15 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 			char *why, size_t whylen);
 
 /*
+ * cms_ipc_send_some - writes buf[*off, len) to fd without waiting, as far as
+ * the socket takes it, advancing *off; nfds descriptors fds go with the first
+ * byte (*off 0). Returns CMS_OK (*off == len: all written; else the socket is
+ * full), CMS_ERR_DISCONNECTED (EPIPE, ECONNRESET), CMS_ERR_IO.
+ */
+cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off, const int *fds,
+			     uint32_t nfds, char *why, size_t whylen);
+
+/*
  * cms_ipc_recv - receives one whole message before deadline_ms and decodes
  * it into *m. The descriptors received with it are the helper's until it
  * hands them out: with fds (room for CMS_IPC_MAX_FDS) they go there on
@@ -110,18 +119,23 @@ cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadlin
  */
 struct cms_ipc_rx {
 	uint8_t hdr[CMS_IPC_HEADER_SIZE];
-	uint8_t *buf; /* header + payload, once the header is in */
-	size_t have;  /* bytes of the message received (0: none started) */
-	size_t need;  /* CMS_IPC_HEADER_SIZE, then the whole message */
+	uint8_t *buf;	      /* header + payload received, once the header is in */
+	size_t cap;	      /* of buf: grows with what arrives, up to need */
+	size_t have;	      /* bytes of the message received (0: none started) */
+	size_t need;	      /* CMS_IPC_HEADER_SIZE, then the whole message */
+	uint32_t max_payload; /* larger messages are refused at the header; 0: the protocol's */
 	int fds[CMS_IPC_MAX_FDS];
 	size_t nfds;
 	int bad; /* unexpected or too many descriptors came */
 };
 
-/* An empty rx. */
+/* A message's buffer starts at this and grows with what arrives. */
+#define CMS_IPC_RX_CHUNK (64u << 10)
+
+/* An empty rx (max_payload 0). */
 void cms_ipc_rx_init(struct cms_ipc_rx *rx);
 
-/* Closes the descriptors rx holds and frees its buffer (empty after). */
+/* Closes the descriptors rx holds and frees its buffer (empty after; max_payload kept). */
 void cms_ipc_rx_free(struct cms_ipc_rx *rx);
 
 /*

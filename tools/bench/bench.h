@@ -32,6 +32,7 @@
 
 #include "cumemsaver.h"
 #include "driver.h"
+#include "tool_common.h"
 
 #define BENCH_DEVICE 0
 #define BENCH_MAX_CYCLES 1000u
@@ -219,6 +220,7 @@ struct bench {
 	int mdev[BENCH_MAX_MDEV];
 	struct bench_mwork mwork[BENCH_NMWORK];
 	const char *json_path;
+	FILE *json; /* json_path, opened before the run; closed by bench_report_json */
 	char *cmdline;
 
 	/* the tool's own view of the driver */
@@ -248,6 +250,7 @@ struct bench {
 	unsigned int checks;
 	char step[96]; /* what the bench is doing, for failure messages */
 	bool failed;
+	unsigned int failures;	 /* bench_fail calls, each printed at once */
 	char failure[1024];	 /* the first failure */
 	char last_failure[1024]; /* the latest one */
 };
@@ -306,8 +309,12 @@ int bench_parse_uint(const char *s, unsigned int lo, unsigned int hi, unsigned i
 void bench_gap(const struct bench *b);
 /* The command line joined with spaces (malloc'ed; NULL when out of memory). */
 char *bench_join_args(int argc, char **argv);
-/* A JSON string (escaped) and a JSON number ("%.6g", null for NaN and infinities). */
-void bench_json_str(FILE *f, const char *s);
+/* A JSON string: tool_json_str (tool_common.h), under the name the lab's experiments use.
+ * A JSON number ("%.6g", null for NaN and infinities). */
+static inline void bench_json_str(FILE *f, const char *s)
+{
+	tool_json_str(f, s);
+}
 void bench_json_num(FILE *f, double v);
 /* Opens the JSON object: "{", then tool, library_version, date, command, simulation,
  * driver_library, driver_version, device and device_name (no comma after the last). */
@@ -413,6 +420,8 @@ void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f)
 /* ---- bench_disk.c: workload (g), the DISK policy ---- */
 /* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */
 void bench_disk_dir_set(const char *dir);
+/* --disk-dir, else $TMPDIR, else /tmp. */
+const char *bench_disk_dir(void);
 /* Runs (g) with the disk floor; skipped (a note, not a failure) when the disk lacks room. */
 int bench_disk_run(struct bench *b, struct bench_work *w);
 /* (g)'s own table: pause/resume against the disk's write/read bandwidth. */
@@ -434,6 +443,7 @@ void bench_multi_free(struct bench *b);
 /* ---- bench_report.c: the table and the JSON file of every workload ---- */
 
 void bench_report_table(const struct bench *b);
+/* Writes the JSON report to b->json and closes it. Returns 0, or -1 with errno. */
 int bench_report_json(struct bench *b);
 
 #endif /* CMS_BENCH_H */

@@ -35,6 +35,7 @@ void bench_fail(struct bench *b, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "%s: %s\n", bench_tool(b), msg);
 	memcpy(b->last_failure, msg, sizeof(msg));
+	b->failures++;
 	if (!b->failed) {
 		b->failed = true;
 		memcpy(b->failure, msg, sizeof(msg));
@@ -501,22 +502,6 @@ char *bench_join_args(int argc, char **argv)
 	return s;
 }
 
-void bench_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 void bench_json_num(FILE *f, double v)
 {
 	if (isnan(v) || isinf(v))
@@ -528,18 +513,18 @@ void bench_json_num(FILE *f, double v)
 void bench_json_head(const struct bench *b, FILE *f)
 {
 	fprintf(f, "{\n  \"tool\": ");
-	bench_json_str(f, bench_tool(b));
+	tool_json_str(f, bench_tool(b));
 	fputs(", \"library_version\": ", f);
-	bench_json_str(f, cms_version_string());
+	tool_json_str(f, cms_version_string());
 	fputs(",\n  \"date\": ", f);
-	bench_json_str(f, b->date);
+	tool_json_str(f, b->date);
 	fputs(", \"command\": ", f);
-	bench_json_str(f, b->cmdline);
+	tool_json_str(f, b->cmdline);
 	fprintf(f, ",\n  \"simulation\": %s, \"driver_library\": ", b->sim ? "true" : "false");
-	bench_json_str(f, b->drv_path);
+	tool_json_str(f, b->drv_path);
 	fprintf(f, ", \"driver_version\": %d, \"device\": %d, \"device_name\": ", b->drv_version,
 		BENCH_DEVICE);
-	bench_json_str(f, b->device_name);
+	tool_json_str(f, b->device_name);
 }
 
 int bench_parse_option(struct bench *b, int c, const char *arg)

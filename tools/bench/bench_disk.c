@@ -40,7 +40,7 @@ void bench_disk_dir_set(const char *dir)
 	snprintf(g.dir, sizeof(g.dir), "%s", dir);
 }
 
-static const char *disk_dir(void)
+const char *bench_disk_dir(void)
 {
 	const char *t;
 
@@ -58,7 +58,8 @@ static int disk_floor(struct bench *b, uint64_t total)
 	void *buf = NULL;
 	int fd, rc = -1;
 
-	snprintf(path, sizeof(path), "%s/cms-bench-floor-%ld.tmp", disk_dir(), (long)getpid());
+	snprintf(path, sizeof(path), "%s/cms-bench-floor-%ld.tmp", bench_disk_dir(),
+		 (long)getpid());
 	g.direct = true;
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
 	if (fd < 0 && errno == EINVAL) {
@@ -114,7 +115,7 @@ static int disk_floor(struct bench *b, uint64_t total)
 	g.bytes = total;
 	printf("  disk floor in %s (%s I/O, 64 MiB transfers): write+fsync %.2f GB/s, read %.2f "
 	       "GB/s (page cache: %s)\n",
-	       disk_dir(), g.direct ? "O_DIRECT" : "buffered", g.write_gbs, g.read_gbs,
+	       bench_disk_dir(), g.direct ? "O_DIRECT" : "buffered", g.write_gbs, g.read_gbs,
 	       g.cache_how);
 	rc = 0;
 out:
@@ -195,19 +196,19 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	bench_scale(b, w->count0, w->size0, &w->count, &w->size);
 	need = w->count * w->size;
 	printf("\n(g) %" PRIu64 " x %s DISK in %s, %s (%s at --scale 1%s)\n", w->count,
-	       bench_fmt_bytes(b1, sizeof(b1), w->size), disk_dir(),
+	       bench_fmt_bytes(b1, sizeof(b1), w->size), bench_disk_dir(),
 	       bench_fmt_bytes(b2, sizeof(b2), need), w->what, bench_coalesce_note(w));
 	snprintf(b->step, sizeof(b->step), "workload (g)");
-	if (statvfs(disk_dir(), &sv)) {
+	if (statvfs(bench_disk_dir(), &sv)) {
 		snprintf(g.skipped, sizeof(g.skipped), "skipped: cannot statvfs %.600s: %s",
-			 disk_dir(), strerror(errno));
+			 bench_disk_dir(), strerror(errno));
 		goto skip;
 	}
 	room = (uint64_t)sv.f_bavail * sv.f_frsize;
 	if (room < need + DISK_ROOM_MARGIN) {
 		snprintf(g.skipped, sizeof(g.skipped),
 			 "skipped: %.600s has %s free, needs %s + 1 GiB (--disk-dir, --scale)",
-			 disk_dir(), bench_fmt_bytes(b1, sizeof(b1), room),
+			 bench_disk_dir(), bench_fmt_bytes(b1, sizeof(b1), room),
 			 bench_fmt_bytes(b2, sizeof(b2), need));
 		goto skip;
 	}
@@ -236,7 +237,7 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	ropts.policy = CMS_POLICY_DISK;
 	ropts.flags = w->flags;
 	BENCH_CMS(b, fail, cms_region_create, ctx, "bench_g", &ropts, &region);
-	BENCH_CMS(b, fail, cms_region_disk_dir_set, region, disk_dir());
+	BENCH_CMS(b, fail, cms_region_disk_dir_set, region, bench_disk_dir());
 	for (i = 0; i < w->count; i++)
 		BENCH_CMS(b, fail, cms_alloc, region, w->size, &ptr[i]);
 	BENCH_CMS(b, fail, cms_region_info_get, region, &info);
@@ -343,7 +344,7 @@ void bench_disk_report(const struct bench *b, const struct bench_work *w)
 	(void)b;
 	if (!w->selected)
 		return;
-	printf("\n(g) DISK policy in %s (%s)\n", disk_dir(), w->what);
+	printf("\n(g) DISK policy in %s (%s)\n", bench_disk_dir(), w->what);
 	if (!w->ran || !w->cycles_done || !g.measured) {
 		printf("  %s\n", w->note[0] ? w->note : "no cycle completed");
 		return;
@@ -390,7 +391,7 @@ void bench_disk_json(const struct bench *b, const struct bench_work *w, FILE *f)
 	rg = (double)w->logical / (r * 1e6);
 	fprintf(f, ", \"disk_floor\": {\"dir\": ");
 	fputc('"', f);
-	for (const char *c = disk_dir(); *c; c++)
+	for (const char *c = bench_disk_dir(); *c; c++)
 		fprintf(f,
 			*c == '"' || *c == '\\'	 ? "\\%c" :
 			(unsigned char)*c < 0x20 ? "?" :

@@ -304,13 +304,13 @@ static void json_row(FILE *f, const struct bench *b, const struct bench_work *w,
 	bench_json_num(f, rr.ratio);
 	fputs(", \"pause_target\": ", f);
 	if (pr.spec)
-		bench_json_str(f, pr.spec);
+		tool_json_str(f, pr.spec);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"pause_target_met\": %s", pr.met < 0 ? "null" : pr.met ? "true" : "false");
 	fputs(", \"resume_target\": ", f);
 	if (rr.spec)
-		bench_json_str(f, rr.spec);
+		tool_json_str(f, rr.spec);
 	else
 		fputs("null", f);
 	fprintf(f, ", \"resume_target_met\": %s", rr.met < 0 ? "null" : rr.met ? "true" : "false");
@@ -346,9 +346,9 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 	else
 		status = "ok";
 	fprintf(f, "    {\"id\": \"%c\", \"name\": ", w->id);
-	bench_json_str(f, w->what);
+	tool_json_str(f, w->what);
 	fputs(", \"status\": ", f);
-	bench_json_str(f, status);
+	tool_json_str(f, status);
 	fprintf(f, ", \"policy\": \"%s\"",
 		w->policy == CMS_POLICY_HOST ? "HOST" :
 		w->policy == CMS_POLICY_DISK ? "DISK" :
@@ -365,7 +365,7 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		w->count, w->size, w->logical, w->physical, w->window, w->cycles_done,
 		w->truncated ? "true" : "false", w->region_flags);
 	fputs(", \"note\": ", f);
-	bench_json_str(f, w->note);
+	tool_json_str(f, w->note);
 	if (w->id == 'g')
 		bench_disk_json(b, w, f);
 	if (w->id == 'e') { /* its own per-cycle and row keys; closes the object */
@@ -441,11 +441,9 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 int bench_report_json(struct bench *b)
 {
 	const struct bench_copy_floor *cf = &b->copy;
-	FILE *f = fopen(b->json_path, "w");
+	FILE *f = b->json;
 	int i, rc = 0, first = 1;
 
-	if (!f)
-		return -1;
 	bench_json_head(b, f);
 	fprintf(f,
 		",\n  \"device_total_bytes\": %" PRIu64 ", \"granularity\": %" PRIu64
@@ -503,7 +501,7 @@ int bench_report_json(struct bench *b)
 	fprintf(f, "  \"checks\": %u, \"result\": \"%s\", \"failure\": ", b->checks,
 		b->failed ? "fail" : "pass");
 	if (b->failed)
-		bench_json_str(f, b->failure);
+		tool_json_str(f, b->failure);
 	else
 		fputs("null", f);
 	fputs("\n}\n", f);

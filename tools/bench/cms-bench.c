@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,26 +46,40 @@ static void bench_free(struct bench *b)
 
 /* ---- options -------------------------------------------------------------------- */
 
-static void bench_usage(FILE *f)
+#define BENCH_SHORT_USAGE                                                             \
+	"usage: cms-bench [--scale N] [--cycles N] [--only LIST] [--json FILE]\n"     \
+	"                 [--verify-full] [--coalesce] [--gap MS] [--disk-dir DIR]\n" \
+	"                 [--devices LIST] [--sim|--gpu]\n"
+
+/* After bad usage: what was wrong was said in one line; then the synopsis and where the rest is. */
+static int bench_short_usage(void)
 {
+	fprintf(stderr, BENCH_SHORT_USAGE "Try 'cms-bench --help' for more.\n");
+	return 2;
+}
+
+static void bench_usage(FILE *f, const struct bench *b)
+{
+	int i;
+
 	fprintf(f,
-		"usage: cms-bench [--scale N] [--cycles N] [--only LIST] [--json FILE]\n"
-		"                 [--verify-full] [--coalesce] [--gap MS] [--disk-dir DIR]\n"
-		"                 [--sim|--gpu]\n"
+		BENCH_SHORT_USAGE
 		"  -s, --scale N      divide every workload's and floor's bytes by N (1..%u;\n"
 		"                     default 1 on a GPU, %u on the host simulation); an\n"
 		"                     allocation never goes below one granularity\n"
 		"  -n, --cycles N     pause/resume cycles per workload (1..%u, default %u); the\n"
 		"                     first is reported apart from the median of the others.\n"
 		"                     A workload whose cycle takes more than 10 s stops after 2\n"
-		"  -o, --only LIST    comma-separated workloads to run: a,...,j (e: "
-		"cms_swap\n"
-		"                     between two HOST tags; h: (a) with CMS_REGION_GUARD;\n"
-		"                     i: (c) with CMS_REGION_RELEASE_HOST; j: (i) with\n"
-		"                     CMS_REGION_HOST_PAGEABLE), or\n"
-		"                     'floor' for the floors alone;\n"
-		"                     the floors the chosen workloads need are always measured\n"
-		"  -j, --json FILE    also write the results as JSON to FILE\n"
+		"  -o, --only LIST    comma-separated workloads to run (default: all), or\n"
+		"                     'floor' for the floors alone; the floors the chosen\n"
+		"                     workloads need are always measured. The workloads, at\n"
+		"                     --scale 1:\n",
+		BENCH_MAX_SCALE, BENCH_DEFAULT_SIM_SCALE, BENCH_MAX_CYCLES, BENCH_DEFAULT_CYCLES);
+	for (i = 0; i < BENCH_NWORK; i++)
+		fprintf(f, "                       %c  %s\n", b->work[i].id, b->work[i].what);
+	fprintf(f,
+		"  -j, --json FILE    also write the results as JSON to FILE (created before\n"
+		"                     the run: an unwritable FILE is a usage error)\n"
 		"      --verify-full  check the whole content of HOST allocations after every\n"
 		"                     cycle (default: a sample at the start, middle and end)\n"
 		"      --coalesce     HOST and DISK workloads in regions with\n"
@@ -82,11 +97,12 @@ static void bench_usage(FILE *f)
 		"                     driver's own multi-device floor of (a) (raw VMM calls\n"
 		"                     on 1 and on every device); --only floor: that floor alone\n"
 		"      --disk-dir DIR (g): the DISK region's directory (default $TMPDIR, else\n"
-		"                     /tmp); (g) is skipped when it lacks room (statvfs)\n"
+		"                     /tmp); it must be a writable directory (checked before\n"
+		"                     the run); (g) is skipped when it lacks room (statvfs)\n"
 		"      --sim          run on the host simulation\n"
 		"      --gpu          run on the real driver (fail if there is no GPU)\n"
-		"exit status: 0 when every correctness check passed, 1 otherwise, 2 on bad usage\n",
-		BENCH_MAX_SCALE, BENCH_DEFAULT_SIM_SCALE, BENCH_MAX_CYCLES, BENCH_DEFAULT_CYCLES);
+		"exit status: 0 when every correctness check passed, 1 otherwise, 2 on bad "
+		"usage\n");
 }
 
 static int bench_parse_only(struct bench *b, const char *arg)
@@ -122,6 +138,30 @@ static void bench_bad_option(char *const *argv, int c)
 		fprintf(stderr, "cms-bench: unknown option '-%c'\n", optopt);
 	else
 		fprintf(stderr, "cms-bench: unknown option '%s'\n", arg);
+}
+
+/* Before the run, not after it: --disk-dir names a writable directory, and --json's file
+ * can be created (it is, and kept open for the report). Returns -1 to go on, else 2. */
+static int bench_check_paths(struct bench *b)
+{
+	const char *dir = bench_disk_dir();
+	struct stat sb;
+
+	errno = 0;
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK)) {
+		fprintf(stderr, "cms-bench: disk directory '%s': %s\n", dir,
+			errno ? strerror(errno) : "not a directory");
+		return 2;
+	}
+	if (b->json_path) {
+		b->json = fopen(b->json_path, "w");
+		if (!b->json) {
+			fprintf(stderr, "cms-bench: --json '%s': %s\n", b->json_path,
+				strerror(errno));
+			return 2;
+		}
+	}
+	return -1;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -197,12 +237,11 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 			}
 			break;
 		case 'h':
-			bench_usage(stdout);
+			bench_usage(stdout, b);
 			return 0;
 		default:
 			bench_bad_option(argv, c);
-			bench_usage(stderr);
-			return 2;
+			return bench_short_usage();
 		}
 	}
 	if (b->coalesce && b->nmdev) { /* bench_multi.c's regions have fixed flags */
@@ -212,10 +251,9 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "cms-bench: unexpected argument '%s'\n", argv[optind]);
-		bench_usage(stderr);
-		return 2;
+		return bench_short_usage();
 	}
-	return -1;
+	return bench_check_paths(b);
 }
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -333,16 +371,21 @@ int main(int argc, char **argv)
 		bench_report_table(b);
 		bench_multi_report(b);
 	}
-	if (b->json_path && bench_report_json(b))
+	if (b->json && bench_report_json(b))
 		bench_fail(b, "cannot write %s: %s", b->json_path, strerror(errno));
+	b->json = NULL; /* closed by bench_report_json */
 	if (b->failed) {
-		printf("bench: FAIL: %s\n", b->failure);
+		/* each failure was printed when it happened (bench_fail) */
+		printf("bench: FAIL (%u failure%s, above; %u checks passed)\n", b->failures,
+		       b->failures == 1 ? "" : "s", b->checks);
 		rc = 1;
 	} else {
 		printf("bench: PASS (%u checks)\n", b->checks);
 		rc = 0;
 	}
 out_free:
+	if (b->json)
+		fclose(b->json);
 	bench_free(b);
 	return rc;
 }

@@ -186,6 +186,13 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (cmsctl_is_remote_command(cmd)) {
+		fprintf(stderr,
+			"cmsctl: '%s' asks a running process: give its control socket, "
+			"cmsctl --socket PATH %s\n",
+			cmd, cmd);
+		return short_usage();
+	}
 	fprintf(stderr, "cmsctl: unknown command '%s'\n", cmd);
 	return short_usage();
 }

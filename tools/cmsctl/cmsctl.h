@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "cumemsaver.h"
 #include "tool_common.h"
 
 /* Subcommands: argv[0] is the subcommand's name; return the exit status. */
@@ -27,9 +28,14 @@ struct cmsctl_remote_opts {
 /* `cmsctl --socket PATH [--json] [--timeout SECONDS] status | pause TAG | resume TAG`
  * (cmsctl_remote.c): argv[0] is the operation. Returns the exit status. */
 int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv);
-/* Shared by the remote commands (cmsctl_remote.c): a JSON string literal of s on f; the names
- * the table and the JSON give a restore policy and a state. */
-void cmsctl_json_str(FILE *f, const char *s);
+/* Whether cmd is one of the commands sent to a process's control socket (status, pause,
+ * resume, stats, metrics). */
+int cmsctl_is_remote_command(const char *cmd);
+/* cms_ipc_connect, and a path that exists but is no socket (a regular file, a directory)
+ * said as such: CMS_ERR_INVALID_ARGUMENT instead of the driver-neutral NOT_FOUND. */
+cms_status cmsctl_connect(const char *path, int *fd, char *why, size_t whylen);
+/* Shared by the remote commands (cmsctl_remote.c): the names the table and the JSON give a
+ * restore policy and a state (JSON strings: tool_json_str). */
 const char *cmsctl_policy_name(uint32_t policy);
 const char *cmsctl_state_name(uint32_t state);
 /* `cmsctl --socket PATH [--json] [--timeout SECONDS] stats [--prometheus] | metrics`

@@ -12,30 +12,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmsctl.h"
 #include "cumemsaver.h"
 #include "ipc_sock.h"
 
-void cmsctl_json_str(FILE *f, const char *s)
+int cmsctl_is_remote_command(const char *cmd)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
+	static const char *const remote[] = { "status", "pause", "resume", "stats", "metrics" };
+	size_t i;
+
+	for (i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
+		if (!strcmp(cmd, remote[i]))
+			return 1;
+	return 0;
 }
 
-/* The stdout form used by the status and error objects below. */
-static void json_str(const char *s)
+cms_status cmsctl_connect(const char *path, int *fd, char *why, size_t whylen)
 {
-	cmsctl_json_str(stdout, s);
+	cms_status st = cms_ipc_connect(path, fd, why, whylen);
+	struct stat sb;
+
+	if (st == CMS_ERR_NOT_FOUND && !stat(path, &sb) && !S_ISSOCK(sb.st_mode)) {
+		snprintf(why, whylen,
+			 "%s is not a socket (it is a %s): give the path the process "
+			 "passed to cms_control_create",
+			 path,
+			 S_ISDIR(sb.st_mode) ? "directory" :
+			 S_ISREG(sb.st_mode) ? "regular file" :
+					       "file of another type");
+		st = CMS_ERR_INVALID_ARGUMENT;
+	}
+	return st;
 }
 
 const char *cmsctl_state_name(uint32_t s)
@@ -69,11 +79,11 @@ static void json_error(cms_status st, const char *op, const char *tag, const cha
 {
 	json_open(st);
 	printf(", \"op\": ");
-	json_str(op);
+	tool_json_str(stdout, op);
 	printf(", \"tag\": ");
-	json_str(tag);
+	tool_json_str(stdout, tag);
 	printf(", \"message\": ");
-	json_str(message);
+	tool_json_str(stdout, message);
 	printf("}\n");
 }
 
@@ -89,7 +99,7 @@ static void print_status(const struct cms_ipc_msg *m, int json)
 			const struct cms_ipc_region_status *r = &m->regions[i];
 
 			printf("%s\n  {\"tag\": ", i ? "," : "");
-			json_str(r->tag);
+			tool_json_str(stdout, r->tag);
 			printf(", \"device\": %d, \"policy\": \"%s\", \"state\": \"%s\", "
 			       "\"allocations\": %llu, \"logical_bytes\": %llu, "
 			       "\"physical_bytes\": "
@@ -127,16 +137,22 @@ static void print_action(const struct cms_ipc_msg *m, const char *op, const char
 	if (json) {
 		json_open(m->status);
 		printf(", \"op\": ");
-		json_str(op);
+		tool_json_str(stdout, op);
 		printf(", \"tag\": ");
-		json_str(tag);
+		tool_json_str(stdout, tag);
 		printf(", \"message\": ");
-		json_str(m->text);
-		printf(", \"bytes\": %llu, \"elapsed_ms\": %.3f, \"driver_free_before\": %llu, "
-		       "\"driver_free_after\": %llu}\n",
-		       (unsigned long long)m->bytes, (double)m->elapsed_ns / 1e6,
-		       (unsigned long long)m->driver_free_before,
-		       (unsigned long long)m->driver_free_after);
+		tool_json_str(stdout, m->text);
+		printf(", \"bytes\": %llu, \"elapsed_ms\": %.3f", (unsigned long long)m->bytes,
+		       (double)m->elapsed_ns / 1e6);
+		/* the driver's free memory is measured around a pause only (control.c): null
+		 * after a resume, not 0 */
+		if (!strcmp(op, "pause"))
+			printf(", \"driver_free_before\": %llu, \"driver_free_after\": %llu",
+			       (unsigned long long)m->driver_free_before,
+			       (unsigned long long)m->driver_free_after);
+		else
+			printf(", \"driver_free_before\": null, \"driver_free_after\": null");
+		printf("}\n");
 		return;
 	}
 	if (m->status)
@@ -185,7 +201,7 @@ int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 		return 2;
 	}
 	snprintf(q.tag, sizeof(q.tag), "%s", tag);
-	st = cms_ipc_connect(o->socket, &fd, why, sizeof(why));
+	st = cmsctl_connect(o->socket, &fd, why, sizeof(why));
 	if (st) {
 		if (json)
 			json_error(st, op, tag, why);

@@ -16,19 +16,6 @@
 #include "cumemsaver.h"
 #include "ipc_sock.h"
 
-/* A Prometheus label value: backslash, double quote and line feed escaped. */
-static void prom_label(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
 /* One counter of the exposition: how to read it from an entry. */
 struct metric {
 	const char *name, *type, *help;
@@ -87,7 +74,7 @@ static const struct metric metrics[] = {
 static void prom_labels(FILE *f, const struct cms_ipc_region_stats *s)
 {
 	fputs("{tag=\"", f);
-	prom_label(f, s->tag);
+	tool_prom_label(f, s->tag);
 	fprintf(f, "\",device=\"%d\",policy=\"%s\"", s->device, cmsctl_policy_name(s->policy));
 }
 
@@ -102,7 +89,9 @@ static void print_prometheus(FILE *f, const struct cms_ipc_msg *m)
 		for (i = 0; i < m->nstats; i++) {
 			fputs(metrics[j].name, f);
 			prom_labels(f, &m->stats[i]);
-			fprintf(f, "} %.17g\n", metrics[j].get(&m->stats[i]));
+			fputs("} ", f);
+			tool_print_double(f, metrics[j].get(&m->stats[i]));
+			fputc('\n', f);
 		}
 	}
 	fputs("# HELP cumemsaver_region_failures_total Failed pause, resume and swap calls that "
@@ -132,7 +121,7 @@ static void print_json(FILE *f, const struct cms_ipc_msg *m)
 		const char *sep = "";
 
 		fprintf(f, "%s\n  {\"tag\": ", i ? "," : "");
-		cmsctl_json_str(f, s->tag);
+		tool_json_str(f, s->tag);
 		fprintf(f,
 			", \"device\": %d, \"policy\": \"%s\", \"state\": \"%s\", "
 			"\"region_id\": %llu, \"pauses\": %llu, \"resumes\": %llu, \"swaps\": "
@@ -200,7 +189,7 @@ static cms_status exchange(const char *path, unsigned timeout_s, struct cms_ipc_
 	memset(&q, 0, sizeof(q));
 	q.type = CMS_IPC_CTL_REQUEST;
 	q.op = CMS_IPC_OP_STATS;
-	st = cms_ipc_connect(path, &fd, why, whylen);
+	st = cmsctl_connect(path, &fd, why, whylen);
 	if (st)
 		return st;
 	deadline = cms_ipc_now_ms() + (int64_t)timeout_s * 1000;
@@ -253,7 +242,7 @@ int cmsctl_stats(const struct cmsctl_remote_opts *o, int argc, char **argv)
 			printf("{\"schema_version\": %d, \"status\": \"%s\", \"op\": \"%s\", "
 			       "\"tag\": \"\", \"message\": ",
 			       CMSCTL_JSON_SCHEMA, cms_status_name(st), argv[0]);
-			cmsctl_json_str(stdout, why);
+			tool_json_str(stdout, why);
 			printf("}\n");
 		}
 		fprintf(stderr, "cmsctl: stats: %s: %s\n", cms_status_name(st), why);

@@ -2,7 +2,7 @@
 /*
  * tool_common.h - helpers shared by the programs of the tree (cmsctl, cms-bench,
  * the IPC demo, the lab's experiments): sizes, byte formatting, option errors,
- * and where the driver and the host simulation are. Built once, as the static
+ * where the driver and the host simulation are, and JSON/Prometheus text. Built once, as the static
  * library cms_tool_common (tools/common/CMakeLists.txt); it calls the driver
  * loader (driver.h), which every program compiles in.
  */
@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /*
  * tool_parse_size - parses "4096", "64K", "256M", "1G", "2GiB", "1T" (binary
@@ -50,5 +51,24 @@ int tool_open_device_driver(struct cms_driver *drv, const char *path, char *why,
  * "<cmd>: option ... needs an argument" on stderr.
  */
 void tool_bad_option(const char *cmd, char *const *argv, int c);
+
+/*
+ * tool_json_str - str (NULL: "") as a JSON string literal on f: '"' and '\'
+ * backslashed, control characters as \u00XX, valid UTF-8 as is, and each
+ * maximal invalid UTF-8 subpart (Unicode's practice; a lone 0xff byte is one)
+ * as \ufffd (tool_text.c). The one JSON string writer of cmsctl and cms-bench.
+ */
+void tool_json_str(FILE *f, const char *str);
+
+/*
+ * tool_prom_label - str as the inside of a Prometheus label value (text
+ * exposition format 0.0.4): '\', '"' and line feed backslashed, each
+ * maximal invalid UTF-8 subpart as U+FFFD (EF BF BD), as tool_json_str.
+ */
+void tool_prom_label(FILE *f, const char *str);
+
+/* tool_print_double - v with the fewest digits that read back as v (0.303364125,
+ * not 0.30336412499999998); NaN, +Inf, -Inf as Prometheus spells them. */
+void tool_print_double(FILE *f, double v);
 
 #endif /* CMS_TOOL_COMMON_H */

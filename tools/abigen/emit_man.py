@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: MIT
+"""man/man3/<function>.3: one manual page per public function.
+
+Two inputs, each the single source of what it gives:
+  - abi/cumemsaver.json: the synopsis (return and parameter types), the release a function
+    appeared in and its symbol versions, the status conventions (driver statuses, ...);
+  - the function's comment in include/cumemsaver*.h (the contract, abi/README.md "Header
+    comments"): the summary line, description, parameters, Ownership, Threads, CUDA and
+    Returns.
+The header's prototypes are those of the description (tests/abi/header_probe.c proves it), so
+the page's synopsis is the header's. parse_headers() fails (HeaderError) on a comment that
+does not follow the format, and check_function() on a comment that contradicts the description
+(a parameter that does not exist, a wrong "since", a status the description does not list).
+Standard library only.
+"""
+
+import os
+import re
+import textwrap
+
+HEADERS = ("include/cumemsaver.h", "include/cumemsaver_hooks.h", "include/cumemsaver_ipc.h")
+MAN_DIR = "man/man3"
+SECTIONS = ("Ownership", "Threads", "CUDA", "Returns")
+SECTION_RE = re.compile(r"^(Ownership|Threads|CUDA|Returns)( \([^)]*\))?:\s*(.*)$")
+NAME_LINE_RE = re.compile(r"^(cms_\w+)(?: \(since (\d+\.\d+)\))? - (.+)$")
+PARAM_RE = re.compile(r"^  (\w+(?:, \w+)*):\s+(\S.*)$")
+ITEM_RE = re.compile(r"^  (\S.*)$")
+STATUS_LIST_RE = re.compile(r"^(CMS_(?:OK|ERR_[A-Z_]+)(?:, CMS_ERR_[A-Z_]+)*)(?: \(since (\d+\.\d+)\))?(?::\s*(.*))?$")
+DRIVER_ITEM = "driver statuses"
+
+
+class HeaderError(Exception):
+    pass
+
+
+# ---- reading the header comments ----
+
+def _comments_before_decls(text, path):
+    """Yields (function name, comment lines, line number) for each CMS_API declaration."""
+    for m in re.finditer(r"^CMS_API\b[^;(]*?\b(cms_\w+)\s*\(", text, re.M):
+        head = text[:m.start()].rstrip()
+        line = text.count("\n", 0, m.start()) + 1
+        if not head.endswith("*/"):
+            raise HeaderError(f"{path}:{line}: {m.group(1)} has no comment right above it")
+        start = head.rfind("/*")
+        body = head[start + 2:-2]
+        lines = []
+        for raw in body.split("\n"):
+            s = raw.rstrip()
+            s = re.sub(r"^\s*\* ?", "", s) if s.strip().startswith("*") else s.strip()
+            lines.append(s)
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        while lines and not lines[-1].strip():
+            lines.pop()
+        yield m.group(1), lines, line
+
+
+def _paragraphs(lines):
+    out, cur = [], []
+    for s in lines:
+        if s.strip():
+            cur.append(s.strip())
+        elif cur:
+            out.append(" ".join(cur))
+            cur = []
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def parse_comment(name, lines, where):
+    """The parts of one function's comment (format: abi/README.md "Header comments")."""
+    m = NAME_LINE_RE.match(lines[0]) if lines else None
+    if not m or m.group(1) != name:
+        raise HeaderError(f"{where}: the comment must start with '{name} - <summary>' "
+                          f"(or '{name} (since X.Y) - <summary>')")
+    doc = {"name": name, "since": m.group(2), "params": [], "sections": {}, "returns": [],
+           "returns_text": "", "returns_note": ""}
+    first = [m.group(3)]
+    rest = lines[1:]
+    i = 0
+    while i < len(rest) and rest[i].strip() and not SECTION_RE.match(rest[i]) \
+            and not PARAM_RE.match(rest[i]):
+        first.append(rest[i].strip())
+        i += 1
+    lead = " ".join(first)
+    cut = re.search(r"[.:;](\s|$)", lead)
+    doc["summary"] = (lead[:cut.start()] if cut else lead).strip()
+    doc["lead"] = lead if cut else lead + "."  # the first paragraph of the description
+    body, section, param = [], None, None
+    for s in rest[i:]:
+        sm = SECTION_RE.match(s)
+        if sm:
+            section, param = sm.group(1), None
+            if section in doc["sections"]:
+                raise HeaderError(f"{where}: {section}: twice")
+            doc["sections"][section] = [sm.group(3)] if sm.group(3) else []
+            if section == "Returns" and sm.group(2):
+                doc["returns_note"] = sm.group(2).strip()[1:-1]
+            continue
+        if section is None:
+            pm = PARAM_RE.match(s)
+            if pm:
+                param = [pm.group(1).split(", "), [pm.group(2)]]
+                doc["params"].append(param)
+            elif param is not None and s.startswith("   "):
+                param[1].append(s.strip())
+            else:
+                param = None
+                body.append(s)
+            continue
+        doc["sections"][section].append(s)
+    doc["description"] = _paragraphs(body)
+    doc["params"] = [(names, " ".join(text)) for names, text in doc["params"]]
+    for sec in ("Ownership", "Threads", "CUDA"):
+        if sec in doc["sections"]:
+            doc["sections"][sec] = " ".join(x.strip() for x in doc["sections"][sec] if x.strip())
+    ret = doc["sections"].pop("Returns", None)
+    if ret is None:
+        raise HeaderError(f"{where}: no Returns:")
+    items, text = [], []
+    for s in ret:
+        if not s.strip():
+            continue
+        if ITEM_RE.match(s) and not s.startswith("    "):
+            items.append([s.strip()])
+        elif items and s.startswith("    "):
+            items[-1].append(s.strip())
+        elif not items:
+            text.append(s.strip())
+        else:
+            raise HeaderError(f"{where}: Returns: cannot read {s!r}")
+    doc["returns_text"] = " ".join(text)
+    for it in items:
+        line = " ".join(it)
+        sm = STATUS_LIST_RE.match(line)
+        if sm:
+            doc["returns"].append({"statuses": sm.group(1).split(", "), "since": sm.group(2),
+                                   "text": sm.group(3) or ""})
+        elif line.startswith(DRIVER_ITEM):
+            doc["returns"].append({"statuses": [DRIVER_ITEM], "since": None,
+                                   "text": line[len(DRIVER_ITEM):].lstrip(":. ").strip()})
+        else:
+            doc["returns"].append({"statuses": [], "since": None, "text": line})
+    return doc
+
+
+def parse_headers(root):
+    """{function name: parsed comment} over the public headers."""
+    docs = {}
+    for rel in HEADERS:
+        path = os.path.join(root, rel)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for name, lines, line in _comments_before_decls(text, rel):
+            if name in docs:
+                raise HeaderError(f"{rel}:{line}: {name} declared twice")
+            docs[name] = parse_comment(name, lines, f"{rel}:{line}")
+            docs[name]["header"] = os.path.basename(rel)
+    return docs
+
+
+def declared_functions(root):
+    """Names of every function the public headers declare with CMS_API."""
+    names = []
+    for rel in HEADERS:
+        with open(os.path.join(root, rel), encoding="utf-8") as fh:
+            names += re.findall(r"^CMS_API\b[^;(]*?\b(cms_\w+)\s*\(", fh.read(), re.M)
+    return names
+
+
+def check_function(abi, f, doc, frozen=()):
+    """Problems where the comment contradicts the description (list of strings). A function
+    of a frozen release (frozen: releases with a directory abi/<release>/) may document
+    statuses its entry lacks: that entry can no longer change (docs/abi.md)."""
+    bad = []
+    where = f"{doc['header']}: {f['name']}"
+    if doc["since"] and doc["since"] != f["since"]:
+        bad.append(f"{where}: comment says since {doc['since']}, abi says {f['since']}")
+    params = {p["name"] for p in f["params"]}
+    for names, _ in doc["params"]:
+        for n in names:
+            if n not in params:
+                bad.append(f"{where}: documents parameter {n!r}, which it does not have")
+    if f["returns"]["type"] != abi.status_type:
+        return bad
+    conv = abi.data.get("conventions", {})
+    listed = {s for r in doc["returns"] for s in r["statuses"]}
+    if not listed or "CMS_OK" not in listed:
+        bad.append(f"{where}: Returns: must list CMS_OK and each error status, one a line")
+        return bad
+    implied = set(conv.get("any_call_statuses", [])) | {"CMS_ERR_INTERNAL"}
+    if f.get("forked"):
+        implied.add(conv.get("forked_status", "CMS_ERR_FORKED"))
+    if DRIVER_ITEM in listed:
+        if not f.get("driver"):
+            bad.append(f"{where}: lists driver statuses, abi says it makes no driver call")
+        implied |= set(conv.get("driver_statuses", []))
+    elif f.get("driver"):
+        bad.append(f"{where}: abi says it calls the driver: Returns: needs 'driver statuses'")
+    for s in f["statuses"]:
+        if s not in listed and s not in implied:
+            bad.append(f"{where}: abi lists {s}, the comment's Returns: does not")
+    for s in listed - {DRIVER_ITEM}:
+        if s not in abi.status_names:
+            bad.append(f"{where}: Returns: unknown status {s}")
+        elif s not in f["statuses"] and s not in implied and f["since"] not in frozen:
+            bad.append(f"{where}: Returns: {s} is not in the abi's statuses of the function")
+    return bad
+
+
+# ---- roff ----
+
+def _cap(text):
+    return text[:1].upper() + text[1:]
+
+
+def _esc(text):
+    """Plain text to roff text: backslashes, minus signs (a '-' starting a word or number)."""
+    text = text.replace("\\", "\\e")
+    text = re.sub(r"(^|(?<=[\s(\[=<>,]))-", r"\\-", text)
+    return text
+
+
+def _fmt(text, functions):
+    """Escaped text with the library's function names in bold."""
+    text = _esc(text)
+    return re.sub(r"\b(cms_\w+)\b",
+                  lambda m: f"\\fB{m.group(1)}\\fR" if m.group(1) in functions else m.group(1),
+                  text)
+
+
+def _lines(text):
+    """Filled text as source lines of at most ~100 columns, none starting with a control
+    character."""
+    out = []
+    for ln in textwrap.wrap(text, 100, break_long_words=False, break_on_hyphens=False):
+        out.append("\\&" + ln if ln[:1] in (".", "'") else ln)
+    return out
+
+
+def _synopsis(f):
+    ret = f["returns"]["type"]
+    lead = ret + ("" if ret.endswith("*") else " ") + f["name"] + "("
+    if not f["params"]:
+        return [f'.B "{lead}void);"']
+    out, pad = [], " " * len(lead)
+    for i, p in enumerate(f["params"]):
+        t = p["type"]
+        typ = t + ("" if t.endswith("*") else " ")
+        end = ");" if i + 1 == len(f["params"]) else ","
+        out.append(f'.BI "{lead if i == 0 else pad}{typ}" {p["name"]} "{end}"')
+    return out
+
+
+def render(abi, f, doc):
+    functions = {g["name"] for g in abi.functions}
+    conv = abi.data.get("conventions", {})
+    fmt = lambda t: _lines(_fmt(t, functions))  # noqa: E731
+    name = f["name"]
+    out = [f'.\\" {abi_generated()}',
+           f'.TH {name.upper()} 3 "" "cumemsaver {abi.version}" "cumemsaver Manual"',
+           ".nh", ".ad l",
+           ".SH NAME", f"{name} \\- {_esc(doc['summary'])}",
+           ".SH LIBRARY", "cumemsaver (libcumemsaver, \\fI\\-lcumemsaver\\fP)",
+           ".SH SYNOPSIS", ".nf", ".B #include <cumemsaver.h>", ".PP"]
+    out += _synopsis(f)
+    out += [".fi", ".SH DESCRIPTION"]
+    first = True
+    for para in [f"{name}(): {doc['lead']}"] + doc["description"]:
+        if not first:
+            out.append(".PP")
+        out += fmt(para)
+        first = False
+    for names, text in doc["params"]:
+        out += [".TP", ".I " + ", ".join(names)] + fmt(text)
+    for sec, title in (("Ownership", "Ownership"), ("Threads", "Thread safety")):
+        if doc["sections"].get(sec):
+            out += [".SS " + title] + fmt(_cap(doc["sections"][sec]))
+    out.append(".SH RETURN VALUE")
+    if f["returns"]["type"] == abi.status_type:
+        out += fmt(f"{name}() returns CMS_OK (0) on success, else a negative CMS_ERR_* status; "
+                   "cms_last_error() then describes the failure on the calling thread."
+                   + (f" {doc['returns_note'][0].upper()}{doc['returns_note'][1:]}."
+                      if doc["returns_note"] else ""))
+        if doc["returns_text"]:
+            out += [".PP"] + fmt(doc["returns_text"])
+        errors = [r for r in doc["returns"] if r["statuses"] != ["CMS_OK"]]
+        ok = [r for r in doc["returns"] if r["statuses"] == ["CMS_OK"] and r["text"]]
+        for r in ok:
+            out += [".PP"] + fmt("CMS_OK: " + r["text"])
+        out.append(".SH ERRORS")
+        for r in errors:
+            if r["statuses"] == [DRIVER_ITEM]:
+                head = ", ".join(conv.get("driver_statuses", []))
+                text = ("a CUDA driver call failed: the status its CUresult maps to "
+                        "(CUDA_ERROR_OUT_OF_MEMORY gives CMS_ERR_OUT_OF_DEVICE_MEMORY, "
+                        "anything unlisted CMS_ERR_DRIVER); the message names the call."
+                        + (" " + r["text"][0].upper() + r["text"][1:] if r["text"] else ""))
+            elif r["statuses"]:
+                head = ", ".join(r["statuses"])
+                text = (f"(since {r['since']}) " if r["since"] else "") + r["text"]
+            else:
+                head, text = None, r["text"]
+            if head:
+                out += [".TP", ".B " + _esc(head)] + (fmt(text) if text.strip() else [])
+            else:
+                out += [".PP"] + fmt(text)
+        general = ("Any call may also return CMS_ERR_OUT_OF_HOST_MEMORY (a bookkeeping "
+                   "allocation failed) and CMS_ERR_INTERNAL (a broken invariant: a bug)")
+        if f.get("forked"):
+            general += (", and CMS_ERR_FORKED in a child process created by fork() after the "
+                        "context was created")
+        out += [".PP"] + fmt(general + " (cumemsaver(7), CONVENTIONS).")
+    else:
+        out += fmt(_cap(doc["returns_text"]) or "Nothing.")
+    if doc["sections"].get("CUDA"):
+        out += [".SH CUDA DRIVER CALLS"] + fmt(_cap(doc["sections"]["CUDA"]))
+    nodes = f.get("nodes", [f["since"]])
+    hist = f"{name}() first appeared in cumemsaver {f['since']} (symbol version " \
+           f"{abi.node(nodes[-1])}"
+    if len(nodes) > 1:
+        hist += ", older versions " + ", ".join(abi.node(r) for r in nodes[:-1])
+    out += [".SH HISTORY"] + fmt(hist + ").")
+    seen = set()
+    for text in [doc["lead"]] + doc["description"] + [t for _, t in doc["params"]] + \
+            list(doc["sections"].values()) + [doc["returns_text"]] + \
+            [r["text"] for r in doc["returns"]]:
+        seen |= {n for n in re.findall(r"\bcms_\w+\b", text) if n in functions and n != name}
+    refs = [f".BR {n} (3)," for n in sorted(seen)] + [".BR cumemsaver (7)"]
+    out += [".SH SEE ALSO"] + refs
+    return "\n".join(out) + "\n"
+
+
+def abi_generated():
+    return ("generated by tools/abigen from abi/cumemsaver.json and the comments of "
+            "include/cumemsaver*.h; do not edit")
+
+
+def emit_all(abi, root):
+    """{"man/man3/<name>.3": text} for every function of the description."""
+    docs = parse_headers(root)
+    frozen = [r for r in abi.releases if os.path.isdir(os.path.join(root, "abi", r))]
+    problems = []
+    for f in abi.functions:
+        if f["name"] not in docs:
+            problems.append(f"{f['name']}: in abi/cumemsaver.json, not declared in the headers")
+        else:
+            problems += check_function(abi, f, docs[f["name"]], frozen)
+    known = {f["name"] for f in abi.functions}
+    problems += [f"{n}: declared in the headers, not in abi/cumemsaver.json"
+                 for n in docs if n not in known]
+    if problems:
+        raise HeaderError("\n".join(problems))
+    return {f"{MAN_DIR}/{f['name']}.3": render(abi, f, docs[f["name"]]) for f in abi.functions}
