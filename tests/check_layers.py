@@ -12,6 +12,10 @@ own folder and those below it); this script enforces what the compiler cannot se
      replaced knowing only the files below it (a Tarjan SCC of more than one file fails).
   3. One header per layer: each layer folder has exactly one header named after the layer
      (src/core/core.h, ...), apart from the headers in EXTRA_HEADERS.
+  4. No include around the include path: a file of a layer folder includes headers by bare
+     name only ("vmm.h", <stdio.h>, <sys/mman.h>): no quoted path ("../api/api.h",
+     "api/api.h"), no ".." in any include, and no header of a higher layer by name. The
+     compiler would accept a relative path to an upper layer's header.
 
 How: `nm` lists each object's defined and undefined (U) symbols; an undefined symbol
 defined by another of the library's objects is an edge user -> definer. Symbols defined
@@ -22,6 +26,8 @@ files outside the cms_layer_* targets (src/adapters/preload.c, src/sim/).
 
 Usage: check_layers.py BUILD_DIR          (objects under CMakeFiles/cms_layer_*.dir)
        check_layers.py OBJECT.o...        (objects of the cms_layer_* targets)
+       check_layers.py --includes SRC_DIR (only check 4, on the layer folders of SRC_DIR;
+                                           tests/check_layers_selftest.py feeds it bad files)
 Exit status: 0 clean, 1 violations found, 2 usage error (no objects, nm failed).
 """
 import os
@@ -151,9 +157,42 @@ def check_headers():
     return problems
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]*)[>"]', re.M)
+
+
+def check_includes(src):
+    """Check 4 over the .c and .h files of src's layer folders."""
+    problems = []
+    headers = {h.name: d.name for d in src.iterdir() if d.is_dir() and d.name in RANK
+               for h in d.glob("*.h")}
+    for folder in sorted(p for p in src.iterdir() if p.is_dir() and p.name in RANK):
+        for f in sorted(list(folder.glob("*.c")) + list(folder.glob("*.h"))):
+            name = f"src/{folder.name}/{f.name}"
+            text = f.read_text(errors="replace")
+            for m in INCLUDE.finditer(text):
+                kind, path = m.groups()
+                shown = f'{kind}{path}{">" if kind == "<" else kind}'
+                line = text.count("\n", 0, m.start()) + 1
+                owner = headers.get(path)
+                if ".." in path.split("/") or (kind == '"' and "/" in path):
+                    problems.append(f"{name}:{line}: #include {shown}: "
+                                    "a path around the layer's include path")
+                elif owner and RANK[owner] > RANK[folder.name]:
+                    problems.append(f"{name}:{line}: #include {shown}: "
+                                    f"a header of the higher layer {owner}")
+    return problems
+
+
 def main(args):
     if not args:
         die(__doc__[__doc__.index("Usage:"):].rstrip())
+    if args[0] == "--includes":
+        if len(args) != 2 or not Path(args[1]).is_dir():
+            die("--includes takes one source folder")
+        problems = check_includes(Path(args[1]))
+        for p in problems:
+            print(f"include: {p}")
+        return 1 if problems else 0
     objects = object_files(args)
     if not objects:
         die(f"no objects of cms_layer_* targets in {args[0]}: build the library first")
@@ -175,13 +214,17 @@ def main(args):
     headers = check_headers()
     for h in headers:
         print(f"header: {h}")
+    includes = check_includes(SRC)
+    for p in includes:
+        print(f"include: {p}")
 
     per_layer = ", ".join(f"{layer} {sum(1 for f in layer_of.values() if f == layer)}" for layer in LAYERS)
     summary = f"{len(layer_of)} files ({per_layer}), {len(edges)} edges"
-    if upward or cycles or headers:
-        print(f"{summary}: {len(upward)} upward uses, {len(cycles)} cycles, {len(headers)} header problems")
+    if upward or cycles or headers or includes:
+        print(f"{summary}: {len(upward)} upward uses, {len(cycles)} cycles, {len(headers)} header problems, "
+              f"{len(includes)} include problems")
         return 1
-    print(f"{summary}: no upward calls, no cycles, one header per layer")
+    print(f"{summary}: no upward calls, no cycles, one header per layer, includes by name")
     return 0
 
 

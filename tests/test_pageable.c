@@ -282,10 +282,11 @@ START_TEST(rss_follows_backups)
 }
 END_TEST
 
-/* The lab switches of host.c (CMS_HOST_PREP) keep every cycle correct, page-locked and
- * non-retaining cycles included: each mode, two cycles of a HOST region with RELEASE_HOST big
- * enough for worker threads (64 MiB and more) and of a small pageable one. lazyfree keeps the
- * buffers without users (host_bytes) until the region goes; the others give them back. */
+/* The host-buffer switches of the tunables (CMS_TUNABLES) keep every cycle correct,
+ * page-locked and non-retaining cycles included: each mode, two cycles of a HOST region with
+ * RELEASE_HOST big enough for worker threads (64 MiB and more) and of a small pageable one.
+ * lazyfree keeps the buffers without users (host_bytes) until the region goes; the others give them
+ * back. */
 START_TEST(lab_prep_modes)
 {
 	static const char *const modes[] = { "",	  "hugetlb",
@@ -298,7 +299,7 @@ START_TEST(lab_prep_modes)
 	uint64_t p[2][3], sz[3] = { 40 * MIB, 24 * MIB + 4096, 3 * MIB };
 	int cycle, k, i;
 
-	ck_assert_int_eq(setenv("CMS_HOST_PREP", mode, 1), 0);
+	ck_assert_int_eq(setenv("CMS_TUNABLES", mode, 1), 0);
 	ctx = t_ctx();
 	r[0] = region(ctx, "pinned", CMS_REGION_RELEASE_HOST);
 	r[1] = region(ctx, "pageable", CMS_REGION_RELEASE_HOST | CMS_REGION_HOST_PAGEABLE);
@@ -318,7 +319,7 @@ START_TEST(lab_prep_modes)
 			for (i = 0; i < 3; i++)
 				ck_assert_msg(t_check(0, p[k][i], sz[i] >> (4 * k),
 						      (uint32_t)(cycle * 10 + k * 3 + i)) == -1,
-					      "CMS_HOST_PREP=%s cycle %d region %d allocation %d "
+					      "CMS_TUNABLES=%s cycle %d region %d allocation %d "
 					      "lost its content",
 					      mode, cycle, k, i);
 			ck_assert_uint_eq(info(r[k]).pinned_bytes, 0);
@@ -335,7 +336,7 @@ START_TEST(lab_prep_modes)
 		ck_assert_uint_eq(t_counters().host_buffers, 0);
 		ck_assert_uint_eq(t_counters().host_registrations, 0);
 	}
-	unsetenv("CMS_HOST_PREP");
+	unsetenv("CMS_TUNABLES");
 }
 END_TEST
 

@@ -5,7 +5,7 @@
 #   handles   cms-exp-handles -G (C1-C6: do releases slow the copies they overlap)
 #   register  cms-exp-register -G ${REG_THREADS:-1 8 16} (faulting, page-locking, pageable copies)
 #   model     tools/scripts/gpu-model-bench.py --cycles 5 --impls saver,dropin-retain
-#   hoststore cms-bench (i) once per CMS_HOST_PREP variant (lab/hoststore/gpu-run.sh; VARIANTS,
+#   hoststore cms-bench (i) once per CMS_TUNABLES host-buffer variant (lab/hoststore/gpu-run.sh; VARIANTS,
 #             default "default noprefault threads:32 lazyfree")
 # Compact figures on stdout; files in $OUT.
 set -uo pipefail

@@ -3,7 +3,7 @@
 # (retaining, the reference), (i) the same with CMS_REGION_RELEASE_HOST and (j) with
 # CMS_REGION_HOST_PAGEABLE too, first cycle and steady, GB/s, ratio to the pinned-copy floor,
 # VmRSS before the pause, after it and after the resume of every cycle; then (i) once per
-# option of host.c's lab switch CMS_HOST_PREP (src/store/host.c, "Lab switches"), and the
+# host-buffer option of CMS_TUNABLES (src/core/tunables.c, docs/internals.md), and the
 # host-only fault benchmark (cms-faultbench) for orientation.
 # Usage: bash lab/hoststore/gpu-run.sh [VARIANT...]
 #   VARIANT: ref (c,i,j with the defaults), default, nothp, hugetlb, noprefault, threads:32,
@@ -35,7 +35,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_BUILD_TE
 	tail -n 40 "$out/build.log"
 	exit 1
 }
-unset CMS_DRIVER_LIBRARY CMS_HOST_PREP
+unset CMS_DRIVER_LIBRARY CMS_TUNABLES
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(ref default nothp hugetlb noprefault threads:32 threads:8
 	slice:128 lazyfree lazyfree,threads:32 faultbench)
@@ -50,7 +50,7 @@ for v in "${variants[@]}"; do
 		continue ;;
 	ref) only=c,i,j; env=() ;;
 	default) only=i; env=() ;;
-	*) only=i; env=(CMS_HOST_PREP="$v") ;;
+	*) only=i; env=(CMS_TUNABLES="$v") ;;
 	esac
 	if [ "$v" = hugetlb ] && [ -n "${CMS_LAB_HUGEPAGES:-}" ]; then
 		echo "$CMS_LAB_HUGEPAGES" >/proc/sys/vm/nr_hugepages 2>/dev/null ||

@@ -27,7 +27,7 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "size %llu overflows when rounded to the granularity %zu",
 				     (unsigned long long)size, gran);
-	a = calloc(1, sizeof(*a));
+	a = calloc(1, sizeof(struct cms_api_alloc)); /* its core part, at offset 0 */
 	if (!a)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
 	a->region = r;
@@ -74,7 +74,7 @@ err_unback:
 	else
 		cms_vmm_unback(a);
 err_unlink:
-	if (a->mapped || a->handle) {
+	if (a->mapped || cms_alloc_vmm(a)->handle) {
 		/* Rollback failed: keep it (unindexed) rather than lose track of driver objects. */
 		cms_log(ctx, CMS_LOG_ERROR, "0x%llx: allocation rollback incomplete",
 			(unsigned long long)a->base);

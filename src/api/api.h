@@ -9,6 +9,18 @@
 
 #include "ipc.h"
 
+/*
+ * The objects this layer makes whole (core.h says how the parts compose): an allocation and
+ * a region are allocated as the part of the highest layer that keeps state of them, whose
+ * address is that of the core part (each part is the first member of the one above).
+ */
+struct cms_api_alloc {
+	struct cms_engine_alloc below;
+};
+struct cms_api_region {
+	struct cms_ipc_region below;
+};
+
 /* ---- select.c ---- */
 /* The regions of a call, referenced and locked. */
 struct cms_selection {

@@ -88,7 +88,7 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 		if (st)
 			return st;
 	}
-	r = calloc(1, sizeof(*r));
+	r = calloc(1, sizeof(struct cms_api_region)); /* its core part, at offset 0 */
 	if (!r)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");
 	if (pthread_mutex_init(&r->lock, NULL)) {
@@ -306,8 +306,8 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.backed_bytes = region->backed_bytes;
 	o.backup_bytes = region->backup_bytes;
 	o.host_bytes = region->host_bytes;
-	o.pinned_bytes = region->pinned_bytes;
-	o.retained_bytes = region->retained_bytes;
+	o.pinned_bytes = cms_region_store(region)->pinned_bytes;
+	o.retained_bytes = cms_region_vmm(region)->retained_bytes;
 	if (region->restore_pending && restore_done(region))
 		region->restore_pending = false;
 	o.restore_pending = region->restore_pending;
@@ -341,7 +341,8 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 	pthread_mutex_lock(&r->lock);
 	old = r->peer_mask;
 	for (a = r->allocs; a && old != device_mask; a = a->next) {
-		if (!a->mapped || (a->run && !cms_run_is_last(a))) /* once per run (run.c) */
+		if (!a->mapped ||
+		    (cms_alloc_vmm(a)->run && !cms_run_is_last(a))) /* once per run (run.c) */
 			continue;
 		st = cms_vmm_set_access(a, device_mask, old);
 		if (st)
@@ -352,7 +353,7 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 		for (b = r->allocs; b != a; b = b->next) {
 			char why2[256];
 
-			if (!b->mapped || (b->run && !cms_run_is_last(b)) ||
+			if (!b->mapped || (cms_alloc_vmm(b)->run && !cms_run_is_last(b)) ||
 			    !cms_vmm_set_access(b, old, device_mask) || rb)
 				continue;
 			cms_last_error_message(why2, sizeof(why2));

@@ -111,7 +111,48 @@ cms_status cms_check_out(const void *theirs, const struct cms_sized *s);
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
 
+/* ---- tunables.c: sizes and switches of one context ---- */
+/* A size: bytes, or when bytes is 0, granules * granularity / div of the device's. */
+struct cms_tune_size {
+	uint64_t bytes;
+	uint32_t granules, div;
+};
+#define CMS_PREP_THREADS_MAX 64
+/*
+ * Set once per context when its driver is loaded (cms_tunables_load): the defaults suit the
+ * CUDA driver, the host simulation gives small sizes, CMS_TUNABLES changes them (lab runs;
+ * docs/internals.md). Read-only afterwards.
+ */
+struct cms_tunables {
+	struct cms_tune_size overlap_batch; /* engine/overlap.c: bytes a pause batch releases */
+	struct cms_tune_size host_group;    /* store/host.c: backups sharing one host buffer */
+	struct cms_tune_size host_stage;    /* store/host.c: a pageable copy's staging buffer */
+	struct cms_tune_size disk_stage;    /* store/disk.c: a DISK staging buffer */
+	struct cms_tune_size run_chunk;	    /* vmm/run.c: the most bytes of a chunk (0: none) */
+	/* store/host.c, making new host buffers (the options lab/hoststore measures): */
+	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
+	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
+	bool prep_noprefault;  /* workers do not fault pages in (cuMemHostRegister does) */
+	bool prep_lazyfree;    /* buffers given back are MADV_FREE'd and kept for the next pause */
+	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
+	size_t prep_slice;     /* bytes a worker faults at a time */
+};
+/* The bytes of s on a device of that granularity. */
+uint64_t cms_tune_bytes(const struct cms_tune_size *s, size_t granularity);
+/* The defaults, then the driver's (cmssim_tunables), then $CMS_TUNABLES. */
+void cms_tunables_load(struct cms_tunables *t, const struct cms_driver *drv);
+
 /* ---- objects ---- */
+
+/*
+ * An allocation, a region and a context are each one object made by the api layer, composed
+ * of one part per layer that keeps state of its own: a layer's part embeds the part of the
+ * nearest layer below as its first member (struct cms_vmm_alloc begins with struct
+ * cms_alloc, struct cms_store_alloc with struct cms_vmm_alloc, ...), and a layer reaches its
+ * part from a core pointer with its own accessor (cms_alloc_vmm(a), ...), which is
+ * cms_container_of. Core knows only its own fields; a layer never sees an upper one's.
+ */
+#define cms_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Sizes of the guard's zero handles: 2^0 .. 2^5 granules (126 MiB at a 2 MiB granularity). */
 #define CMS_GUARD_ORDERS 6
@@ -132,54 +173,22 @@ struct cms_device {
 	CUmemGenericAllocationHandle zero[CMS_GUARD_ORDERS];
 };
 
-/* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
- * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
-struct cms_hostbuf {
-	void *base;
-	size_t len;
-	unsigned users;	   /* allocations with a slice; under their region's lock */
-	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
-	bool registered;   /* page-locked with cuMemHostRegister */
-	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
-	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
-	bool lazy;     /* no user, kept MADV_FREEd for the next pause (CMS_HOST_PREP=lazyfree) */
-	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
-	CUresult register_result;
-	atomic_bool failed; /* no memory to fault its pages in */
-	int32_t device;
-	struct cms_hostbuf *next; /* the region's buffers (hostbufs) */
-};
-
 struct cms_alloc {
 	struct cms_region *region;
 	CUdeviceptr base;
 	size_t size;	 /* logical */
 	size_t physical; /* rounded to granularity */
-	/* State, each field the truth about one driver object (kept exact on every
-	 * failure path, so a later call can always work from it):
-	 *   handle != 0  a physical handle is held
-	 *   mapped       it is mapped at base with read-write access (counted in backed_bytes)
-	 *   backup       host buffer (kept across cycles; counted in host_bytes)
-	 *   saved        the buffer holds the content (counted in backup_bytes) */
-	CUmemGenericAllocationHandle handle;
+	/* State, each field the truth about one driver or store object (kept exact on every
+	 * failure path, so a later call can always work from it), counted by account.c:
+	 *   mapped       mapped at base with read-write access (counted in backed_bytes)
+	 *   saved        its store holds the content (counted in backup_bytes)
+	 * The layers above keep the rest of an allocation's state in their parts (vmm.h: the
+	 * handle, store.h: the backup, engine.h: scratch, api.h). */
 	bool mapped;
-	void *backup;		     /* this allocation's slice of hostbuf */
-	size_t backup_len;	     /* page-rounded size of the slice */
-	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool saved;
-	bool claimed;		/* a cms_free() removed it from the index and will free it */
-	bool fresh_buffer;	/* scratch of the pause engine: slice made by the running call */
-	bool fresh_saved;	/* scratch of the pause engine: content saved by the running call */
-	bool rollback_released; /* scratch of the pause rollback: its memory had been released */
-	bool disk_slot;		/* DISK: has a slot in its region's file, at disk_off (disk.c) */
-	uint64_t disk_off;
-	struct cms_arena *arena; /* the reservation its addresses are carved from (arena.c) */
-	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
-	 * and mapped then mirror the run's (every member changes with it). */
-	struct cms_run *run;
-	/* CMS_REGION_GUARD: pieces of the device's zero handle mapped read-only over
-	 * [base, base + physical), from base up (vmm/guard.c); exact on every failure path. */
-	size_t guarded;
+	/* A cms_free() removed it from the index and will free it (under ctx->lock; the region's
+	 * nclaimed counts them). */
+	bool claimed;
 	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
 	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
 	 * cms_range_keep or the free (span.c). */
@@ -192,43 +201,6 @@ struct cms_alloc {
 /* [off, off + len) of an allocation. */
 struct cms_span {
 	uint64_t off, len;
-};
-
-/* Address space of a region: reservations that allocations are carved from, so that
- * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
-struct cms_extent {
-	CUdeviceptr base;
-	size_t len;
-	struct cms_extent *next;
-};
-struct cms_arena {
-	CUdeviceptr base; /* cuMemAddressReserve */
-	size_t len;
-	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
-	struct cms_extent *free; /* free extents, by address, merged */
-	struct cms_arena *next;
-};
-
-/* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
- * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
- * it ("retained") until it is released. A chunk is a run made by cms_alloc with a spare tail
- * that the region's next allocations are carved from (slots has room for len / granularity). */
-struct cms_run {
-	struct cms_region *region;
-	struct cms_arena *arena;
-	CUdeviceptr base;
-	size_t len;
-	CUmemGenericAllocationHandle handle;
-	bool mapped;
-	size_t users;	 /* live members */
-	size_t retained; /* bytes of freed members and the spare tail, in the handle and mapping */
-	size_t spare;	 /* a chunk's tail [base + len - spare, base + len), not handed out */
-	size_t nslots;	 /* members at creation, by address */
-	struct cms_run_slot {
-		CUdeviceptr base;
-		size_t len;
-		struct cms_alloc *a; /* NULL once freed (retained) */
-	} slots[];
 };
 
 /* Cumulative counters of a region (cms_region_stats, since 1.2; stats.c). */
@@ -256,26 +228,17 @@ struct cms_region {
 	bool restore_pending; /* an async resume's copies may still run on the device's streams */
 	uint64_t epoch;
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
-	uint64_t retained_bytes;      /* of freed allocations, still in runs (run.c) */
-	uint64_t spare_bytes;	      /* chunks' tails not yet handed out (run.c); in retained */
-	struct cms_run *chunk;	      /* the open chunk: new allocations carved from its tail */
-	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
-	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
-	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c); under lock */
-	struct cms_stage *host_stage; /* staging kept between restores (host.c); under lock */
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
-	struct cms_ipc_pub *ipc;      /* exporters publishing it (ipc_export.c); under lock */
-	struct cms_disk *disk;	      /* DISK: its directory and file (disk.c); under lock */
-	struct cms_arena *arenas;     /* its address space (arena.c); under lock */
 	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
 	struct cms_driver drv;
+	struct cms_tunables tune; /* set with drv (tunables.c) */
 	bool drv_tried;
 	cms_status drv_status;
 	char drv_error[256];
@@ -362,6 +325,11 @@ cms_status cms_device_check_peers(cms_context *ctx, int32_t device, uint64_t mas
 /* Registers the pthread_atfork handler that bumps cms_fork_generation in a child (once). */
 cms_status cms_fork_watch(void);
 uint64_t cms_now_ns(void);
+
+/* ---- thread.c ---- */
+/* pthread_create of fn(arg) with every signal blocked in the new thread (the application's
+ * handlers run on its own threads only); returns pthread_create's error number. */
+int cms_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* ---- index.c (ctx->lock held) ---- */
 cms_status cms_index_insert(cms_context *ctx, struct cms_alloc *a);

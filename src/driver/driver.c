@@ -165,7 +165,7 @@ int cms_driver_open(struct cms_driver *d, const char *path, char *err, size_t er
 	d->host_free_hook = (void (*)(size_t))dlsym(d->dl, "cmssim_host_free_hook");
 	d->io_hook = (int (*)(int))dlsym(d->dl, "cmssim_io_hook");
 	d->is_sim = dlsym(d->dl, "cmssim_get_counters") != NULL;
-	d->chunk_granules = (int (*)(void))dlsym(d->dl, "cmssim_chunk_granules");
+	d->tunables = (const char *(*)(void))dlsym(d->dl, "cmssim_tunables");
 	res = d->cuInit(0);
 	if (res != CUDA_SUCCESS) {
 		name = cms_driver_error_name(d, res);

@@ -16,7 +16,7 @@ void cms_commit(struct cms_work *w, bool async)
 	/* Out: released runs become separate allocations until the next resume. */
 	cms_run_dissolve(w->vo, w->no);
 	for (i = 0; i < w->no; i++)
-		w->vo[i]->fresh_buffer = false;
+		cms_alloc_store(w->vo[i])->fresh_buffer = false;
 	for (i = 0; i < w->nout; i++)
 		__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 
@@ -55,8 +55,8 @@ static void pause_incomplete(struct cms_work *w)
 			__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 			/* A guarded region's ranges read as zeros while it lacks memory, here too
 			 * (the rollback took the guards off first); best effort, logged. */
-			if ((w->out[i]->flags & CMS_REGION_GUARD) && !a->mapped && !a->guarded &&
-			    cms_vmm_guard(a))
+			if ((w->out[i]->flags & CMS_REGION_GUARD) && !a->mapped &&
+			    !cms_alloc_vmm(a)->guarded && cms_vmm_guard(a))
 				cms_log(w->ctx, CMS_LOG_ERROR,
 					"0x%llx: unguarded after a failed rollback: %s",
 					(unsigned long long)a->base, cms_last_error());

@@ -16,6 +16,18 @@
 
 #include "store.h"
 
+/* The engine's part of an allocation (core.h says how the parts compose): scratch of the
+ * running call, under the region's lock. */
+struct cms_engine_alloc {
+	struct cms_store_alloc below;
+	bool rollback_released; /* the pause rollback: its memory had been released */
+};
+
+static inline struct cms_engine_alloc *cms_alloc_engine(const struct cms_alloc *a)
+{
+	return cms_container_of(cms_alloc_store(a), struct cms_engine_alloc, below);
+}
+
 /* ---- entry points (engine.c); the regions' locks are held, options checked ---- */
 
 /* Pauses regions[0..n) (all active); res (library size) is filled when not NULL. */

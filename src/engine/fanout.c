@@ -16,7 +16,6 @@
  * the lock order (regions in creation order, context lock innermost) is
  * unchanged. Their error messages and log lines go back to the calling thread.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +97,6 @@ static cms_status run_workers(struct worker *k, size_t nd)
 {
 	struct start s = { .go = 0 };
 	struct cms_xdev x;
-	sigset_t all, old;
 	cms_status st;
 	size_t i, started = 1;
 
@@ -118,14 +116,11 @@ static cms_status run_workers(struct worker *k, size_t nd)
 		k[i].w.xv = &k[i].xv;
 		k[i].start = &s;
 	}
-	sigfillset(&all); /* workers never take the application's signals */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (i = 1; i < nd; i++, started++) {
-		k[i].started = !pthread_create(&k[i].thread, NULL, worker_main, &k[i]);
+		k[i].started = !cms_thread_start(&k[i].thread, worker_main, &k[i]);
 		if (!k[i].started)
 			break;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	release_workers(&s, started == nd ? 1 : -1);
 	if (started == nd)
 		worker_run(&k[0]);
@@ -296,6 +291,21 @@ static void log_done(const struct worker *k, size_t nd, uint64_t ns)
 			(unsigned long long)n.bytes, (double)ns / 1e6);
 }
 
+/* Bytes the progress callback will count: each policy's progress_bytes over the allocations
+ * of regions[0..n) that a pause (out: those holding memory) or resume (the others) moves. */
+static uint64_t progress_total(struct cms_region **regions, size_t n, bool out)
+{
+	struct cms_alloc *a;
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		for (a = regions[i]->allocs; a; a = a->next)
+			if (out ? cms_work_holds_memory(a) : cms_work_lacks_memory(a))
+				sum += cms_store_progress_bytes(a, out);
+	return sum;
+}
+
 /*
  * What the call will do to region r if it commits (counters, core/stats.c), from the state
  * before it runs: the same filters as the work lists (work.c) and the stores' copy sizes.
@@ -307,7 +317,7 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 	memset(c, 0, sizeof(*c));
 	for (a = r->allocs; a; a = a->next) {
 		if (out && cms_work_holds_memory(a)) {
-			c->released += a->handle ? a->physical : 0;
+			c->released += cms_alloc_vmm(a)->handle ? a->physical : 0;
 			c->to_store += cms_store_copy_bytes(a, true);
 		} else if (!out && cms_work_lacks_memory(a)) {
 			c->backed += a->physical;
@@ -315,7 +325,7 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 		}
 	}
 	if (out) /* bytes of freed members go with their run's handle */
-		c->released += r->retained_bytes;
+		c->released += cms_region_vmm(r)->retained_bytes;
 }
 
 /* After a commit: each region of the call counts what it did (plan: one entry per g slot). */
@@ -418,11 +428,9 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 		k[i].progress = &prog;
 	}
 
-	cms_progress_begin(
-		&prog, call->ctx, call->sched->name,
-		cms_store_progress_total(call->out, call->nout, true, cms_work_holds_memory) +
-			cms_store_progress_total(call->in, call->nin, false,
-						 cms_work_lacks_memory));
+	cms_progress_begin(&prog, call->ctx, call->sched->name,
+			   progress_total(call->out, call->nout, true) +
+				   progress_total(call->in, call->nin, false));
 	if (nd == 1) {
 		worker_run(&k[0]); /* one device: the calling thread, as it is */
 		st = k[0].w.st ? cms_set_error(k[0].w.st, "%s", k[0].msg) : CMS_OK;

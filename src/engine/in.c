@@ -72,7 +72,7 @@ cms_status cms_in_back(struct cms_work *w, struct cms_lanes *l)
 		st = cms_work_stop_check(w);
 		if (st)
 			break;
-		if (!a->handle)
+		if (!cms_alloc_vmm(a)->handle)
 			st = create(w, a);
 		if (!st && !a->mapped)
 			st = cms_vmm_map(a);
@@ -126,7 +126,8 @@ cms_status cms_in_undo(struct cms_work *w)
 		if (!st && !w->had_handle[i])
 			st = cms_vmm_release(a);
 		/* paused again: guarded again */
-		if (!st && (a->region->flags & CMS_REGION_GUARD) && !a->handle && !a->mapped)
+		if (!st && (a->region->flags & CMS_REGION_GUARD) && !cms_alloc_vmm(a)->handle &&
+		    !a->mapped)
 			st = cms_vmm_guard(a);
 		if (st && !first)
 			first = st;

@@ -59,10 +59,10 @@ cms_status cms_out_unmap(struct cms_work *w)
  * run's handle goes with its first member, run.c). */
 static uint64_t release_bytes(const struct cms_alloc *a)
 {
-	uint64_t bytes = a->handle ? a->physical : 0;
+	uint64_t bytes = cms_alloc_vmm(a)->handle ? a->physical : 0;
 
-	if (a->handle && a->run && cms_run_is_last(a))
-		bytes += a->run->retained;
+	if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
+		bytes += cms_alloc_vmm(a)->run->retained;
 	return bytes;
 }
 
@@ -91,7 +91,7 @@ cms_status cms_out_guard(struct cms_work *w)
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
-		if (!(a->region->flags & CMS_REGION_GUARD) || a->handle || a->mapped)
+		if (!(a->region->flags & CMS_REGION_GUARD) || cms_alloc_vmm(a)->handle || a->mapped)
 			continue;
 		st = cms_vmm_guard(a);
 		if (st)
@@ -111,7 +111,7 @@ static void unmap_unrestored(struct cms_work *w)
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
-		if (!a->mapped || !a->rollback_released)
+		if (!a->mapped || !cms_alloc_engine(a)->rollback_released)
 			continue;
 		if (cms_vmm_unmap(a))
 			cms_log(w->ctx, CMS_LOG_ERROR,
@@ -135,21 +135,23 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 			first = st;
 	}
 	for (i = 0; i < w->no; i++) /* a run's members get their handle with the first one */
-		w->vo[i]->rollback_released = !w->vo[i]->handle;
+		cms_alloc_engine(w->vo[i])->rollback_released = !cms_alloc_vmm(w->vo[i])->handle;
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 
 		st = cms_vmm_back(a);
 		/* Once mapped, every released member of its run gets its content back (a member
 		 * whose own attempt failed earlier is mapped now by a later one). */
-		for (k = 0; !st && k < (a->run ? a->run->nslots : 1); k++) {
-			struct cms_alloc *m = a->run ? a->run->slots[k].a : a;
+		for (k = 0; !st && k < (cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->nslots : 1);
+		     k++) {
+			struct cms_alloc *m =
+				cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->slots[k].a : a;
 
-			if (!m || !m->rollback_released || !m->mapped)
+			if (!m || !cms_alloc_engine(m)->rollback_released || !m->mapped)
 				continue;
 			st = cms_store_restore(l, &m, 1, &unused);
 			if (!st)
-				m->rollback_released = false;
+				cms_alloc_engine(m)->rollback_released = false;
 		}
 		if (st && !first)
 			first = st;
@@ -172,11 +174,11 @@ void cms_out_drop_fresh(struct cms_work *w)
 
 		/* The device holds the content: a saved copy is stale (not when the restore of a
 		 * rollback failed: the stored copy is the content). */
-		if (a->mapped && !a->rollback_released)
+		if (a->mapped && !cms_alloc_engine(a)->rollback_released)
 			cms_alloc_set_saved(a, false);
-		if (a->mapped && !a->rollback_released && a->fresh_buffer &&
-		    !cms_store_forget_begin(w->ctx, a))
+		if (a->mapped && !cms_alloc_engine(a)->rollback_released &&
+		    cms_alloc_store(a)->fresh_buffer && !cms_store_forget_begin(w->ctx, a))
 			cms_store_forget(w->ctx, a);
-		a->fresh_buffer = false;
+		cms_alloc_store(a)->fresh_buffer = false;
 	}
 }

@@ -21,18 +21,14 @@
 
 #include "engine.h"
 
-#define BATCH (1ull << 30)
 #define TAPER_MIN 16 /* the smallest batch: BATCH / 16 (64 MiB) */
-/* The host simulation: batches of an eighth of a granule (small tests, many batches). */
-#define BATCH_SIM_GRANULES 8
 
+/* BATCH: ctx->tune.overlap_batch (1 GiB; the simulation an eighth of a granule). */
 static uint64_t batch_bytes(const struct cms_work *w)
 {
 	const cms_context *ctx = w->ctx;
 
-	if (ctx->drv.is_sim) /* the same batches at any granularity the simulation is given */
-		return ctx->devices[w->dev].granularity / BATCH_SIM_GRANULES;
-	return BATCH;
+	return cms_tune_bytes(&ctx->tune.overlap_batch, ctx->devices[w->dev].granularity);
 }
 
 /* Whether a goes in a batch: every allocation (all), or the mapped ones saved asynchronously
@@ -86,7 +82,8 @@ static size_t plan(struct cms_alloc **v, size_t n, bool all, uint64_t max, struc
 			cap = max / TAPER_MIN;
 		b[nb].first = k;
 		while (k < n && early(v[k], all) &&
-		       (bytes < cap || (v[k]->run && v[k]->run == v[k - 1]->run)))
+		       (bytes < cap || (cms_alloc_vmm(v[k])->run &&
+					cms_alloc_vmm(v[k])->run == cms_alloc_vmm(v[k - 1])->run)))
 			bytes += v[k++]->physical;
 		b[nb++].end = k;
 		left -= bytes;
@@ -117,9 +114,9 @@ static cms_status release_batch(struct cms_work *w, const struct cms_lanes *l,
 	for (i = b->first; i < b->end; i++) { /* a run goes with its first member */
 		struct cms_alloc *a = w->vo[i];
 
-		bytes += a->handle ? a->physical : 0;
-		if (a->handle && a->run && cms_run_is_last(a))
-			bytes += a->run->retained;
+		bytes += cms_alloc_vmm(a)->handle ? a->physical : 0;
+		if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
+			bytes += cms_alloc_vmm(a)->run->retained;
 	}
 	for (i = b->first; i < b->end && !st; i++) {
 		st = cms_vmm_unmap(w->vo[i]);

@@ -15,7 +15,6 @@
  * Every restore policy works both ways (a DISK file is written before its
  * batch is released and read back after its allocations are mapped).
  */
-#include <signal.h>
 #include <stdio.h>
 
 #include "engine.h"
@@ -107,14 +106,7 @@ static cms_status sides_status(struct cms_work *w, cms_status out, const char *o
 
 static cms_status start_in_side(struct in_side *s)
 {
-	sigset_t all, old;
-	int err;
-
-	sigfillset(&all); /* the thread never takes the application's signals */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&s->thread, NULL, in_side_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
+	if (cms_thread_start(&s->thread, in_side_main, s))
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
 				     "cannot start the resume thread of the swap");
 	return CMS_OK;

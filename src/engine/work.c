@@ -9,12 +9,12 @@
 
 bool cms_work_holds_memory(const struct cms_alloc *a)
 {
-	return a->mapped || a->handle;
+	return a->mapped || cms_alloc_vmm(a)->handle;
 }
 
 bool cms_work_lacks_memory(const struct cms_alloc *a)
 {
-	return !a->mapped || !a->handle;
+	return !a->mapped || !cms_alloc_vmm(a)->handle;
 }
 
 /* The allocations of regions[0..n) for which want() holds, in address order (NULL: none). */
@@ -63,7 +63,7 @@ cms_status cms_work_collect(struct cms_work *w)
 	/* Adjacent allocations share one handle and one mapping (run.c). */
 	st = cms_run_plan(w->vi, w->ni);
 	for (i = 0; i < w->ni; i++)
-		w->had_handle[i] = w->vi[i]->handle != 0;
+		w->had_handle[i] = cms_alloc_vmm(w->vi[i])->handle != 0;
 	return st;
 }
 

@@ -33,6 +33,17 @@ struct cms_ipc_pub {
 	struct cms_ipc_pub *rnext; /* in region->ipc; region lock */
 };
 
+/* The ipc layer's part of a region (core.h says how the parts compose). */
+struct cms_ipc_region {
+	struct cms_store_region below;
+	struct cms_ipc_pub *ipc; /* exporters publishing it (ipc_export.c); under its lock */
+};
+
+static inline struct cms_ipc_region *cms_region_ipc(const struct cms_region *r)
+{
+	return cms_container_of(cms_region_store(r), struct cms_ipc_region, below);
+}
+
 /*
  * cms_ipc_check_args - the checks an IPC constructor (cms_exporter_create,
  * cms_import_open, cms_control_create) starts with: ctx, path and out given,

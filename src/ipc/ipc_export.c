@@ -177,7 +177,7 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 	}
 	if (r->state == CMS_STATE_ACTIVE)
 		for (i = 0; i < n; i++)
-			if (!v[i]->handle || !v[i]->mapped) {
+			if (!cms_alloc_vmm(v[i])->handle || !v[i]->mapped) {
 				conn_error(exp, c, CMS_ERR_INTERNAL,
 					   "exporter: an allocation has no memory (an earlier "
 					   "rollback failed); resume or pause the region first");
@@ -217,15 +217,16 @@ static uint32_t batch_handles(struct conn *c, CUmemGenericAllocationHandle *h, c
 		CUdeviceptr base = c->grant[c->grant_next + k];
 		struct cms_alloc *a = cms_index_find(ctx, base);
 
-		if (!a || a->region != r || a->base != base || a->claimed || !a->handle ||
-		    !a->mapped || r->state != CMS_STATE_ACTIVE || r->dead) {
+		if (!a || a->region != r || a->base != base || a->claimed ||
+		    !cms_alloc_vmm(a)->handle || !a->mapped || r->state != CMS_STATE_ACTIVE ||
+		    r->dead) {
 			snprintf(why, whylen,
 				 "exporter: the allocation at 0x%llx was freed during its grant",
 				 (unsigned long long)base);
 			nf = 0;
 			break;
 		}
-		h[k] = a->handle;
+		h[k] = cms_alloc_vmm(a)->handle;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return nf;
@@ -471,7 +472,7 @@ void cms_ipc_regrant(cms_context *ctx, struct cms_region **regions, size_t n)
 
 	(void)ctx;
 	for (i = 0; i < n; i++)
-		for (p = regions[i]->ipc; p; p = p->rnext)
+		for (p = cms_region_ipc(regions[i])->ipc; p; p = p->rnext)
 			regrant_pub(p);
 }
 
@@ -575,7 +576,7 @@ cms_status cms_ipc_revoke(cms_context *ctx, struct cms_region **regions, size_t 
 	bool any = false;
 
 	for (i = 0; i < n; i++)
-		for (p = regions[i]->ipc; p; p = p->rnext) {
+		for (p = cms_region_ipc(regions[i])->ipc; p; p = p->rnext) {
 			ask(p);
 			any = true;
 			if (p->exp->timeout_ms > timeout)
@@ -585,7 +586,7 @@ cms_status cms_ipc_revoke(cms_context *ctx, struct cms_region **regions, size_t 
 		return CMS_OK;
 	deadline = cms_ipc_now_ms() + timeout;
 	for (i = 0; i < n; i++)
-		for (p = regions[i]->ipc; p; p = p->rnext)
+		for (p = cms_region_ipc(regions[i])->ipc; p; p = p->rnext)
 			st = collect(p, deadline, st);
 	if (st)
 		cms_ipc_regrant(ctx, regions, n);
@@ -596,7 +597,7 @@ void cms_ipc_region_gone(struct cms_region *r)
 {
 	char saved[512];
 
-	if (!r->ipc)
+	if (!cms_region_ipc(r)->ipc)
 		return;
 	cms_last_error_message(saved, sizeof(saved));
 	if (cms_ipc_revoke(r->ctx, &r, 1))
@@ -611,7 +612,7 @@ uint32_t cms_ipc_importers(struct cms_region *r)
 	struct cms_ipc_pub *p;
 	uint32_t k = 0;
 
-	for (p = r->ipc; p; p = p->rnext) {
+	for (p = cms_region_ipc(r)->ipc; p; p = p->rnext) {
 		pthread_mutex_lock(&p->exp->srv.lock);
 		for (c = first_conn(p->exp); c; c = next_conn(c))
 			k += c->pub == p && conn_live(c);
@@ -707,7 +708,7 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 	p->access = access;
 
 	pthread_mutex_lock(&r->lock);
-	for (q = r->ipc; q; q = q->rnext)
+	for (q = cms_region_ipc(r)->ipc; q; q = q->rnext)
 		if (q->exp == exp) {
 			pthread_mutex_unlock(&r->lock);
 			free(p);
@@ -724,8 +725,8 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 	}
 	r->refs++;
 	pthread_mutex_unlock(&ctx->lock);
-	p->rnext = r->ipc;
-	r->ipc = p;
+	p->rnext = cms_region_ipc(r)->ipc;
+	cms_region_ipc(r)->ipc = p;
 	pthread_mutex_lock(&exp->srv.lock);
 	p->next = exp->pubs;
 	exp->pubs = p;
@@ -770,7 +771,7 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 	/* Unlink from the regions first: a pause in progress finishes with us. */
 	for (p = exp->pubs; p; p = p->next) {
 		pthread_mutex_lock(&p->region->lock);
-		for (pp = &p->region->ipc; *pp && *pp != p; pp = &(*pp)->rnext)
+		for (pp = &cms_region_ipc(p->region)->ipc; *pp && *pp != p; pp = &(*pp)->rnext)
 			;
 		if (*pp)
 			*pp = p->rnext;

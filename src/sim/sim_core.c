@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -230,6 +231,9 @@ static void setup_once_fn(void)
 		else
 			sim.chunk_granules = (int)v;
 	}
+	snprintf(sim.tunables, sizeof(sim.tunables),
+		 "overlap_batch=g/8,host_group=16g,host_stage=256K,disk_stage=1M,run_chunk=%dg",
+		 sim.chunk_granules);
 	s = getenv("CMS_SIM_GDR");
 	if (s && *s) {
 		if (parse_int(s, 0, 1, &v))
@@ -620,10 +624,21 @@ SIM_EXPORT void cmssim_host_free_hook(size_t bytes)
 	sim_unlock();
 }
 
+/*
+ * The library's tunables with the simulation (core/tunables.c): sizes small enough, and
+ * relative to the granularity, that small tests run every pipeline with several batches,
+ * buffers and chunks. CMS_SIM_CHUNK_GRANULES sets run_chunk (0: no chunks).
+ */
 SIM_EXPORT int cmssim_chunk_granules(void)
 {
 	sim_setup();
 	return sim.chunk_granules;
+}
+
+SIM_EXPORT const char *cmssim_tunables(void)
+{
+	sim_setup();
+	return sim.tunables;
 }
 
 SIM_EXPORT int cmssim_get_counters(cmssim_counters *out)

@@ -128,6 +128,7 @@ struct sim_state {
 	int ndev;
 	int gdr;
 	int chunk_granules; /* CMS_SIM_CHUNK_GRANULES (cmssim_chunk_granules) */
+	char tunables[160]; /* the library's (cmssim_tunables), with chunk_granules */
 	int poison;	    /* -1: do not fill */
 	uint64_t gran;
 
@@ -199,6 +200,9 @@ CUresult sim_check_host_registration(uint64_t host, uint64_t bytes);
 int sim_error_lookup(CUresult error, const char **name, const char **string);
 
 /* Prototypes of every driver entry point, checked against the X-macro. */
+/* The library's tunables with the simulation ("key=value,...", core/tunables.c); found by the
+ * library's driver loader (dlsym), not a part of cumemsaver_sim.h. */
+SIM_EXPORT const char *cmssim_tunables(void);
 #define SIM_DECLARE(name, ret, params) SIM_EXPORT ret name params;
 CMS_CUDA_FUNCTIONS(SIM_DECLARE)
 #undef SIM_DECLARE

@@ -28,18 +28,17 @@
  *
  * The file is opened with O_DIRECT where the filesystem accepts it (buffers,
  * offsets and lengths are all CMS_DISK_ALIGN-aligned), else buffered. Copies
- * go through a staging pool of two page-locked buffers of CMS_DISK_CHUNK
- * bytes per device and call (made for the call, freed after it): on pause
+ * go through a staging pool of two page-locked buffers of ctx->tune.disk_stage
+ * (64 MiB) per device and call (made for the call, freed after it): on pause
  * the device-to-host copy of batch i + 1 runs while batch i is written; on
  * resume batch i + 1 is read while batch i is copied to the device. A batch
- * is a run of consecutive slots of one region of at most CMS_DISK_CHUNK bytes
+ * is a run of consecutive slots of one region of at most one buffer's bytes
  * (several small allocations, or a piece of a large one). A pause ends with
  * fdatasync of each file it wrote (disk_sync): its errors fail the pause,
  * which then rolls back with the content still on the device.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,10 +271,9 @@ static void reaper_join(struct cms_disk *d)
  */
 static int disk_swap(struct cms_region *r)
 {
-	struct cms_disk *d = r->disk;
-	sigset_t all, mask;
+	struct cms_disk *d = cms_region_store(r)->disk;
 	bool direct, unlinking;
-	int nfd, old, err;
+	int nfd, old;
 
 	reaper_join(d);
 	nfd = file_create(d->dir, r->id, &direct, &unlinking);
@@ -288,11 +286,7 @@ static int disk_swap(struct cms_region *r)
 		goto out_old;
 	close(nfd);
 	d->direct = direct;
-	sigfillset(&all); /* the reaper takes no signal of the application */
-	pthread_sigmask(SIG_SETMASK, &all, &mask);
-	err = pthread_create(&d->reaper, NULL, reaper_main, (void *)(intptr_t)old);
-	pthread_sigmask(SIG_SETMASK, &mask, NULL);
-	if (err) {
+	if (cms_thread_start(&d->reaper, reaper_main, (void *)(intptr_t)old)) {
 		close(old); /* no thread: give the blocks back here */
 		return 0;
 	}
@@ -310,14 +304,14 @@ static void disk_region_close(struct cms_region *r)
 {
 	struct cms_alloc *a;
 
-	if (!r->disk)
+	if (!cms_region_store(r)->disk)
 		return;
-	close(r->disk->fd);
-	reaper_join(r->disk);
-	free(r->disk);
-	r->disk = NULL;
+	close(cms_region_store(r)->disk->fd);
+	reaper_join(cms_region_store(r)->disk);
+	free(cms_region_store(r)->disk);
+	cms_region_store(r)->disk = NULL;
 	for (a = r->allocs; a; a = a->next)
-		a->disk_slot = false;
+		cms_alloc_store(a)->disk_slot = false;
 }
 
 static cms_status disk_dir_set(struct cms_region *r, const char *dir)
@@ -338,7 +332,7 @@ static cms_status disk_dir_set(struct cms_region *r, const char *dir)
 			goto out;
 	}
 	disk_region_close(r);
-	r->disk = d;
+	cms_region_store(r)->disk = d;
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": disk directory %s (%s I/O)", r->tag,
 		dir ? dir : "(none)", d && d->direct ? "direct" : "buffered");
 out:
@@ -347,7 +341,7 @@ out:
 
 static cms_status disk_check(const struct cms_region *r)
 {
-	if (!r->disk)
+	if (!cms_region_store(r)->disk)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "DISK region \"%s\" has no directory: call "
 				     "cms_region_disk_dir_set first",
@@ -357,15 +351,15 @@ static cms_status disk_check(const struct cms_region *r)
 
 static void disk_forget(cms_context *ctx, struct cms_alloc *a)
 {
-	struct cms_disk *d = a->region->disk;
+	struct cms_disk *d = cms_region_store(a->region)->disk;
 
 	(void)ctx;
-	if (!a->disk_slot)
+	if (!cms_alloc_store(a)->disk_slot)
 		return;
-	a->disk_slot = false;
+	cms_alloc_store(a)->disk_slot = false;
 	if (d) /* best effort: give the slot's blocks back */
 		(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				(off_t)a->disk_off, (off_t)align_up(a->size));
+				(off_t)cms_alloc_store(a)->disk_off, (off_t)align_up(a->size));
 }
 
 /* Empties the region's file when no allocation's content is kept there; async: disk_swap. */
@@ -374,18 +368,18 @@ static void disk_trim(struct cms_region *r, bool async)
 	struct cms_alloc *a;
 	bool written;
 
-	if (!r->disk)
+	if (!cms_region_store(r)->disk)
 		return;
 	for (a = r->allocs; a; a = a->next)
 		if (a->saved)
 			return; /* content still needed */
 	for (a = r->allocs; a; a = a->next)
-		a->disk_slot = false;
-	written = r->disk->end != 0; /* else empty since the last trim, or new */
-	r->disk->end = 0;
+		cms_alloc_store(a)->disk_slot = false;
+	written = cms_region_store(r)->disk->end != 0; /* else empty since the last trim, or new */
+	cms_region_store(r)->disk->end = 0;
 	if (!written || (async && !disk_swap(r)))
 		return;
-	if (ftruncate(r->disk->fd, 0))
+	if (ftruncate(cms_region_store(r)->disk->fd, 0))
 		cms_log(r->ctx, CMS_LOG_WARN, "region \"%s\": cannot truncate its disk file: %s",
 			r->tag, strerror(errno));
 }
@@ -398,14 +392,14 @@ static void disk_region_resumed(struct cms_region *r)
 	struct cms_alloc *a;
 	uint64_t used = 0;
 
-	if (!r->disk)
+	if (!cms_region_store(r)->disk)
 		return;
 	for (a = r->allocs; a; a = a->next)
-		if (a->disk_slot)
+		if (cms_alloc_store(a)->disk_slot)
 			used += align_up(a->size);
 	/* Freed allocations' slots are not reused: start the file over once they would make
 	 * up more than half of it (the next pause then lays the slots out anew). */
-	if ((r->flags & CMS_REGION_RELEASE_HOST) || r->disk->end > 2 * used)
+	if ((r->flags & CMS_REGION_RELEASE_HOST) || cms_region_store(r)->disk->end > 2 * used)
 		disk_trim(r, true);
 }
 
@@ -413,9 +407,9 @@ static void disk_region_resumed(struct cms_region *r)
 
 static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct cms_stage *s)
 {
-	/* The simulation gets small buffers, so that small tests run the pipeline. */
 	return cms_stage_make(ctx, dev, total,
-			      ctx->drv.is_sim ? CMS_DISK_CHUNK_SIM : CMS_DISK_CHUNK, "disk", s);
+			      cms_tune_bytes(&ctx->tune.disk_stage, ctx->devices[dev].granularity),
+			      "disk", s);
 }
 
 struct piece {
@@ -469,7 +463,7 @@ static cms_status plan_make(struct cms_alloc **v, size_t n, bool (*want)(struct 
 			pc->a = a;
 			pc->off = off;
 			pc->len = a->size - off < chunk ? a->size - off : chunk;
-			pc->foff = a->disk_off + off;
+			pc->foff = cms_alloc_store(a)->disk_off + off;
 			live = cms_span_live_bytes(a, off, off + pc->len);
 			if (!live) /* declared content-free (cms_range_discard): no I/O */
 				continue;
@@ -514,9 +508,9 @@ static cms_status file_error(struct cms_region *r, const char *what, int err)
 {
 	bool full = err == ENOSPC || err == EDQUOT;
 
-	return cms_set_error(io_status(err),
-			     "region \"%s\": %s of its disk file in %s failed: %s%s", r->tag, what,
-			     r->disk->dir, strerror(err), full ? " (disk full)" : "");
+	return cms_set_error(
+		io_status(err), "region \"%s\": %s of its disk file in %s failed: %s%s", r->tag,
+		what, cms_region_store(r)->disk->dir, strerror(err), full ? " (disk full)" : "");
 }
 
 static cms_status io_error(struct cms_region *r, bool write, uint64_t len, uint64_t off, int err)
@@ -538,13 +532,13 @@ static cms_status disk_sync(cms_context *ctx, struct cms_region *r)
 {
 	int err = ctx->drv.io_hook ? ctx->drv.io_hook(3) : 0; /* CMSSIM_IO_SYNC */
 
-	while (!err && fdatasync(r->disk->fd))
+	while (!err && fdatasync(cms_region_store(r)->disk->fd))
 		if (errno != EINTR)
 			err = errno;
 	if (err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS) {
 		/* A file system without sync (the writes themselves succeeded): as before 1.1. */
 		cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\": no fdatasync in %s (%s)", r->tag,
-			r->disk->dir, strerror(err));
+			cms_region_store(r)->disk->dir, strerror(err));
 		err = 0;
 	}
 	return err ? file_error(r, "fdatasync", err) : CMS_OK;
@@ -614,12 +608,13 @@ static cms_status disk_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		return CMS_OK;
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
-		struct cms_disk *d = a->region->disk;
+		struct cms_disk *d = cms_region_store(a->region)->disk;
 
-		if (!wants_save(a) || a->disk_slot)
+		if (!wants_save(a) || cms_alloc_store(a)->disk_slot)
 			continue;
-		a->disk_off = d->end; /* consecutive allocations get consecutive slots */
-		a->disk_slot = true;
+		cms_alloc_store(a)->disk_off =
+			d->end; /* consecutive allocations get consecutive slots */
+		cms_alloc_store(a)->disk_slot = true;
 		d->end += align_up(a->size);
 	}
 	st = stage_make(ctx, dev, total, &sg);
@@ -638,8 +633,8 @@ static cms_status disk_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 			struct cms_region *r = pl.p[b->first].a->region;
 
 			CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, (k - 1) % 2)), st, out_sync);
-			if (io_full(ctx, r->disk, true, sg.base + ((k - 1) % 2) * sg.chunk, b->len,
-				    b->foff))
+			if (io_full(ctx, cms_region_store(r)->disk, true,
+				    sg.base + ((k - 1) % 2) * sg.chunk, b->len, b->foff))
 				st = io_error(r, true, b->len, b->foff, errno);
 		}
 	}
@@ -675,7 +670,7 @@ out_stage:
 
 static bool wants_restore(struct cms_alloc *a)
 {
-	return a->saved && a->disk_slot && a->mapped;
+	return a->saved && cms_alloc_store(a)->disk_slot && a->mapped;
 }
 
 static cms_status disk_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
@@ -705,7 +700,7 @@ static cms_status disk_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 
 		if (k >= 2) /* the buffer's previous copy (batch k - 2) must be done */
 			CU_TRY(ctx, cuStreamSynchronize(s), st, out_sync);
-		if (io_full(ctx, r->disk, false, buf, b->len, b->foff)) {
+		if (io_full(ctx, cms_region_store(r)->disk, false, buf, b->len, b->foff)) {
 			st = io_error(r, false, b->len, b->foff, errno);
 			break;
 		}
@@ -727,7 +722,7 @@ out_stage:
 static bool disk_backup_held(const struct cms_alloc *a, void **host)
 {
 	*host = NULL;
-	return a->disk_slot && a->region->disk &&
+	return cms_alloc_store(a)->disk_slot && cms_region_store(a->region)->disk &&
 	       (a->saved || a->region->state == CMS_STATE_ACTIVE);
 }
 
@@ -752,8 +747,8 @@ static ssize_t read_some(int fd, void *buf, size_t len, uint64_t off)
 static cms_status disk_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len)
 {
 	struct cms_region *r = a->region;
-	struct cms_disk *d = r->disk;
-	uint64_t pos = a->disk_off + off, end = pos + len;
+	struct cms_disk *d = cms_region_store(r)->disk;
+	uint64_t pos = cms_alloc_store(a)->disk_off + off, end = pos + len;
 	char *out = buf, *bounce = NULL;
 	cms_status st = CMS_OK;
 	int err = 0;
@@ -790,7 +785,7 @@ static cms_status disk_backup_read(struct cms_alloc *a, uint64_t off, void *buf,
 		pos += want - skip;
 	}
 	if (err)
-		st = io_error(r, false, len, a->disk_off + off, err);
+		st = io_error(r, false, len, cms_alloc_store(a)->disk_off + off, err);
 	free(bounce);
 	return st;
 }

@@ -5,8 +5,8 @@
  * Backups live in host buffers of anonymous memory (mmap, transparent huge
  * pages where the kernel allows) that are faulted in and then page-locked
  * with cuMemHostRegister, so that the copies run by DMA at PCIe speed. One
- * buffer holds the backups of up to GROUP_MAX bytes of consecutive
- * allocations of one region (each copy stays inside one registration, as the
+ * buffer holds the backups of up to group_max bytes (ctx->tune.host_group,
+ * 1 GiB) of consecutive allocations of one region (each copy stays inside one registration, as the
  * driver requires, and thousands of small allocations need few
  * registrations). Buffers are kept from one cycle to the next unless the
  * region gives host memory back after each resume: the steady state is then
@@ -33,14 +33,14 @@
  *
  * A region created with CMS_REGION_HOST_PAGEABLE keeps its buffers pageable
  * (never registered): each copy goes through two page-locked staging buffers
- * (stage.c) of STAGE_CHUNK bytes, the device copying into (out of) one while
- * the host copies the other into the backup (out of it). The staging is made
+ * (stage.c) of ctx->tune.host_stage bytes (16 MiB), the device copying into
+ * (out of) one while the host copies the other into the backup (out of it). The staging is made
  * by a call's first such copy of the region, kept on the region (host_stage)
  * for the rest of the call (a resume restores 64 MiB at a time) and freed when
  * the call ends, committed or rolled back (call_done).
  * Each buffer knows its kind (hb->pageable): a region whose flag changed
  * between cycles lets go of the retained buffers of the other kind at its next
- * pause (or at once through cms_store_release_retained).
+ * pause (or at once through cms_store_release_kept).
  *
  * A region's pinned_bytes counts its registered buffers. It changes only on the
  * thread that holds the region's lock: workers register buffers but never
@@ -48,7 +48,6 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -58,66 +57,35 @@
 
 #include "store.h"
 
+/* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
+ * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
+struct cms_hostbuf {
+	void *base;
+	size_t len;
+	unsigned users;	   /* allocations with a slice; under their region's lock */
+	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
+	bool registered;   /* page-locked with cuMemHostRegister */
+	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
+	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
+	bool lazy;     /* no user, kept MADV_FREEd for the next pause (ctx->tune.prep_lazyfree) */
+	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
+	CUresult register_result;
+	atomic_bool failed; /* no memory to fault its pages in */
+	int32_t device;
+	struct cms_hostbuf *next; /* the region's buffers (hostbufs) */
+};
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define SLICE (32u << 20)	   /* bytes a worker faults at a time */
-#define GROUP_MAX (1ull << 30)	   /* bytes of backups sharing one buffer */
-#define GROUP_SIM_GRANULES 16	   /* the simulation: small tests, many buffers */
 #define PARALLEL_MIN (64ull << 20) /* below this many new bytes, no threads */
 #define MAX_WORKERS 16
-#define MAX_WORKERS_LAB 64	       /* CMS_HOST_PREP=threads:N */
-#define STAGE_CHUNK (16ull << 20)      /* pageable backups: bytes per staging buffer */
-#define STAGE_CHUNK_SIM (256ull << 10) /* the simulation: small tests, several chunks */
 
 #ifndef MADV_FREE
 #define MADV_FREE 8
 #endif
 #define HUGETLB_SIZE (2ull << 20)
-
-/*
- * Lab switches for making new buffers (CMS_HOST_PREP, comma-separated; not an interface:
- * for measuring the options of lab/hoststore on a GPU). Unset: the default below.
- *   hugetlb     map buffers whose size is a multiple of 2 MiB with MAP_HUGETLB (reserved
- *               huge pages, /proc/sys/vm/nr_hugepages), else as without it
- *   nothp       no MADV_HUGEPAGE advice (4 KiB pages unless THP is "always")
- *   noprefault  workers do not fault pages in: cuMemHostRegister faults them itself
- *   threads:N   N workers (1..64; default: the CPUs the process may run on, at most 16)
- *   slice:M     M MiB faulted per worker task (1..1024; default 32)
- *   lazyfree    after a resume that gives host memory back (CMS_REGION_RELEASE_HOST), a
- *               buffer is unregistered and MADV_FREE'd instead of unmapped, and the next
- *               pause reuses it (pages the kernel has not reclaimed need no new fault);
- *               RSS keeps those pages until the kernel reclaims them
- */
-struct prep_opts {
-	bool hugetlb, nothp, noprefault, lazyfree;
-	int threads;
-	size_t slice;
-};
-
-static struct prep_opts prep_opts(void)
-{
-	struct prep_opts o = { .slice = SLICE };
-	const char *env = secure_getenv("CMS_HOST_PREP");
-	char buf[256], *tok, *save = NULL;
-	unsigned long v;
-
-	if (!env || strlen(env) >= sizeof(buf))
-		return o;
-	strcpy(buf, env);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		o.hugetlb |= !strcmp(tok, "hugetlb");
-		o.nothp |= !strcmp(tok, "nothp");
-		o.noprefault |= !strcmp(tok, "noprefault");
-		o.lazyfree |= !strcmp(tok, "lazyfree");
-		if (sscanf(tok, "threads:%lu", &v) == 1 && v >= 1 && v <= 64)
-			o.threads = (int)v;
-		if (sscanf(tok, "slice:%lu", &v) == 1 && v >= 1 && v <= 1024)
-			o.slice = (size_t)v << 20;
-	}
-	return o;
-}
 
 static size_t page_round(size_t n)
 {
@@ -137,14 +105,14 @@ static uint64_t group_max(const struct cms_region *r)
 	const cms_context *ctx = r->ctx;
 	uint64_t g = ctx->devices[r->device].granularity;
 
-	return ctx->drv.is_sim && g ? GROUP_SIM_GRANULES * g : GROUP_MAX;
+	return cms_tune_bytes(&ctx->tune.host_group, g);
 }
 
 static void buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb)
 {
 	struct cms_hostbuf **pp;
 
-	for (pp = &r->hostbufs; *pp; pp = &(*pp)->next)
+	for (pp = &cms_region_store(r)->hostbufs; *pp; pp = &(*pp)->next)
 		if (*pp == hb) {
 			*pp = hb->next;
 			return;
@@ -170,7 +138,7 @@ static void buffer_register(cms_context *ctx, struct cms_hostbuf *hb)
 static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb)
 {
 	if (hb->registered)
-		r->pinned_bytes += hb->len;
+		cms_region_store(r)->pinned_bytes += hb->len;
 	/* Unregistered with CUDA_SUCCESS: never tried (a failed pause skipped it). */
 	if (hb->registered || hb->register_result == CUDA_SUCCESS || atomic_load(&hb->failed) ||
 	    atomic_exchange(&ctx->warned_register, 1))
@@ -183,7 +151,7 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 
 /* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
 static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
-			     const struct prep_opts *o)
+			     const struct cms_tunables *o)
 {
 	struct cms_hostbuf *hb;
 	size_t len = 0, off = 0, i;
@@ -196,7 +164,7 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
 		goto err_free;
 	hb->base = MAP_FAILED;
-	if (o->hugetlb && !(len % HUGETLB_SIZE))
+	if (o->prep_hugetlb && !(len % HUGETLB_SIZE))
 		hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	if (hb->base == MAP_FAILED)
@@ -207,7 +175,7 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 			ctx->drv.host_free_hook(len);
 		goto err_free;
 	}
-	if (!o->nothp) /* advice only: fewer faults where THP is on */
+	if (!o->prep_nothp) /* advice only: fewer faults where THP is on */
 		madvise(hb->base, len, MADV_HUGEPAGE);
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
 	madvise(hb->base, len, MADV_DONTFORK);
@@ -216,16 +184,16 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 	v[0]->region->host_bytes += len;
 	hb->device = v[0]->region->device;
 	hb->users = (unsigned)n;
-	hb->next = v[0]->region->hostbufs;
-	v[0]->region->hostbufs = hb;
+	hb->next = cms_region_store(v[0]->region)->hostbufs;
+	cms_region_store(v[0]->region)->hostbufs = hb;
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
 
-		a->hostbuf = hb;
-		a->backup = (char *)hb->base + off;
-		a->backup_len = page_round(a->size);
-		a->fresh_buffer = true;
-		off += a->backup_len;
+		cms_alloc_store(a)->hostbuf = hb;
+		cms_alloc_store(a)->backup = (char *)hb->base + off;
+		cms_alloc_store(a)->backup_len = page_round(a->size);
+		cms_alloc_store(a)->fresh_buffer = true;
+		off += cms_alloc_store(a)->backup_len;
 	}
 	return CMS_OK;
 
@@ -253,7 +221,7 @@ static bool fault_in(void *p, size_t len)
 
 static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 {
-	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_hostbuf *hb = cms_alloc_store(a)->hostbuf;
 	cms_status st = CMS_OK;
 
 	/* Only the buffer's last user unpins it; the others leave it as it is. */
@@ -262,7 +230,7 @@ static cms_status backup_unpin(cms_context *ctx, struct cms_alloc *a)
 	CU_TRY(ctx, cuCtxPushCurrent(ctx->devices[hb->device].primary), st, out);
 	CU_TRY(ctx, cuMemHostUnregister(hb->base), st, out_pop);
 	hb->registered = false;
-	a->region->pinned_bytes -= hb->len;
+	cms_region_store(a->region)->pinned_bytes -= hb->len;
 out_pop:
 	cms_pop(ctx);
 out:
@@ -273,17 +241,17 @@ static void backup_repin(cms_context *ctx, struct cms_alloc *a)
 {
 	/* A buffer waiting for its next copy to page-lock it (pin_on_use) stays waiting; a
 	 * pageable one is never page-locked. */
-	if (a->hostbuf && !a->hostbuf->registered && !a->hostbuf->pin_on_use &&
-	    !a->hostbuf->pageable) {
-		buffer_register(ctx, a->hostbuf);
-		note_registered(ctx, a->region, a->hostbuf);
+	if (cms_alloc_store(a)->hostbuf && !cms_alloc_store(a)->hostbuf->registered &&
+	    !cms_alloc_store(a)->hostbuf->pin_on_use && !cms_alloc_store(a)->hostbuf->pageable) {
+		buffer_register(ctx, cms_alloc_store(a)->hostbuf);
+		note_registered(ctx, a->region, cms_alloc_store(a)->hostbuf);
 	}
 }
 
 /* Page-locks a's buffer if it waits for its next copy to do so (a piece of a split buffer). */
 static void pin_on_use(cms_context *ctx, struct cms_alloc *a)
 {
-	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_hostbuf *hb = cms_alloc_store(a)->hostbuf;
 
 	if (!hb || !hb->pin_on_use)
 		return;
@@ -297,19 +265,19 @@ static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostb
 {
 	buffer_unlink(r, hb);
 	r->host_bytes -= hb->len;
-	r->host_free_bytes -= hb->free_bytes;
+	cms_region_store(r)->host_free_bytes -= hb->free_bytes;
 	munmap(hb->base, hb->len);
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(hb->len);
 	free(hb);
 }
 
-/* Unmaps r's buffers kept without users (lazy: CMS_HOST_PREP=lazyfree). */
+/* Unmaps r's buffers kept without users (lazy: ctx->tune.prep_lazyfree). */
 static void lazy_drop(struct cms_region *r)
 {
 	struct cms_hostbuf *hb, *next;
 
-	for (hb = r->hostbufs; hb; hb = next) {
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = next) {
 		next = hb->next;
 		if (!hb->users)
 			buffer_drop(r->ctx, r, hb);
@@ -321,17 +289,17 @@ static void lazy_drop(struct cms_region *r)
  * is never unmapped (backup_unpin first). */
 static void slice_put_keep(cms_context *ctx, struct cms_alloc *a, bool keep)
 {
-	struct cms_hostbuf *hb = a->hostbuf;
+	struct cms_hostbuf *hb = cms_alloc_store(a)->hostbuf;
 	struct cms_region *r = a->region;
 
 	if (!hb)
 		return;
 	cms_alloc_set_saved(a, false);
-	hb->free_bytes += a->backup_len;
-	r->host_free_bytes += a->backup_len;
-	a->hostbuf = NULL;
-	a->backup = NULL;
-	a->backup_len = 0;
+	hb->free_bytes += cms_alloc_store(a)->backup_len;
+	cms_region_store(r)->host_free_bytes += cms_alloc_store(a)->backup_len;
+	cms_alloc_store(a)->hostbuf = NULL;
+	cms_alloc_store(a)->backup = NULL;
+	cms_alloc_store(a)->backup_len = 0;
 	if (--hb->users)
 		return;
 	if (keep && !hb->registered) {
@@ -353,7 +321,8 @@ static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 	/* The buffer is kept for the next pause unless the region gives host memory back
 	 * (never after an async resume: the API refuses the combination). */
 	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
-		slice_put_keep(ctx, a, prep_opts().lazyfree); /* never unmap page-locked memory */
+		slice_put_keep(ctx, a,
+			       ctx->tune.prep_lazyfree); /* never unmap page-locked memory */
 }
 
 /* ---- holes: reuse and trim ---- */
@@ -377,7 +346,8 @@ static int slice_cmp(const void *x, const void *y)
 
 static bool slice_wanted(const struct cms_alloc *a, const struct cms_hostbuf *only)
 {
-	return a->hostbuf && (only ? a->hostbuf == only : a->hostbuf->free_bytes > 0);
+	return cms_alloc_store(a)->hostbuf && (only ? cms_alloc_store(a)->hostbuf == only :
+						      cms_alloc_store(a)->hostbuf->free_bytes > 0);
 }
 
 /* The slices of only's users, or of the users of every buffer of r with holes (only NULL),
@@ -396,7 +366,9 @@ static struct slice *slices_of(struct cms_region *r, const struct cms_hostbuf *o
 		return NULL;
 	for (a = r->allocs; a; a = a->next)
 		if (slice_wanted(a, only))
-			s[(*n)++] = (struct slice){ a->hostbuf, a->backup, a->backup_len, a };
+			s[(*n)++] = (struct slice){ cms_alloc_store(a)->hostbuf,
+						    cms_alloc_store(a)->backup,
+						    cms_alloc_store(a)->backup_len, a };
 	qsort(s, *n, sizeof(*s), slice_cmp);
 	return s;
 }
@@ -407,7 +379,7 @@ static size_t holes_of(struct cms_region *r, const struct slice *s, size_t ns, s
 	struct cms_hostbuf *hb;
 	size_t ng = 0, i = 0;
 
-	for (hb = r->hostbufs; hb; hb = hb->next) {
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next) {
 		char *pos = hb->base, *end = (char *)hb->base + hb->len;
 
 		if (!hb->free_bytes || atomic_load(&hb->failed))
@@ -435,9 +407,9 @@ static void reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n)
 	struct slice *s, *g;
 	size_t ns, ng, nb = 0, i, k;
 
-	if (!r->host_free_bytes)
+	if (!cms_region_store(r)->host_free_bytes)
 		return;
-	for (hb = r->hostbufs; hb; hb = hb->next)
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next)
 		nb++;
 	s = slices_of(r, NULL, &ns);
 	g = s ? malloc((ns + nb) * sizeof(*g)) : NULL;
@@ -448,20 +420,20 @@ static void reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n)
 		struct cms_alloc *a = v[i];
 		size_t need = page_round(a->size);
 
-		if (a->region != r || !a->mapped || a->hostbuf)
+		if (a->region != r || !a->mapped || cms_alloc_store(a)->hostbuf)
 			continue;
 		for (k = 0; k < ng && g[k].len < need; k++)
 			;
 		if (k == ng)
 			continue;
 		hb = g[k].hb;
-		a->hostbuf = hb;
-		a->backup = g[k].p;
-		a->backup_len = need;
-		a->fresh_buffer = true;
+		cms_alloc_store(a)->hostbuf = hb;
+		cms_alloc_store(a)->backup = g[k].p;
+		cms_alloc_store(a)->backup_len = need;
+		cms_alloc_store(a)->fresh_buffer = true;
 		hb->users++;
 		hb->free_bytes -= need;
-		r->host_free_bytes -= need;
+		cms_region_store(r)->host_free_bytes -= need;
 		g[k].p += need;
 		g[k].len -= need;
 	}
@@ -551,7 +523,7 @@ static bool buffer_unpin_now(cms_context *ctx, struct cms_region *r, struct cms_
 	}
 	hb->registered = false;
 	hb->pin_on_use = true;
-	r->pinned_bytes -= hb->len;
+	cms_region_store(r)->pinned_bytes -= hb->len;
 	return true;
 }
 
@@ -626,7 +598,7 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 			piece[j] = NULL;
 		}
 		for (i = first_of[j]; i < first_of[j + 1]; i++) {
-			s[i].a->hostbuf = cur;
+			cms_alloc_store(s[i].a)->hostbuf = cur;
 			cur->users++;
 			cur->len += s[i].len;
 		}
@@ -634,11 +606,11 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 	}
 	for (j = 0; j < nr; j++)
 		if (piece[j]) {
-			piece[j]->next = r->hostbufs;
-			r->hostbufs = piece[j];
+			piece[j]->next = cms_region_store(r)->hostbufs;
+			cms_region_store(r)->hostbufs = piece[j];
 		}
 	r->host_bytes -= given;
-	r->host_free_bytes -= given;
+	cms_region_store(r)->host_free_bytes -= given;
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(old_len);
 out:
@@ -657,10 +629,11 @@ static void region_trim(struct cms_region *r)
 {
 	uint64_t bound = group_max(r);
 
-	while (r->host_free_bytes > bound && !r->restore_pending) {
+	while (cms_region_store(r)->host_free_bytes > bound && !r->restore_pending) {
 		struct cms_hostbuf *hb, *most = NULL;
 
-		for (hb = r->hostbufs; hb; hb = hb->next) /* not one kept without users (lazy) */
+		for (hb = cms_region_store(r)->hostbufs; hb;
+		     hb = hb->next) /* not one kept without users (lazy) */
 			if (hb->users && (!most || hb->free_bytes > most->free_bytes))
 				most = hb;
 		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
@@ -738,18 +711,18 @@ static void prep_wait(struct prep *w, size_t b, int nthreads)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int workers_for(uint64_t bytes, const struct prep_opts *o)
+static int workers_for(uint64_t bytes, const struct cms_tunables *o)
 {
 	cpu_set_t set;
 	long cpus = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN) :
 							      CPU_COUNT(&set);
-	uint64_t by_size = bytes / o->slice;
+	uint64_t by_size = bytes / o->prep_slice;
 
-	if (o->threads)
-		cpus = o->threads;
+	if (o->prep_threads)
+		cpus = o->prep_threads;
 	if (bytes < PARALLEL_MIN || cpus < 2)
 		return 0;
-	if (cpus > MAX_WORKERS && !o->threads)
+	if (cpus > MAX_WORKERS && !o->prep_threads)
 		cpus = MAX_WORKERS;
 	return (int)((uint64_t)cpus < by_size ? (uint64_t)cpus : by_size);
 }
@@ -776,7 +749,7 @@ static void prep_add(struct prep *w, struct cms_region *r, struct cms_hostbuf *h
 }
 
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
-			       const struct prep_opts *o, uint64_t *new_bytes)
+			       const struct cms_tunables *o, uint64_t *new_bytes)
 {
 	size_t k = 0, j, bytes;
 	cms_status st;
@@ -786,7 +759,7 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 		if (!j || v[j]->region != v[j - 1]->region)
 			reuse_holes(v[j]->region, v + j, n - j);
 	while (k < n) {
-		struct cms_hostbuf *hb = v[k]->hostbuf;
+		struct cms_hostbuf *hb = cms_alloc_store(v[k])->hostbuf;
 
 		if (hb && hb->lazy) { /* kept MADV_FREE'd: faulted in and registered again */
 			hb->lazy = false;
@@ -798,15 +771,15 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 			continue;
 		}
 		bytes = page_round(v[k]->size);
-		for (j = k + 1;
-		     j < n && wants_copy(v[j]) && !v[j]->hostbuf && v[j]->region == v[k]->region &&
-		     bytes + page_round(v[j]->size) <= group_max(v[k]->region);
+		for (j = k + 1; j < n && wants_copy(v[j]) && !cms_alloc_store(v[j])->hostbuf &&
+				v[j]->region == v[k]->region &&
+				bytes + page_round(v[j]->size) <= group_max(v[k]->region);
 		     j++)
 			bytes += page_round(v[j]->size);
 		st = buffer_map(ctx, v + k, j - k, o);
 		if (st)
 			return st;
-		prep_add(w, v[k]->region, v[k]->hostbuf);
+		prep_add(w, v[k]->region, cms_alloc_store(v[k])->hostbuf);
 		*new_bytes += bytes;
 		k = j;
 	}
@@ -815,9 +788,11 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 
 /* ---- pageable buffers: copies through page-locked staging ---- */
 
-static uint64_t stage_chunk(const cms_context *ctx)
+static uint64_t stage_chunk(const struct cms_region *r)
 {
-	return ctx->drv.is_sim ? STAGE_CHUNK_SIM : STAGE_CHUNK;
+	const cms_context *ctx = r->ctx;
+
+	return cms_tune_bytes(&ctx->tune.host_stage, ctx->devices[r->device].granularity);
 }
 
 /* Bytes of chunk k of a copy of len bytes in chunks of c bytes. */
@@ -881,7 +856,7 @@ out:
 /* r's staging kept between restores, made on first use; NULL with the error set. */
 static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
 {
-	struct cms_stage *sg = r->host_stage;
+	struct cms_stage *sg = cms_region_store(r)->host_stage;
 
 	if (sg)
 		return sg;
@@ -890,21 +865,21 @@ static struct cms_stage *region_stage(cms_context *ctx, struct cms_region *r)
 		cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a staging descriptor");
 		return NULL;
 	}
-	if (cms_stage_make(ctx, r->device, stage_chunk(ctx), stage_chunk(ctx), "host backup", sg)) {
+	if (cms_stage_make(ctx, r->device, stage_chunk(r), stage_chunk(r), "host backup", sg)) {
 		free(sg);
 		return NULL;
 	}
-	r->host_stage = sg;
+	cms_region_store(r)->host_stage = sg;
 	return sg;
 }
 
 static void region_stage_free(struct cms_region *r)
 {
-	if (!r->host_stage)
+	if (!cms_region_store(r)->host_stage)
 		return;
-	cms_stage_free(r->ctx, r->host_stage);
-	free(r->host_stage);
-	r->host_stage = NULL;
+	cms_stage_free(r->ctx, cms_region_store(r)->host_stage);
+	free(cms_region_store(r)->host_stage);
+	cms_region_store(r)->host_stage = NULL;
 }
 
 /* Whether r's new buffers are pageable (CMS_REGION_HOST_PAGEABLE). */
@@ -925,7 +900,7 @@ static cms_status host_release_retained(struct cms_region *r)
 	struct cms_alloc *a;
 
 	for (a = r->allocs; a; a = a->next) {
-		if (!a->hostbuf || a->saved)
+		if (!cms_alloc_store(a)->hostbuf || a->saved)
 			continue;
 		st1 = backup_unpin(r->ctx, a);
 		if (!st1)
@@ -944,7 +919,7 @@ static bool kind_changed(const struct cms_region *r)
 {
 	const struct cms_hostbuf *hb;
 
-	for (hb = r->hostbufs; hb; hb = hb->next)
+	for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next)
 		if (hb->pageable != region_pageable(r))
 			return true;
 	return false;
@@ -974,10 +949,11 @@ static cms_status copy_piece(void *arg, uint64_t off, uint64_t len)
 {
 	struct copy *c = arg;
 	cms_context *ctx = c->l->ctx;
-	char *h = (char *)c->a->backup + off;
+	char *h = (char *)cms_alloc_store(c->a)->backup + off;
 	cms_status st = CMS_OK;
 
-	if (c->a->hostbuf->pageable) { /* through page-locked staging (CMS_REGION_HOST_PAGEABLE) */
+	if (cms_alloc_store(c->a)->hostbuf->pageable) { /* through page-locked staging
+							   (CMS_REGION_HOST_PAGEABLE) */
 		struct cms_stage *sg = region_stage(ctx, c->a->region);
 
 		if (!sg)
@@ -1002,15 +978,15 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 	cms_context *ctx = l->ctx;
 	struct prep w = { .ctx = ctx };
 	struct copy c = { .l = l, .out = true };
-	pthread_t threads[MAX_WORKERS_LAB];
-	struct prep_opts opts = prep_opts();
+	pthread_t threads[CMS_PREP_THREADS_MAX];
+	const struct cms_tunables *opts = &ctx->tune;
 	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
 	size_t k, j, b;
 	cms_status st = CMS_OK;
 
-	w.slice = opts.slice;
-	w.prefault = !opts.noprefault;
+	w.slice = opts->prep_slice;
+	w.prefault = !opts->prep_noprefault;
 	w.bufs = malloc((n + 1) * sizeof(*w.bufs));
 	w.regs = malloc((n + 1) * sizeof(*w.regs));
 	w.first_slice = malloc((n + 1) * sizeof(*w.first_slice));
@@ -1021,24 +997,17 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		goto out_free;
 	}
 	release_changed(v, n);
-	st = plan_buffers(ctx, v, n, &w, &opts, &new_bytes);
+	st = plan_buffers(ctx, v, n, &w, opts, &new_bytes);
 	if (st)
 		goto out_free;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.ready_cond, NULL);
 	atomic_init(&w.next, 0);
-	nthreads = workers_for(new_bytes, &opts);
-	if (nthreads) {
-		sigset_t all, old;
-
-		sigfillset(&all); /* workers never take the application's signals */
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		for (i = 0; i < nthreads; i++)
-			if (pthread_create(&threads[i], NULL, prep_worker, &w))
-				break;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		nthreads = i;
-	}
+	nthreads = workers_for(new_bytes, opts);
+	for (i = 0; i < nthreads; i++)
+		if (cms_thread_start(&threads[i], prep_worker, &w))
+			break;
+	nthreads = i;
 
 	/* Copy each allocation out as soon as its buffer is ready; allocations adjacent on
 	 * both sides go in one copy of up to CMS_COPY_MERGE_MAX bytes. */
@@ -1052,13 +1021,14 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		while (j < n && wants_copy(v[j]) && cms_backup_adjacent(v[j - 1], v[j]) &&
 		       len + v[j]->size <= CMS_COPY_MERGE_MAX)
 			len += v[j++]->size;
-		if (a->hostbuf->prep_slot) { /* prepared by this call: wait until it is */
-			prep_wait(&w, a->hostbuf->prep_slot - 1, nthreads);
-			if (atomic_load(&a->hostbuf->failed)) {
+		if (cms_alloc_store(a)
+			    ->hostbuf->prep_slot) { /* prepared by this call: wait until it is */
+			prep_wait(&w, cms_alloc_store(a)->hostbuf->prep_slot - 1, nthreads);
+			if (atomic_load(&cms_alloc_store(a)->hostbuf->failed)) {
 				st = cms_set_error(
 					CMS_ERR_OUT_OF_HOST_MEMORY,
 					"no host memory to fault in a backup of %zu bytes",
-					a->hostbuf->len);
+					cms_alloc_store(a)->hostbuf->len);
 				break;
 			}
 		}
@@ -1146,7 +1116,7 @@ static cms_status host_restore(struct cms_lanes *l, struct cms_alloc **v, size_t
 static bool host_save_ready(const struct cms_alloc *a)
 {
 	/* a buffer of the other kind is let go of first (release_changed) */
-	return a->hostbuf != NULL && !kind_changed(a->region);
+	return cms_alloc_store(a)->hostbuf != NULL && !kind_changed(a->region);
 }
 
 static uint64_t host_progress_bytes(const struct cms_alloc *a, bool out)
@@ -1165,15 +1135,16 @@ static void host_region_resumed(struct cms_region *r)
 /* Paused: the saved slice; active: a slice kept by retention (content of the last pause). */
 static bool host_backup_held(const struct cms_alloc *a, void **host)
 {
-	bool held = a->backup && (a->saved || a->region->state == CMS_STATE_ACTIVE);
+	bool held =
+		cms_alloc_store(a)->backup && (a->saved || a->region->state == CMS_STATE_ACTIVE);
 
-	*host = held ? a->backup : NULL;
+	*host = held ? cms_alloc_store(a)->backup : NULL;
 	return held;
 }
 
 static cms_status host_backup_read(struct cms_alloc *a, uint64_t off, void *buf, uint64_t len)
 {
-	memcpy(buf, (const char *)a->backup + off, len);
+	memcpy(buf, (const char *)cms_alloc_store(a)->backup + off, len);
 	return CMS_OK;
 }
 

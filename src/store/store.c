@@ -219,21 +219,11 @@ void cms_store_region_close(struct cms_region *r)
 		ops->region_close(r);
 }
 
-uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
-				  bool (*want)(const struct cms_alloc *a))
+uint64_t cms_store_progress_bytes(const struct cms_alloc *a, bool out)
 {
-	struct cms_alloc *a;
-	uint64_t sum = 0;
-	size_t i;
+	const struct cms_store_ops *ops = cms_store_of(a->region);
 
-	for (i = 0; i < n; i++) {
-		const struct cms_store_ops *ops = cms_store_of(regions[i]);
-
-		for (a = regions[i]->allocs; a && ops->progress_bytes; a = a->next)
-			if (want(a))
-				sum += ops->progress_bytes(a, out);
-	}
-	return sum;
+	return ops->progress_bytes ? ops->progress_bytes(a, out) : 0;
 }
 
 uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out)

@@ -16,6 +16,38 @@
 
 #include "vmm.h"
 
+/* The store's part of an allocation (core.h says how the parts compose); under its region's
+ * lock. Core's saved: the store holds the content. */
+struct cms_store_alloc {
+	struct cms_vmm_alloc below;
+	void *backup;		     /* HOST: this allocation's slice of hostbuf */
+	size_t backup_len;	     /* page-rounded size of the slice */
+	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
+	bool fresh_buffer; /* the slice was made by the running pause (the engine clears it) */
+	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
+	uint64_t disk_off;
+};
+
+/* The store's part of a region; under the region's lock. */
+struct cms_store_region {
+	struct cms_vmm_region below;
+	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
+	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
+	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c) */
+	struct cms_stage *host_stage; /* staging kept between restores (host.c) */
+	struct cms_disk *disk;	      /* DISK: its directory and file (disk.c) */
+};
+
+static inline struct cms_store_alloc *cms_alloc_store(const struct cms_alloc *a)
+{
+	return cms_container_of(cms_alloc_vmm(a), struct cms_store_alloc, below);
+}
+
+static inline struct cms_store_region *cms_region_store(const struct cms_region *r)
+{
+	return cms_container_of(cms_region_vmm(r), struct cms_store_region, below);
+}
+
 /* Bytes one backup copy may move at most when it covers several allocations. */
 #define CMS_COPY_MERGE_MAX (64ull << 20)
 
@@ -155,9 +187,9 @@ cms_status cms_store_backup_read(struct cms_alloc *a, uint64_t off, void *buf, u
 void cms_store_release_kept(struct cms_region *r, bool files);
 /* The end of a pause, resume or swap of regions[0..n): each policy's call_done. */
 void cms_store_call_done(struct cms_region **regions, size_t n);
-/* Sum of progress_bytes over the allocations of regions[0..n) that want (engine's filter). */
-uint64_t cms_store_progress_total(struct cms_region **regions, size_t n, bool out,
-				  bool (*want)(const struct cms_alloc *a));
+/* Bytes a's policy reports as progress for a pause (out) or resume (!out) of it (its
+ * progress_bytes; 0 when it has none). */
+uint64_t cms_store_progress_bytes(const struct cms_alloc *a, bool out);
 
 /* Content bytes of a that a pause (out: a is mapped) or resume (!out: a is saved) copies to or
  * from its store; 0 for a policy that keeps nothing (counters, cms_region_stats). */
@@ -191,14 +223,15 @@ cms_status cms_store_pieces(struct cms_alloc *const *v, size_t n, uint64_t off, 
  */
 static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct cms_alloc *b)
 {
-	return a->arena && b->arena == a->arena && a->hostbuf && b->hostbuf == a->hostbuf &&
-	       a->base + a->size == b->base && (char *)a->backup + a->size == (char *)b->backup;
+	return cms_alloc_vmm(a)->arena && cms_alloc_vmm(b)->arena == cms_alloc_vmm(a)->arena &&
+	       cms_alloc_store(a)->hostbuf &&
+	       cms_alloc_store(b)->hostbuf == cms_alloc_store(a)->hostbuf &&
+	       a->base + a->size == b->base &&
+	       (char *)cms_alloc_store(a)->backup + a->size == (char *)cms_alloc_store(b)->backup;
 }
 
 /* ---- disk.c: the DISK policy ---- */
-#define CMS_DISK_CHUNK (64ull << 20)	/* bytes per staging buffer; two per device and call */
-#define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
-#define CMS_DISK_CHUNK_SIM (1ull << 20) /* with the host simulation: small tests, many batches */
+#define CMS_DISK_ALIGN 4096u /* file slots, batches and buffers (O_DIRECT) */
 
 /* ---- stage.c: page-locked staging buffers (DISK, pageable HOST backups) ---- */
 struct cms_stage {

@@ -15,6 +15,13 @@
 
 #include "vmm.h"
 
+/* A free piece of an arena's address space. */
+struct cms_extent {
+	CUdeviceptr base;
+	size_t len;
+	struct cms_extent *next;
+};
+
 /* First fit in one arena; 0 when no free extent is large enough. */
 static CUdeviceptr carve(struct cms_arena *ar, size_t len)
 {
@@ -61,8 +68,8 @@ static cms_status arena_new(struct cms_region *r, size_t len, struct cms_arena *
 	e->base = ar->base;
 	e->len = size;
 	ar->free = e;
-	ar->next = r->arenas;
-	r->arenas = ar;
+	ar->next = cms_region_vmm(r)->arenas;
+	cms_region_vmm(r)->arenas = ar;
 	*out = ar;
 	return CMS_OK;
 
@@ -78,7 +85,7 @@ cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
 	struct cms_arena *ar;
 	cms_status st;
 
-	for (ar = r->arenas; ar; ar = ar->next) {
+	for (ar = cms_region_vmm(r)->arenas; ar; ar = ar->next) {
 		*base = carve(ar, len);
 		if (*base) {
 			*arena = ar;
@@ -102,7 +109,7 @@ static cms_status arena_free(struct cms_region *r, struct cms_arena *ar)
 	cms_status st = CMS_OK;
 
 	CU_TRY(ctx, cuMemAddressFree(ar->base, ar->len), st, out);
-	for (pp = &r->arenas; *pp != ar; pp = &(*pp)->next)
+	for (pp = &cms_region_vmm(r)->arenas; *pp != ar; pp = &(*pp)->next)
 		;
 	*pp = ar->next;
 	while ((e = ar->free)) {
@@ -154,8 +161,8 @@ void cms_arena_drop_all(struct cms_region *r)
 	struct cms_arena *ar;
 	struct cms_extent *e;
 
-	while ((ar = r->arenas)) {
-		r->arenas = ar->next;
+	while ((ar = cms_region_vmm(r)->arenas)) {
+		cms_region_vmm(r)->arenas = ar->next;
 		if (r->ctx->drv.cuMemAddressFree(ar->base, ar->len) != CUDA_SUCCESS)
 			cms_log(r->ctx, CMS_LOG_ERROR, "0x%llx: reservation of %zu bytes not freed",
 				(unsigned long long)ar->base, ar->len);

@@ -166,13 +166,13 @@ cms_status cms_vmm_unguard(struct cms_alloc *a)
 	size_t g = ctx->devices[a->region->device].granularity;
 	cms_status st = CMS_OK;
 
-	while (a->guarded) {
+	while (cms_alloc_vmm(a)->guarded) {
 		size_t off;
 		int order;
 
-		piece(a, a->guarded - 1, &off, &order);
+		piece(a, cms_alloc_vmm(a)->guarded - 1, &off, &order);
 		CU_TRY(ctx, cuMemUnmap(a->base + off, ((size_t)1 << order) * g), st, out);
-		a->guarded--;
+		cms_alloc_vmm(a)->guarded--;
 	}
 out:
 	return st;
@@ -189,18 +189,18 @@ cms_status cms_vmm_guard(struct cms_alloc *a)
 	if (st)
 		return st;
 	n = npieces(a);
-	while (a->guarded < n) {
+	while (cms_alloc_vmm(a)->guarded < n) {
 		size_t off;
 		int order;
 
-		piece(a, a->guarded, &off, &order);
+		piece(a, cms_alloc_vmm(a)->guarded, &off, &order);
 		st = cms_vmm_map_range_read(r, a->base + off, ((size_t)1 << order) * g,
 					    zero_of(a, order));
 		if (st == CMS_ERR_ROLLBACK_FAILED) /* mapped without access: unmapped later */
-			a->guarded++;
+			cms_alloc_vmm(a)->guarded++;
 		if (st)
 			goto unguard;
-		a->guarded++;
+		cms_alloc_vmm(a)->guarded++;
 	}
 	return CMS_OK;
 
@@ -208,6 +208,6 @@ unguard: /* all or nothing; what cannot be unmapped now stays counted for a late
 	cms_last_error_message(why, sizeof(why));
 	if (cms_vmm_unguard(a))
 		cms_log(r->ctx, CMS_LOG_ERROR, "0x%llx: %zu guard mappings kept after a failure",
-			(unsigned long long)a->base, a->guarded);
+			(unsigned long long)a->base, cms_alloc_vmm(a)->guarded);
 	return cms_set_error(st, "%s", why);
 }

@@ -21,7 +21,7 @@
  * Chunks: such a region also coalesces from the first allocation. cms_alloc
  * of less than cms_run_chunk_bytes() carves its addresses from the tail of
  * the region's open chunk, a run made at allocation time of one handle of
- * as many allocations of the first one's size as CMS_CHUNK_BYTES holds,
+ * as many allocations of the first one's size as ctx->tune.run_chunk holds,
  * mapped whole (the driver refuses a mapping shorter than its handle), whose
  * tail has not been handed out yet ("spare", counted with the retained bytes:
  * released with the run). An allocation of more than half of it gets its own
@@ -48,13 +48,14 @@ static bool may_join(const struct cms_alloc *a)
 {
 	const struct cms_region *r = a->region;
 
-	return !r->handle_types && (r->flags & CMS_REGION_COALESCE) && !a->handle && !a->mapped &&
-	       !a->run && a->arena;
+	return !r->handle_types && (r->flags & CMS_REGION_COALESCE) && !cms_alloc_vmm(a)->handle &&
+	       !a->mapped && !cms_alloc_vmm(a)->run && cms_alloc_vmm(a)->arena;
 }
 
 static bool adjacent(const struct cms_alloc *a, const struct cms_alloc *b)
 {
-	return b->region == a->region && b->arena == a->arena && a->base + a->physical == b->base;
+	return b->region == a->region && cms_alloc_vmm(b)->arena == cms_alloc_vmm(a)->arena &&
+	       a->base + a->physical == b->base;
 }
 
 static cms_status run_new(struct cms_alloc **v, size_t n)
@@ -66,7 +67,7 @@ static cms_status run_new(struct cms_alloc **v, size_t n)
 	if (!run)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
 	run->region = v[0]->region;
-	run->arena = v[0]->arena;
+	run->arena = cms_alloc_vmm(v[0])->arena;
 	run->base = v[0]->base;
 	run->users = run->nslots = n;
 	for (i = 0; i < n; i++) {
@@ -74,7 +75,7 @@ static cms_status run_new(struct cms_alloc **v, size_t n)
 		run->slots[i].len = v[i]->physical;
 		run->slots[i].a = v[i];
 		run->len += v[i]->physical;
-		v[i]->run = run;
+		cms_alloc_vmm(v[i])->run = run;
 	}
 	return CMS_OK;
 }
@@ -85,10 +86,10 @@ static void dissolve(struct cms_run *run)
 	struct cms_region *r = run->region;
 	size_t i;
 
-	r->retained_bytes -= run->retained;
-	r->spare_bytes -= run->spare;
-	if (r->chunk == run)
-		r->chunk = NULL;
+	cms_region_vmm(r)->retained_bytes -= run->retained;
+	cms_region_vmm(r)->spare_bytes -= run->spare;
+	if (cms_region_vmm(r)->chunk == run)
+		cms_region_vmm(r)->chunk = NULL;
 	if (run->spare &&
 	    cms_arena_give(r, run->arena, run->base + run->len - run->spare, run->spare))
 		cms_log(r->ctx, CMS_LOG_ERROR,
@@ -99,7 +100,7 @@ static void dissolve(struct cms_run *run)
 		struct cms_run_slot *sl = &run->slots[i];
 
 		if (sl->a) {
-			sl->a->run = NULL;
+			cms_alloc_vmm(sl->a)->run = NULL;
 			continue;
 		}
 		/* A live member keeps the arena in use, so this frees no reservation: it can
@@ -150,7 +151,7 @@ cms_status cms_run_create(struct cms_run *run)
 		return st;
 	for (i = 0; i < run->nslots; i++)
 		if (run->slots[i].a)
-			run->slots[i].a->handle = run->handle;
+			cms_alloc_vmm(run->slots[i].a)->handle = run->handle;
 	return CMS_OK;
 }
 
@@ -197,7 +198,7 @@ cms_status cms_run_release(struct cms_run *run)
 		run->handle = 0;
 		for (i = 0; i < run->nslots; i++)
 			if (run->slots[i].a)
-				run->slots[i].a->handle = 0;
+				cms_alloc_vmm(run->slots[i].a)->handle = 0;
 	}
 out:
 	return st;
@@ -208,8 +209,9 @@ void cms_run_dissolve(struct cms_alloc **v, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (v[i]->run && !v[i]->run->handle && !v[i]->run->mapped)
-			dissolve(v[i]->run);
+		if (cms_alloc_vmm(v[i])->run && !cms_alloc_vmm(v[i])->run->handle &&
+		    !cms_alloc_vmm(v[i])->run->mapped)
+			dissolve(cms_alloc_vmm(v[i])->run);
 }
 
 cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke)
@@ -219,12 +221,12 @@ cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revok
 
 bool cms_run_keeps(const struct cms_alloc *a)
 {
-	return a->run && a->run->users > 1;
+	return cms_alloc_vmm(a)->run && cms_alloc_vmm(a)->run->users > 1;
 }
 
 void cms_run_retire(struct cms_alloc *a)
 {
-	struct cms_run *run = a->run;
+	struct cms_run *run = cms_alloc_vmm(a)->run;
 	size_t i;
 
 	for (i = 0; i < run->nslots && run->slots[i].a != a; i++)
@@ -232,22 +234,18 @@ void cms_run_retire(struct cms_alloc *a)
 	run->slots[i].a = NULL;
 	run->users--;
 	run->retained += a->physical;
-	a->region->retained_bytes += a->physical;
+	cms_region_vmm(a->region)->retained_bytes += a->physical;
 	cms_alloc_set_mapped(a, false);
-	a->handle = 0;
-	a->run = NULL;
-	a->arena = NULL; /* its addresses belong to the run until the run is released */
+	cms_alloc_vmm(a)->handle = 0;
+	cms_alloc_vmm(a)->run = NULL;
+	cms_alloc_vmm(a)->arena =
+		NULL; /* its addresses belong to the run until the run is released */
 }
 
 size_t cms_run_chunk_bytes(const struct cms_region *r)
 {
 	size_t gran = r->ctx->devices[r->device].granularity;
-	const struct cms_driver *d = &r->ctx->drv;
-	size_t n = CMS_CHUNK_BYTES;
-
-	if (d->is_sim) /* CMS_SIM_CHUNK_GRANULES: 0 turns chunks off for the tests of resumes */
-		n = (d->chunk_granules ? (size_t)d->chunk_granules() : CMS_CHUNK_SIM_GRANULES) *
-		    gran;
+	size_t n = (size_t)cms_tune_bytes(&r->ctx->tune.run_chunk, gran);
 
 	if (r->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
 	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n || n % gran)
@@ -267,14 +265,14 @@ static void carve_tail(struct cms_run *run, struct cms_alloc *a)
 	run->users++;
 	run->spare -= a->physical;
 	run->retained -= a->physical;
-	r->retained_bytes -= a->physical;
-	r->spare_bytes -= a->physical;
+	cms_region_vmm(r)->retained_bytes -= a->physical;
+	cms_region_vmm(r)->spare_bytes -= a->physical;
 	if (!run->spare)
-		r->chunk = NULL; /* full: closed */
+		cms_region_vmm(r)->chunk = NULL; /* full: closed */
 	a->base = sl->base;
-	a->arena = run->arena;
-	a->run = run;
-	a->handle = run->handle;
+	cms_alloc_vmm(a)->arena = run->arena;
+	cms_alloc_vmm(a)->run = run;
+	cms_alloc_vmm(a)->handle = run->handle;
 }
 
 /* A new chunk of len bytes (a granularity multiple > a->physical) with a as its first member. */
@@ -300,22 +298,22 @@ static cms_status chunk_new(struct cms_alloc *a, size_t len)
 	run->slots[0].len = a->physical;
 	run->slots[0].a = a;
 	run->spare = run->retained = len - a->physical;
-	r->retained_bytes += run->spare;
-	r->spare_bytes += run->spare;
+	cms_region_vmm(r)->retained_bytes += run->spare;
+	cms_region_vmm(r)->spare_bytes += run->spare;
 	a->base = run->base;
-	a->arena = run->arena;
-	a->run = run;
+	cms_alloc_vmm(a)->arena = run->arena;
+	cms_alloc_vmm(a)->run = run;
 	return CMS_OK;
 }
 
 cms_status cms_run_take(struct cms_alloc *a)
 {
 	struct cms_region *r = a->region;
-	struct cms_run *run = r->chunk;
+	struct cms_run *run = cms_region_vmm(r)->chunk;
 	size_t cb = cms_run_chunk_bytes(r), spare;
 
 	if (!cb || a->physical >= cb)
-		return cms_arena_take(r, a->physical, &a->base, &a->arena);
+		return cms_arena_take(r, a->physical, &a->base, &cms_alloc_vmm(a)->arena);
 	if (run && run->mapped && run->handle && run->spare >= a->physical) {
 		carve_tail(run, a);
 		return CMS_OK;
@@ -323,40 +321,40 @@ cms_status cms_run_take(struct cms_alloc *a)
 	/* As many allocations of this size as fit: no unused end when the next ones are alike
 	 * (an unused end would split a resume's runs). */
 	spare = cb / a->physical * a->physical - a->physical;
-	if (spare > cb - r->spare_bytes) /* the bound on tails held ahead of need */
-		spare = cb - r->spare_bytes;
+	if (spare > cb - cms_region_vmm(r)->spare_bytes) /* the bound on tails held ahead of need */
+		spare = cb - cms_region_vmm(r)->spare_bytes;
 	if (!spare)
-		return cms_arena_take(r, a->physical, &a->base, &a->arena);
+		return cms_arena_take(r, a->physical, &a->base, &cms_alloc_vmm(a)->arena);
 	return chunk_new(a, a->physical + spare);
 }
 
 void cms_run_open(struct cms_alloc *a)
 {
-	if (a->run && a->run->spare && a->run->mapped)
-		a->region->chunk = a->run;
+	if (cms_alloc_vmm(a)->run && cms_alloc_vmm(a)->run->spare && cms_alloc_vmm(a)->run->mapped)
+		cms_region_vmm(a->region)->chunk = cms_alloc_vmm(a)->run;
 }
 
 void cms_run_untake(struct cms_alloc *a)
 {
-	struct cms_run *run = a->run;
+	struct cms_run *run = cms_alloc_vmm(a)->run;
 	struct cms_region *r = a->region;
 
 	run->nslots--;
 	run->users--;
 	run->spare += a->physical;
 	run->retained += a->physical;
-	r->retained_bytes += a->physical;
-	r->spare_bytes += a->physical;
-	r->chunk = run;
+	cms_region_vmm(r)->retained_bytes += a->physical;
+	cms_region_vmm(r)->spare_bytes += a->physical;
+	cms_region_vmm(r)->chunk = run;
 	cms_alloc_set_mapped(a, false);
-	a->handle = 0;
-	a->run = NULL;
-	a->arena = NULL; /* its addresses are the chunk's tail again */
+	cms_alloc_vmm(a)->handle = 0;
+	cms_alloc_vmm(a)->run = NULL;
+	cms_alloc_vmm(a)->arena = NULL; /* its addresses are the chunk's tail again */
 }
 
 bool cms_run_is_last(const struct cms_alloc *a)
 {
-	const struct cms_run *run = a->run;
+	const struct cms_run *run = cms_alloc_vmm(a)->run;
 	size_t i = run->nslots;
 
 	while (i-- > 0)

@@ -17,16 +17,16 @@ cms_status cms_vmm_reserve(struct cms_alloc *a)
 
 cms_status cms_vmm_unreserve(struct cms_alloc *a)
 {
-	bool guarded = a->guarded != 0;
+	bool guarded = cms_alloc_vmm(a)->guarded != 0;
 	cms_status st;
 
-	if (!a->arena) /* retired from a run: its addresses went with the run */
+	if (!cms_alloc_vmm(a)->arena) /* retired from a run: its addresses went with the run */
 		return CMS_OK;
 	st = cms_vmm_unguard(a); /* the addresses go back unmapped */
 	if (!st)
-		st = cms_arena_give(a->region, a->arena, a->base, a->physical);
+		st = cms_arena_give(a->region, cms_alloc_vmm(a)->arena, a->base, a->physical);
 	if (!st) {
-		a->arena = NULL;
+		cms_alloc_vmm(a)->arena = NULL;
 		return CMS_OK;
 	}
 	if (guarded) { /* as it was: the pieces unmapped before the failure are mapped again */
@@ -45,9 +45,9 @@ cms_status cms_vmm_unreserve(struct cms_alloc *a)
 
 cms_status cms_vmm_create(struct cms_alloc *a)
 {
-	if (a->run)
-		return cms_run_create(a->run);
-	return cms_vmm_create_handle(a->region, a->physical, &a->handle);
+	if (cms_alloc_vmm(a)->run)
+		return cms_run_create(cms_alloc_vmm(a)->run);
+	return cms_vmm_create_handle(a->region, a->physical, &cms_alloc_vmm(a)->handle);
 }
 
 cms_status cms_vmm_release(struct cms_alloc *a)
@@ -55,20 +55,20 @@ cms_status cms_vmm_release(struct cms_alloc *a)
 	cms_context *ctx = a->region->ctx;
 	cms_status st = CMS_OK;
 
-	if (a->run)
-		return cms_run_release(a->run);
-	if (!a->handle)
+	if (cms_alloc_vmm(a)->run)
+		return cms_run_release(cms_alloc_vmm(a)->run);
+	if (!cms_alloc_vmm(a)->handle)
 		return CMS_OK;
-	CU_TRY(ctx, cuMemRelease(a->handle), st, out);
-	a->handle = 0;
+	CU_TRY(ctx, cuMemRelease(cms_alloc_vmm(a)->handle), st, out);
+	cms_alloc_vmm(a)->handle = 0;
 out:
 	return st;
 }
 
 cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke)
 {
-	if (a->run)
-		return cms_run_set_access(a->run, mask, revoke);
+	if (cms_alloc_vmm(a)->run)
+		return cms_run_set_access(cms_alloc_vmm(a)->run, mask, revoke);
 	return cms_vmm_access_range(a->region, a->base, a->physical, mask, revoke);
 }
 
@@ -76,9 +76,9 @@ cms_status cms_vmm_map(struct cms_alloc *a)
 {
 	cms_status st;
 
-	if (a->run)
-		return cms_run_map(a->run);
-	st = cms_vmm_map_range(a->region, a->base, a->physical, a->handle);
+	if (cms_alloc_vmm(a)->run)
+		return cms_run_map(cms_alloc_vmm(a)->run);
+	st = cms_vmm_map_range(a->region, a->base, a->physical, cms_alloc_vmm(a)->handle);
 	/* CMS_ERR_ROLLBACK_FAILED: mapped without access; counted as mapped to be unmapped later */
 	if (!st || st == CMS_ERR_ROLLBACK_FAILED)
 		cms_alloc_set_mapped(a, true);
@@ -92,8 +92,8 @@ cms_status cms_vmm_unmap(struct cms_alloc *a)
 
 	if (!a->mapped)
 		return CMS_OK;
-	if (a->run)
-		return cms_run_unmap(a->run);
+	if (cms_alloc_vmm(a)->run)
+		return cms_run_unmap(cms_alloc_vmm(a)->run);
 	CU_TRY(ctx, cuMemUnmap(a->base, a->physical), st, out);
 	cms_alloc_set_mapped(a, false);
 out:
@@ -105,7 +105,7 @@ cms_status cms_vmm_back(struct cms_alloc *a)
 	bool created = false;
 	cms_status st;
 
-	if (!a->handle) {
+	if (!cms_alloc_vmm(a)->handle) {
 		st = cms_vmm_create(a);
 		if (st)
 			return st;
@@ -113,7 +113,8 @@ cms_status cms_vmm_back(struct cms_alloc *a)
 	}
 	if (a->mapped)
 		return CMS_OK;
-	if (a->run && a->run->mapped) { /* carved from a chunk's tail (cms_run_take) */
+	if (cms_alloc_vmm(a)->run &&
+	    cms_alloc_vmm(a)->run->mapped) { /* carved from a chunk's tail (cms_run_take) */
 		cms_alloc_set_mapped(a, true);
 		return CMS_OK;
 	}
@@ -135,7 +136,7 @@ cms_status cms_vmm_unback(struct cms_alloc *a)
 	st = cms_vmm_release(a);
 	if (!st)
 		cms_run_dissolve(&a, 1);
-	if (st && a->handle) {
+	if (st && cms_alloc_vmm(a)->handle) {
 		char why[512];
 
 		cms_last_error_message(why, sizeof(why));

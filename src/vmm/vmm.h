@@ -10,6 +10,71 @@
 
 #include "core.h"
 
+/* vmm's part of an allocation (core.h says how the parts compose). */
+struct cms_vmm_alloc {
+	struct cms_alloc core;
+	/* A physical handle is held (!= 0); core's mapped: it is mapped at base. */
+	CUmemGenericAllocationHandle handle;
+	struct cms_arena *arena; /* the reservation its addresses are carved from (arena.c) */
+	/* Coalesced: its memory is a part of run's physical handle and mapping (run.c); handle
+	 * and mapped then mirror the run's (every member changes with it). */
+	struct cms_run *run;
+	/* CMS_REGION_GUARD: pieces of the device's zero handle mapped read-only over
+	 * [base, base + physical), from base up (vmm/guard.c); exact on every failure path. */
+	size_t guarded;
+};
+
+/* vmm's part of a region; under the region's lock. */
+struct cms_vmm_region {
+	struct cms_region core;
+	uint64_t retained_bytes;  /* of freed allocations, still in runs (run.c) */
+	uint64_t spare_bytes;	  /* chunks' tails not yet handed out (run.c); in retained */
+	struct cms_run *chunk;	  /* the open chunk: new allocations carved from its tail */
+	struct cms_arena *arenas; /* its address space (arena.c) */
+};
+
+static inline struct cms_vmm_alloc *cms_alloc_vmm(const struct cms_alloc *a)
+{
+	return cms_container_of(a, struct cms_vmm_alloc, core);
+}
+
+static inline struct cms_vmm_region *cms_region_vmm(const struct cms_region *r)
+{
+	return cms_container_of(r, struct cms_vmm_region, core);
+}
+
+/* Address space of a region: reservations that allocations are carved from, so that
+ * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
+struct cms_arena {
+	CUdeviceptr base; /* cuMemAddressReserve */
+	size_t len;
+	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
+	struct cms_extent *free; /* free extents, by address, merged */
+	struct cms_arena *next;
+};
+
+/* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
+ * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
+ * it ("retained") until it is released. A chunk is a run made by cms_alloc with a spare tail
+ * that the region's next allocations are carved from (slots has room for len / granularity). */
+struct cms_run {
+	struct cms_region *region;
+	struct cms_arena *arena;
+	CUdeviceptr base;
+	size_t len;
+	CUmemGenericAllocationHandle handle;
+	bool mapped;
+	size_t users;	 /* live members */
+	size_t retained; /* bytes of freed members and the spare tail, in the handle and mapping */
+	size_t spare;	 /* a chunk's tail [base + len - spare, base + len), not handed out */
+	size_t nslots;	 /* members at creation, by address */
+	struct cms_run_slot {
+		CUdeviceptr base;
+		size_t len;
+		struct cms_alloc *a; /* NULL once freed (retained) */
+	} slots[];
+};
+
 /* ---- arena.c: address space of a region (region lock held) ---- */
 /* Default reservation size; a larger allocation gets a reservation of its own. */
 #define CMS_ARENA_BYTES (2ull << 30)
@@ -50,13 +115,11 @@ bool cms_run_keeps(const struct cms_alloc *a);
 /* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
  * the run until the run is released. No driver call; cannot fail. */
 void cms_run_retire(struct cms_alloc *a);
-/* Most bytes of a chunk (CMS_CHUNK_BYTES; the simulation CMS_CHUNK_SIM_GRANULES granules,
- * so that small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
+/* Most bytes of a chunk (ctx->tune.run_chunk: 64 MiB; the simulation 16 granules, so that
+ * small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
  * half of that are carved from chunks (of as many allocations of the first one's size as
  * fit), and the region holds at most that many bytes of chunk tails not yet handed out.
  * 0: the region makes no chunks. */
-#define CMS_CHUNK_BYTES (64ull << 20)
-#define CMS_CHUNK_SIM_GRANULES 16
 size_t cms_run_chunk_bytes(const struct cms_region *r);
 /* Addresses for a new allocation (a->physical set): carved from the region's open chunk
  * when it is mapped and its tail has room (a gets the chunk's handle, not yet mapped: see
