@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,15 +74,7 @@ cms_status cms_ipc_loop_init(struct cms_ipc_loop *l)
 cms_status cms_ipc_loop_start(struct cms_ipc_loop *l, void *(*fn)(void *), void *arg,
 			      const char *what)
 {
-	sigset_t all, old;
-	int rc;
-
-	/* every signal blocked: the application's handlers stay on its own threads */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&l->thread, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
+	if (cms_thread_start(&l->thread, fn, arg))
 		return cms_set_error(CMS_ERR_IO, "cannot start the %s's thread", what);
 	return CMS_OK;
 }
