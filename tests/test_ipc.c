@@ -1798,6 +1798,67 @@ START_TEST(partial_messages_hold_little_memory)
 }
 END_TEST
 
+struct flood {
+	const char *path;
+	volatile int stop;
+	int connects;
+};
+
+/* Connects to the socket and closes at once, as fast as it can, until told to stop. */
+static void *flood_main(void *arg)
+{
+	struct flood *fl = arg;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", fl->path);
+	while (!__atomic_load_n(&fl->stop, __ATOMIC_ACQUIRE)) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			break;
+		if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
+			fl->connects++;
+		close(fd);
+	}
+	return NULL;
+}
+
+/*
+ * A connect-and-close flood does not make a server hold more descriptors than a small
+ * multiple of its connection limit (8 for the control socket). Before, each accept past
+ * the limit marked the oldest idle connection closing, which no longer counted, so one
+ * accept pass took the whole backlog: the reviewer's flood held 1080 extra descriptors.
+ */
+START_TEST(connect_flood_bounded)
+{
+	struct flood fl = { 0 };
+	cms_context *ctx = t_ctx();
+	cms_control *ctl;
+	pthread_t th;
+	int base, most = 0, i;
+
+	fl.path = new_path("flood");
+	ck_ok(cms_control_create(ctx, fl.path, NULL, &ctl));
+	base = t_open_fds();
+	ck_assert_int_eq(pthread_create(&th, NULL, flood_main, &fl), 0);
+	for (i = 0; i < 100; i++) {
+		int n = t_open_fds() - base;
+
+		if (n > most)
+			most = n;
+		usleep(20000);
+	}
+	__atomic_store_n(&fl.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	ck_assert_msg(fl.connects > 100, "the flood connected only %d times", fl.connects);
+	/* the flood's own socket is one of them */
+	ck_assert_msg(most < 3 * 8, "%d descriptors held during a flood of %d connects", most,
+		      fl.connects);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /*
  * Idle connections do not deny the operator's request (issue 26, 7): with 48 connections
  * that send nothing, a status request is answered at once. Before, the control socket kept
@@ -1850,6 +1911,7 @@ static Suite *make(void)
 	tcase_add_test(t, pause_during_a_grant);
 	tcase_add_test(t, partial_messages_hold_little_memory);
 	tcase_add_test(t, idle_control_clients_deny_nobody);
+	tcase_add_test(t, connect_flood_bounded);
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);
