@@ -1731,7 +1731,7 @@ START_TEST(pause_during_a_grant)
 	pthread_t t;
 	int fd;
 
-	big_region(ctx, "grant", NBIG, 20000, &exp);
+	big_region(ctx, "grant", NBIG, 120000, &exp);
 	fd = hello_client(sock_path, "grant");
 	usleep(300000); /* the layout fills the socket: the grant is under way */
 	ck_assert_int_eq(pthread_create(&t, NULL, pause_thread, &pa), 0);
