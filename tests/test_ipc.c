@@ -1655,7 +1655,7 @@ static int64_t ms_since(int64_t t0)
  */
 START_TEST(stalled_grant_delays_nobody)
 {
-	enum { NBIG = 12000, NSTALL = 3 };
+	enum { NBIG = 8000, NSTALL = 3 };
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
 	cms_context *ctx = t_ctx();
 	cms_region *big, *small;
@@ -1720,7 +1720,7 @@ END_TEST
  */
 START_TEST(pause_during_a_grant)
 {
-	enum { NBIG = 12000 };
+	enum { NBIG = 8000 };
 	cms_context *ctx = t_ctx();
 	struct pause_arg pa = { .ctx = ctx, .tag = "grant" };
 	int fds[CMS_IPC_MAX_FDS];
