@@ -167,38 +167,48 @@ bool cms_hook_retired_free(uint64_t ptr)
 	return !driver_has_memory_at(ptr);
 }
 
-/* Records the file of ctx's driver for driver_has_memory_at; retired_lock held. */
-static void note_driver_locked(cms_context *ctx)
+/* The file that holds fn, or NULL when dladdr cannot tell or the name does not fit; called
+ * without retired_lock (dladdr takes the loader's lock). */
+static const char *driver_file(void *fn)
 {
-	void *fn = (void *)(uintptr_t)ctx->drv.cuPointerGetAttribute;
 	Dl_info info;
-	size_t n;
 
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname ||
+	    strlen(info.dli_fname) >= sizeof(retired_driver))
+		return NULL;
+	return info.dli_fname;
+}
+
+/* Records file, that of the driver's fn, for driver_has_memory_at; retired_lock held. */
+static void note_driver_locked(void *fn, const char *file)
+{
 	if (fn == retired_driver_fn)
 		return;
-	if (!fn || !dladdr(fn, &info) || !info.dli_fname ||
-	    (n = strlen(info.dli_fname)) >= sizeof(retired_driver)) {
+	if (!file) {
 		retired_driver[0] = 0; /* cannot ask: retired frees are swallowed as before */
 		retired_driver_fn = NULL;
 		return;
 	}
-	memcpy(retired_driver, info.dli_fname, n + 1);
+	memcpy(retired_driver, file, strlen(file) + 1);
 	retired_driver_fn = fn;
 }
 
 void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 {
+	void *fn = (void *)(uintptr_t)ctx->drv.cuPointerGetAttribute;
 	uint64_t *key, **node;
+	const char *file;
 	bool added;
 
 	if (atomic_load(&hook_ctx) != ctx)
 		return;
+	file = driver_file(fn);
 	key = malloc(sizeof(*key));
 	if (!key)
 		return; /* a later free of ptr is then "not ours": what it was before 1.1 */
 	*key = ptr;
 	pthread_mutex_lock(&retired_lock);
-	note_driver_locked(ctx);
+	note_driver_locked(fn, file);
 	node = tsearch(key, &retired, cmp_u64);
 	added = node && *node == key; /* the node only under the lock: a free may delete it */
 	if (added)

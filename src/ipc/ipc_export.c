@@ -120,10 +120,11 @@ static int cmp_base(const void *a, const void *b)
 
 /*
  * Queues the region's layout and, when active and not empty, starts the grant of its
- * descriptors (grant_batch). Region lock and exp->srv.lock held. On a failure the importer
- * gets an ERROR and is dropped.
+ * descriptors (grant_batch). settled: cms_region_settle's status, taken before
+ * exp->srv.lock. Region lock and exp->srv.lock held. On a failure the importer gets an
+ * ERROR and is dropped.
  */
-static void send_grant(struct cms_exporter *exp, struct conn *c)
+static void send_grant(struct cms_exporter *exp, struct conn *c, cms_status settled)
 {
 	struct cms_region *r = c->pub->region;
 	cms_context *ctx = exp->ctx;
@@ -169,7 +170,7 @@ static void send_grant(struct cms_exporter *exp, struct conn *c)
 		off += v[i]->physical;
 	}
 	m.total = off;
-	if (r->state == CMS_STATE_ACTIVE && cms_region_settle(r)) {
+	if (r->state == CMS_STATE_ACTIVE && settled) {
 		/* an async resume's restore must be done before an importer reads */
 		cms_last_error_message(why, sizeof(why));
 		conn_error(exp, c, CMS_ERR_DRIVER, why);
@@ -324,6 +325,7 @@ static bool run_grants(struct cms_ipc_server *s)
 	pthread_mutex_lock(&s->lock);
 	for (c = first_conn(exp); c; c = next_conn(c)) {
 		struct cms_region *r;
+		cms_status settled;
 
 		if (!grant_due(exp, c, &pending))
 			continue;
@@ -339,9 +341,11 @@ static bool run_grants(struct cms_ipc_server *s)
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
+		/* an async resume's restore is waited for without the server's lock */
+		settled = r->state == CMS_STATE_ACTIVE ? cms_region_settle(r) : CMS_OK;
 		pthread_mutex_lock(&s->lock);
 		if (conn_live(c) && c->state == C_GRANT)
-			send_grant(exp, c);
+			send_grant(exp, c, settled);
 		else if (conn_live(c) && c->grant_next < c->grant_n && !c->base.out)
 			grant_batch(exp, c);
 		pthread_mutex_unlock(&r->lock);

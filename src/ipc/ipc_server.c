@@ -268,9 +268,12 @@ static size_t live_conns(struct cms_ipc_server *s)
 }
 
 /* Whether one more connection may come in: under the limit, or the oldest idle one can make
- * room (room_made); s->lock held. */
+ * room (room_made); and, counting those closing that still hold their descriptor, under twice
+ * the limit (else a connect flood makes room without end); s->lock held. */
 static bool has_room(struct cms_ipc_server *s)
 {
+	if (s->nconns >= 2 * s->ops->max_conns)
+		return false;
 	return live_conns(s) < s->ops->max_conns || oldest_idle(s);
 }
 
