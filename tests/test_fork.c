@@ -183,6 +183,17 @@ START_TEST(child_may_create_its_own_context)
 }
 END_TEST
 
+/* Waits for forked child i and fails the test unless it exited 0. */
+static void check_child(pid_t pid, int i)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: exit %d, signal %d",
+		      i, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 /* Uses a context of its own in a forked child: a region, an allocation, a pause and a resume
  * (driver calls). Returns 0 when all succeeded. */
 static int child_own_context(void)
@@ -207,7 +218,7 @@ START_TEST(child_uses_sim_forked_during_driver_calls)
 {
 	struct parent s;
 	pthread_t t;
-	int i, status;
+	int i;
 
 	if (!t_is_sim())
 		return;
@@ -221,16 +232,12 @@ START_TEST(child_uses_sim_forked_during_driver_calls)
 
 		if (pid == 0) {
 			signal(SIGALRM, SIG_DFL); /* not Check's handler, which kills the test */
-			alarm(30); /* a hang fails the test with SIGALRM (a liveness bound: a child
+			alarm(60); /* a hang fails the test with SIGALRM (a liveness bound: a child
 				    * took over 10 s once under ThreadSanitizer on 2 busy cores) */
 			_exit(child_own_context());
 		}
 		ck_assert_int_gt(pid, 0);
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-			      "child %d: exit %d, signal %d", i,
-			      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-			      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		check_child(pid, i);
 	}
 	atomic_store(&stop, 1);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
@@ -294,7 +301,7 @@ START_TEST(fork_while_retired_ledger_is_locked)
 	cms_region *r;
 	pthread_t t;
 	uint64_t p;
-	int i, status;
+	int i;
 
 	if (!t_is_sim())
 		return;
@@ -317,16 +324,12 @@ START_TEST(fork_while_retired_ledger_is_locked)
 		pid = fork();
 		if (pid == 0) {
 			signal(SIGALRM, SIG_DFL);
-			alarm(10); /* a hang fails the test with SIGALRM */
+			alarm(30); /* a hang fails the test with SIGALRM (a liveness bound) */
 			_exit(child_hook_free());
 		}
 		atomic_store(&hold_forked, 1);
 		ck_assert_int_gt(pid, 0);
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-			      "child %d: exit %d, signal %d", i,
-			      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-			      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		check_child(pid, i);
 	}
 	atomic_store(&stop, 1);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);

@@ -669,3 +669,14 @@ void cms_ipc_msg_free(struct cms_ipc_msg *m)
 	free(m->stats);
 	memset(m, 0, sizeof(*m));
 }
+
+void cms_ipc_msg_error(struct cms_ipc_msg *m, cms_status st, const char *text)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = CMS_IPC_ERROR;
+	m->status = st < 0 ? st : CMS_ERR_INTERNAL;
+	snprintf(m->text, sizeof(m->text), "%s", text);
+	for (char *p = m->text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+}

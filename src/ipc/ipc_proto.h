@@ -168,6 +168,10 @@ cms_status cms_ipc_encode(const struct cms_ipc_msg *m, uint8_t **out, size_t *le
 /* Frees the arrays of a decoded or built message and zeroes it. */
 void cms_ipc_msg_free(struct cms_ipc_msg *m);
 
+/* Builds an ERROR message of status st (CMS_ERR_INTERNAL unless negative) and text (cut to
+ * fit, control characters made spaces) into *m. */
+void cms_ipc_msg_error(struct cms_ipc_msg *m, cms_status st, const char *text);
+
 /*
  * cms_ipc_fail - writes the printf-style reason into why (whylen bytes, may
  * be NULL/0: nothing written) and returns st. The reason reporting of this

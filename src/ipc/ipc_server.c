@@ -86,13 +86,7 @@ void cms_ipc_conn_fail(struct cms_ipc_server *s, struct cms_ipc_conn *c, cms_sta
 {
 	struct cms_ipc_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.type = CMS_IPC_ERROR;
-	m.status = st < 0 ? st : CMS_ERR_INTERNAL;
-	snprintf(m.text, sizeof(m.text), "%s", text);
-	for (char *p = m.text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
+	cms_ipc_msg_error(&m, st, text);
 	cms_ipc_conn_queue(s, c, &m, NULL);
 	c->closing = true;
 }

@@ -561,12 +561,6 @@ void cms_ipc_send_error(int fd, cms_status st, const char *text)
 {
 	struct cms_ipc_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.type = CMS_IPC_ERROR;
-	m.status = st < 0 ? st : CMS_ERR_INTERNAL;
-	snprintf(m.text, sizeof(m.text), "%s", text);
-	for (char *p = m.text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
+	cms_ipc_msg_error(&m, st, text);
 	cms_ipc_send(fd, &m, NULL, cms_ipc_now_ms() + 200, NULL, 0);
 }
