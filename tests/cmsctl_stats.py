@@ -286,7 +286,10 @@ def main():
     t.join(timeout=30)
     ls.close()
     os.unlink(old)
-    not_utf8(tmp)
+    if LIBRARY == "-":  # a sanitized build: its library cannot be loaded by python3
+        print("cmsctl_stats: the non-UTF-8 tag case skipped (sanitized library)")
+    else:
+        not_utf8(tmp)
     os.rmdir(tmp)
     print("cmsctl_stats: %d failures" % len(failures))
     return 1 if failures else 0
