@@ -137,7 +137,7 @@ uint32_t t_pattern(uint32_t seed, size_t i)
 	return x * 2246822519u;
 }
 
-int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed)
+T_UNCHECKED int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed)
 {
 	uint32_t *buf = malloc(n);
 	size_t i;
@@ -151,7 +151,7 @@ int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed)
 	return res;
 }
 
-long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed)
+T_UNCHECKED long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed)
 {
 	uint32_t *buf = malloc(n);
 	long bad = -1;
@@ -168,7 +168,7 @@ long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed)
 	return bad;
 }
 
-long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi)
+T_UNCHECKED long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi)
 {
 	uint32_t *buf = malloc(n);
 	long bad = -1;
@@ -185,7 +185,7 @@ long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, s
 	return bad;
 }
 
-int t_is_zero(int dev, uint64_t ptr, size_t n)
+T_UNCHECKED int t_is_zero(int dev, uint64_t ptr, size_t n)
 {
 	unsigned char *buf = malloc(n);
 	size_t i;

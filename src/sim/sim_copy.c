@@ -13,6 +13,92 @@
 
 #define SIM_KEY(p) ((uint64_t)(uintptr_t)(p))
 
+/* ---- device transfers ---------------------------------------------------------- */
+
+#if defined(__SANITIZE_THREAD__)
+#define SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIM_TSAN 1
+#endif
+#endif
+
+#ifdef SIM_TSAN
+/* ThreadSanitizer's dynamic annotations (its runtime defines them): accesses between Begin and
+ * End on this thread are not checked. */
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+
+static void unchecked_begin(void)
+{
+	AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+	AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+}
+
+static void unchecked_end(void)
+{
+	AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+	AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+}
+#else
+static void unchecked_begin(void)
+{
+}
+
+static void unchecked_end(void)
+{
+}
+#endif
+
+void sim_device_move(void *dst, const void *src, size_t n)
+{
+	char *d = dst;
+	const char *s = src;
+
+	if (n <= 2 * SIM_TSAN_EDGE || (d < s + n && s < d + n)) {
+		memmove(dst, src, n); /* small, or overlapping: all checked */
+		return;
+	}
+	memcpy(d, s, SIM_TSAN_EDGE);
+	unchecked_begin();
+	memcpy(d + SIM_TSAN_EDGE, s + SIM_TSAN_EDGE, n - 2 * SIM_TSAN_EDGE);
+	unchecked_end();
+	memcpy(d + n - SIM_TSAN_EDGE, s + n - SIM_TSAN_EDGE, SIM_TSAN_EDGE);
+}
+
+void sim_device_set(void *dst, int byte, size_t n)
+{
+	char *d = dst;
+
+	if (n <= 2 * SIM_TSAN_EDGE) {
+		memset(dst, byte, n);
+		return;
+	}
+	memset(d, byte, SIM_TSAN_EDGE);
+	unchecked_begin();
+	memset(d + SIM_TSAN_EDGE, byte, n - 2 * SIM_TSAN_EDGE);
+	unchecked_end();
+	memset(d + n - SIM_TSAN_EDGE, byte, SIM_TSAN_EDGE);
+}
+
+/* @count 32-bit words of @value from @dst, checked as sim_device_set. */
+static void device_set32(uint32_t *dst, uint32_t value, uint64_t count)
+{
+	const uint64_t edge = SIM_TSAN_EDGE / 4;
+	uint64_t k = 0, mid = count > 2 * edge ? count - edge : 0;
+
+	for (; k < edge && k < count; k++)
+		dst[k] = value;
+	unchecked_begin();
+	for (; k < mid; k++)
+		dst[k] = value;
+	unchecked_end();
+	for (; k < count; k++)
+		dst[k] = value;
+}
+
 /* ---- operations ------------------------------------------------------------ */
 
 static int ops_append(struct sim_ops *ops, const struct sim_op *op, size_t count)
@@ -77,24 +163,18 @@ static void op_run(const struct sim_op *op)
 {
 	void *dst = (void *)(uintptr_t)op->dst;
 	const void *src = (const void *)(uintptr_t)op->src;
-	uint32_t *d32 = dst;
-	uint64_t k;
 
 	if (!op->bytes)
 		return;
 	switch (op->kind) {
-	case SIM_OP_DTOD:
-		memmove(dst, src, op->bytes);
-		break;
 	case SIM_OP_MEMSET8:
-		memset(dst, (int)(op->value & 0xff), op->bytes);
+		sim_device_set(dst, (int)(op->value & 0xff), op->bytes);
 		break;
 	case SIM_OP_MEMSET32:
-		for (k = 0; k < op->bytes / 4; k++)
-			d32[k] = op->value;
+		device_set32(dst, op->value, op->bytes / 4);
 		break;
-	default:
-		memcpy(dst, src, op->bytes);
+	default: /* HtoD, DtoH, DtoD */
+		sim_device_move(dst, src, op->bytes);
 		break;
 	}
 }

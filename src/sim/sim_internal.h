@@ -160,6 +160,18 @@ struct sim_state {
 
 extern struct sim_state sim;
 
+/*
+ * sim_copy.c: the simulated device's transfers (copies, memsets, the poison fill). On a GPU
+ * these are DMA and kernels, which ThreadSanitizer never sees; here they are host memcpy and
+ * memset, whose every byte ThreadSanitizer would check (most of a sanitized test's time). In a
+ * ThreadSanitizer build only the first and last SIM_TSAN_EDGE bytes of each side are reported
+ * to it, so that a race on a buffer being copied is still seen. Overlapping moves are checked
+ * whole. Other builds copy the same parts, all checked by nobody.
+ */
+#define SIM_TSAN_EDGE 64
+void sim_device_move(void *dst, const void *src, size_t n);
+void sim_device_set(void *dst, int byte, size_t n);
+
 /* sim_core.c */
 void sim_setup(void);
 int sim_config_error(void);

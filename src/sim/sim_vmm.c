@@ -233,7 +233,7 @@ static int new_backing(int device, uint64_t size)
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		goto err_close;
-	memset(p, sim.poison, size);
+	sim_device_set(p, sim.poison, size);
 	munmap(p, size);
 	return fd;
 
