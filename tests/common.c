@@ -168,7 +168,8 @@ T_UNCHECKED long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed)
 	return bad;
 }
 
-T_UNCHECKED long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi)
+T_UNCHECKED long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo,
+				size_t hi)
 {
 	uint32_t *buf = malloc(n);
 	long bad = -1;
