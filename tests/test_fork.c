@@ -213,7 +213,12 @@ static int child_own_context(void)
 
 /* The simulation's locks are taken around fork() (pthread_atfork): a child forked while another
  * thread was inside a simulated driver call can use the simulation with a context of its own
- * (the real driver does not support that: the header's fork contract). */
+ * (the real driver does not support that: the header's fork contract).
+ * Not under ThreadSanitizer: its runtime (GCC 12's libtsan) does not hold its allocator's locks
+ * across fork(), so a child forked while the cycling thread was inside malloc waits forever in
+ * its own first calloc (4 of 48 runs on 2 busy cores; gdb: __tsan::user_calloc ->
+ * SizeClassAllocator64::GetFromAllocator). The plain and ASan stages run it. */
+#if !defined(__SANITIZE_THREAD__)
 START_TEST(child_uses_sim_forked_during_driver_calls)
 {
 	struct parent s;
@@ -244,6 +249,7 @@ START_TEST(child_uses_sim_forked_during_driver_calls)
 	ck_ok(cms_context_destroy(s.ctx));
 }
 END_TEST
+#endif
 
 /*
  * The test's tfind, which the library's calls reach (it interposes the C library's, and calls
@@ -348,7 +354,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, child_hook_alloc_gets_forked_status);
 	tcase_add_test(tc, fork_while_locks_are_held);
 	tcase_add_test(tc, child_may_create_its_own_context);
+#if !defined(__SANITIZE_THREAD__)
 	tcase_add_test(tc, child_uses_sim_forked_during_driver_calls);
+#endif
 	tcase_add_test(tc, fork_while_retired_ledger_is_locked);
 	suite_add_tcase(s, tc);
 	return s;
