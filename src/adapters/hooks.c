@@ -182,7 +182,8 @@ static cms_status default_from_template(cms_context *ctx, unsigned ticket, int32
 	st = cms_region_create_dir(ctx, tag, &o, dir[0] ? dir : NULL, &r);
 	if (st == CMS_ERR_EXISTS) /* made meanwhile by another thread, or by the application */
 		st = cms_region_find(ctx, tag, device, &r);
-	/* refused if a destroy took it meanwhile: the caller then finds no default */
+	/* refused if a destroy took it meanwhile: the caller then finds no default (never out of
+	 * memory: the template's defaults exist) */
 	if (!st)
 		(void)cms_hook_default_set(ctx, ticket, device, r);
 	return st;
@@ -290,7 +291,7 @@ CMS_API cms_status cms_hook_region_default_set(int32_t device, cms_region *regio
 }
 
 /* Checks a template's disk directory: given only with CMS_POLICY_DISK, a directory; *abs its
- * absolute path (the caller frees it), kept whole by the template (hook_template_dir). */
+ * absolute path (the caller frees it), kept whole by the template (cms_hook_template_set). */
 _Static_assert(CMS_DISK_DIR_MAX < PATH_MAX, "a template's directory fits in PATH_MAX bytes");
 static cms_status template_dir(const cms_region_options *o, const char *dir, char **abs)
 {
@@ -329,7 +330,7 @@ CMS_API cms_status cms_hook_region_default_template_set(const char *tag,
 	else if (ctx)
 		st = cms_check_fork(ctx);
 	if (!st && ctx)
-		cms_hook_template_set(ctx, ticket, tag, &o, abs);
+		st = cms_hook_template_set(ctx, ticket, tag, &o, abs);
 	cms_hookctx_leave(ticket);
 	free(abs);
 	return st;

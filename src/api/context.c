@@ -123,6 +123,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 		cms_driver_close(&ctx->drv);
 	pthread_mutex_destroy(&ctx->cleanup_lock);
 	pthread_mutex_destroy(&ctx->lock);
+	cms_hook_defaults_free(ctx); /* no hooked call uses ctx since cms_hook_forget_context */
 	free(ctx->driver_path);
 	free(ctx);
 	return CMS_OK;

@@ -235,6 +235,8 @@ struct cms_region {
 	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 
+struct cms_hook_defaults; /* private to hookctx.c */
+
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
 	struct cms_driver drv;
@@ -257,17 +259,9 @@ struct cms_context {
 	void *progress_user;
 	pthread_mutex_t cleanup_lock; /* cleanups (cleanup.c); a leaf lock */
 	struct cms_cleanup *cleanups; /* driver cleanups that failed, tried again later */
-	/* Default region of each device for hooked allocations (hookctx.c; since 1.2), valid
-	 * only in hook generation hook_default_gen[d]; under lock. */
-	struct cms_region *hook_default[CMS_MAX_DEVICES];
-	unsigned hook_default_gen[CMS_MAX_DEVICES];
-	/* The template a device's default region is made from when it has none
-	 * (cms_hook_region_default_template_set; since 1.2): tag "" = none; valid only in hook
-	 * generation hook_template_gen; under lock. */
-	char hook_template_tag[CMS_TAG_MAX + 1];
-	cms_region_options hook_template_opts;
-	char hook_template_dir[PATH_MAX]; /* a DISK template's directory, absolute; "" = none */
-	unsigned hook_template_gen;
+	/* Default regions and default-region template of the hook context (hookctx.c; since
+	 * 1.2), made by the first set: NULL = none; under lock. */
+	struct cms_hook_defaults *hook_defaults;
 };
 
 /* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
@@ -388,9 +382,10 @@ void cms_hook_unretire(uint64_t ptr);
  * Default regions of the hook context (cms_hook_region_default_set): ctx is the hook context
  * a caller entered in generation ticket (cms_hookctx_enter). A default set in an earlier
  * generation is none: replacing the hook context clears every default. Each takes ctx->lock.
+ * ctx->hook_defaults is made by the first set of a default or template (a clear makes none).
  */
 /* Makes r (NULL: none) device dev's default; CMS_ERR_INVALID_ARGUMENT if r is not a live
- * region of ctx on dev. */
+ * region of ctx on dev, CMS_ERR_OUT_OF_HOST_MEMORY if ctx->hook_defaults cannot be made. */
 cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
 				struct cms_region *r);
 /* Device dev's default region, or NULL; with ref, referenced (cms_region_unref_locked). */
@@ -398,13 +393,16 @@ struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32
 /* r is being destroyed: it is no device's default any more (ctx->lock held). */
 void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
 /* Sets (tag non-NULL) or clears the default-region template of generation ticket; dir: its
- * regions' disk directory (absolute, shorter than PATH_MAX), or NULL. */
-void cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
-			   const cms_region_options *opts, const char *dir);
+ * regions' disk directory (absolute, shorter than PATH_MAX), or NULL.
+ * CMS_ERR_OUT_OF_HOST_MEMORY if ctx->hook_defaults cannot be made. */
+cms_status cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
+				 const cms_region_options *opts, const char *dir);
 /* Copies the template of generation ticket into tag, *opts and dir ("" = none); false when
  * there is none. */
 bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
 			   cms_region_options *opts, char dir[PATH_MAX]);
+/* Frees ctx's defaults and template (cms_context_destroy, once ctx is no hook context). */
+void cms_hook_defaults_free(cms_context *ctx);
 
 /* ---- stats.c: cumulative counters of regions (their locks held) ---- */
 /* What one committed side of an engine call did to one region. */

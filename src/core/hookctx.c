@@ -15,8 +15,9 @@
  * swallowing it would leak the other allocator's memory. Both live here,
  * below the API, because destroying a region or a context (api/) must update
  * them. So do the default regions of the hook context's devices (a region destroy
- * drops its own), kept in the context under its lock and stamped with the generation they
- * were set in: a replacement of the hook context bumps the generation, which clears them all
+ * drops its own), kept in a struct of the context made by the first set (struct
+ * cms_hook_defaults), under the context's lock, and stamped with the generation they were set
+ * in: a replacement of the hook context bumps the generation, which clears them all
  * at once (a default set by a call that entered before the bump is stale as soon as it is
  * written).
  */
@@ -42,6 +43,20 @@ static atomic_size_t nretired; /* entries in it; read without the lock */
  * found from, under retired_lock. */
 static char retired_driver[4096];
 static void *retired_driver_fn;
+
+/* The default region of each device for hooked allocations (since 1.2), valid only in hook
+ * generation region_gen[d], and the template a device's default region is made from when it
+ * has none (cms_hook_region_default_template_set; since 1.2): tag "" = none, valid only in
+ * hook generation template_gen. ctx->hook_defaults, under ctx->lock; made by the first set
+ * (zeroed: none in generation 0, like the zeroed context before it), freed with the context. */
+struct cms_hook_defaults {
+	struct cms_region *region[CMS_MAX_DEVICES];
+	unsigned region_gen[CMS_MAX_DEVICES];
+	char template_tag[CMS_TAG_MAX + 1];
+	cms_region_options template_opts;
+	char template_dir[PATH_MAX]; /* a DISK template's directory, absolute; "" = none */
+	unsigned template_gen;
+};
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -234,10 +249,26 @@ cms_context *cms_hookctx_peek(void)
 	return atomic_load(&hook_ctx);
 }
 
+/* Makes ctx->hook_defaults if there is none; ctx->lock held. NULL when there is no memory
+ * for it (the caller sets the error, without the lock). */
+static struct cms_hook_defaults *defaults_make_locked(cms_context *ctx)
+{
+	if (!ctx->hook_defaults)
+		ctx->hook_defaults = calloc(1, sizeof(*ctx->hook_defaults));
+	return ctx->hook_defaults;
+}
+
+static cms_status defaults_oom(void)
+{
+	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+			     "cannot allocate the hook context's default regions");
+}
+
 cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
 				struct cms_region *r)
 {
 	struct cms_region *it = NULL;
+	struct cms_hook_defaults *hd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (r)
@@ -250,51 +281,65 @@ cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
 				     "belongs to another context or was destroyed) on device %d",
 				     (int)dev);
 	}
-	ctx->hook_default[dev] = r;
-	ctx->hook_default_gen[dev] = ticket;
+	hd = r ? defaults_make_locked(ctx) : ctx->hook_defaults; /* none: no default to clear */
+	if (hd) {
+		hd->region[dev] = r;
+		hd->region_gen[dev] = ticket;
+	}
 	pthread_mutex_unlock(&ctx->lock);
-	return CMS_OK;
+	return r && !hd ? defaults_oom() : CMS_OK;
 }
 
 struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32_t dev, bool ref)
 {
-	struct cms_region *r;
+	struct cms_hook_defaults *hd;
+	struct cms_region *r = NULL;
 
 	pthread_mutex_lock(&ctx->lock);
-	r = ctx->hook_default_gen[dev] == ticket ? ctx->hook_default[dev] : NULL;
+	hd = ctx->hook_defaults;
+	if (hd && hd->region_gen[dev] == ticket)
+		r = hd->region[dev];
 	if (r && ref)
 		r->refs++;
 	pthread_mutex_unlock(&ctx->lock);
 	return r;
 }
 
-void cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
-			   const cms_region_options *opts, const char *dir)
+cms_status cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
+				 const cms_region_options *opts, const char *dir)
 {
+	struct cms_hook_defaults *hd;
+
 	pthread_mutex_lock(&ctx->lock);
-	ctx->hook_template_tag[0] = '\0';
-	ctx->hook_template_dir[0] = '\0';
-	if (tag) {
-		snprintf(ctx->hook_template_tag, sizeof(ctx->hook_template_tag), "%s", tag);
-		ctx->hook_template_opts = *opts;
-		if (dir)
-			snprintf(ctx->hook_template_dir, sizeof(ctx->hook_template_dir), "%s", dir);
+	hd = tag ? defaults_make_locked(ctx) : ctx->hook_defaults; /* none: nothing to clear */
+	if (hd) {
+		hd->template_tag[0] = '\0';
+		hd->template_dir[0] = '\0';
+		if (tag) {
+			snprintf(hd->template_tag, sizeof(hd->template_tag), "%s", tag);
+			hd->template_opts = *opts;
+			if (dir)
+				snprintf(hd->template_dir, sizeof(hd->template_dir), "%s", dir);
+		}
+		hd->template_gen = ticket;
 	}
-	ctx->hook_template_gen = ticket;
 	pthread_mutex_unlock(&ctx->lock);
+	return tag && !hd ? defaults_oom() : CMS_OK;
 }
 
 bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
 			   cms_region_options *opts, char dir[PATH_MAX])
 {
+	struct cms_hook_defaults *hd;
 	bool set;
 
 	pthread_mutex_lock(&ctx->lock);
-	set = ctx->hook_template_gen == ticket && ctx->hook_template_tag[0];
+	hd = ctx->hook_defaults;
+	set = hd && hd->template_gen == ticket && hd->template_tag[0];
 	if (set) {
-		memcpy(tag, ctx->hook_template_tag, CMS_TAG_MAX + 1);
-		*opts = ctx->hook_template_opts;
-		memcpy(dir, ctx->hook_template_dir, PATH_MAX);
+		memcpy(tag, hd->template_tag, CMS_TAG_MAX + 1);
+		*opts = hd->template_opts;
+		memcpy(dir, hd->template_dir, PATH_MAX);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return set;
@@ -302,9 +347,16 @@ bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_M
 
 void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r)
 {
+	struct cms_hook_defaults *hd = ctx->hook_defaults;
 	int32_t d;
 
-	for (d = 0; d < CMS_MAX_DEVICES; d++)
-		if (ctx->hook_default[d] == r)
-			ctx->hook_default[d] = NULL;
+	for (d = 0; hd && d < CMS_MAX_DEVICES; d++)
+		if (hd->region[d] == r)
+			hd->region[d] = NULL;
+}
+
+void cms_hook_defaults_free(cms_context *ctx)
+{
+	free(ctx->hook_defaults);
+	ctx->hook_defaults = NULL;
 }
