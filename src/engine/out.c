@@ -59,11 +59,10 @@ cms_status cms_out_unmap(struct cms_work *w)
  * run's handle goes with its first member, run.c). */
 static uint64_t release_bytes(const struct cms_alloc *a)
 {
-	const struct cms_vmm_alloc *va = cms_alloc_vmm(a);
-	uint64_t bytes = va->handle ? a->physical : 0;
+	uint64_t bytes = cms_alloc_vmm(a)->handle ? a->physical : 0;
 
-	if (va->handle && va->run && cms_run_is_last(a))
-		bytes += va->run->retained;
+	if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
+		bytes += cms_alloc_vmm(a)->run->retained;
 	return bytes;
 }
 
@@ -139,13 +138,14 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 		cms_alloc_engine(w->vo[i])->rollback_released = !cms_alloc_vmm(w->vo[i])->handle;
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
-		struct cms_vmm_alloc *va = cms_alloc_vmm(a);
 
 		st = cms_vmm_back(a);
 		/* Once mapped, every released member of its run gets its content back (a member
 		 * whose own attempt failed earlier is mapped now by a later one). */
-		for (k = 0; !st && k < (va->run ? va->run->nslots : 1); k++) {
-			struct cms_alloc *m = va->run ? va->run->slots[k].a : a;
+		for (k = 0; !st && k < (cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->nslots : 1);
+		     k++) {
+			struct cms_alloc *m =
+				cms_alloc_vmm(a)->run ? cms_alloc_vmm(a)->run->slots[k].a : a;
 
 			if (!m || !cms_alloc_engine(m)->rollback_released || !m->mapped)
 				continue;
