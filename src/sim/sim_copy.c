@@ -52,12 +52,36 @@ static void unchecked_end(void)
 }
 #endif
 
+/* First SIM_TSAN_STRIDE-aligned address of p + SIM_TSAN_EDGE or above. */
+static uintptr_t first_sample(const void *p)
+{
+	uintptr_t a = (uintptr_t)p + SIM_TSAN_EDGE;
+
+	return (a + SIM_TSAN_STRIDE - 1) & ~(uintptr_t)(SIM_TSAN_STRIDE - 1);
+}
+
+/* Checked again after an unchecked move of n bytes: one byte at each SIM_TSAN_STRIDE-aligned
+ * address of each side between the edges (the same value is written back), so that two
+ * transfers over the same bytes on different threads meet at a sample. */
+static void sample_move(char *d, const char *s, size_t n)
+{
+	uintptr_t a, end;
+
+	end = (uintptr_t)d + n - SIM_TSAN_EDGE;
+	for (a = first_sample(d); a < end; a += SIM_TSAN_STRIDE)
+		d[a - (uintptr_t)d] = s[a - (uintptr_t)d];
+	end = (uintptr_t)s + n - SIM_TSAN_EDGE;
+	for (a = first_sample(s); a < end; a += SIM_TSAN_STRIDE)
+		d[a - (uintptr_t)s] = s[a - (uintptr_t)s];
+}
+
 void sim_device_move(void *dst, const void *src, size_t n)
 {
 	char *d = dst;
 	const char *s = src;
+	uintptr_t da = (uintptr_t)dst, sa = (uintptr_t)src;
 
-	if (n <= 2 * SIM_TSAN_EDGE || (d < s + n && s < d + n)) {
+	if (n <= 2 * SIM_TSAN_EDGE || (da < sa + n && sa < da + n)) {
 		memmove(dst, src, n); /* small, or overlapping: all checked */
 		return;
 	}
@@ -66,11 +90,13 @@ void sim_device_move(void *dst, const void *src, size_t n)
 	memcpy(d + SIM_TSAN_EDGE, s + SIM_TSAN_EDGE, n - 2 * SIM_TSAN_EDGE);
 	unchecked_end();
 	memcpy(d + n - SIM_TSAN_EDGE, s + n - SIM_TSAN_EDGE, SIM_TSAN_EDGE);
+	sample_move(d, s, n);
 }
 
 void sim_device_set(void *dst, int byte, size_t n)
 {
 	char *d = dst;
+	uintptr_t a, end = (uintptr_t)dst + n - SIM_TSAN_EDGE;
 
 	if (n <= 2 * SIM_TSAN_EDGE) {
 		memset(dst, byte, n);
@@ -81,13 +107,16 @@ void sim_device_set(void *dst, int byte, size_t n)
 	memset(d + SIM_TSAN_EDGE, byte, n - 2 * SIM_TSAN_EDGE);
 	unchecked_end();
 	memset(d + n - SIM_TSAN_EDGE, byte, SIM_TSAN_EDGE);
+	for (a = first_sample(dst); a < end; a += SIM_TSAN_STRIDE)
+		d[a - (uintptr_t)dst] = (char)byte;
 }
 
-/* @count 32-bit words of @value from @dst, checked as sim_device_set. */
+/* @count 32-bit words of @value from @dst (4-byte aligned), checked as sim_device_set. */
 static void device_set32(uint32_t *dst, uint32_t value, uint64_t count)
 {
 	const uint64_t edge = SIM_TSAN_EDGE / 4;
 	uint64_t k = 0, mid = count > 2 * edge ? count - edge : 0;
+	uintptr_t a;
 
 	for (; k < edge && k < count; k++)
 		dst[k] = value;
@@ -97,6 +126,8 @@ static void device_set32(uint32_t *dst, uint32_t value, uint64_t count)
 	unchecked_end();
 	for (; k < count; k++)
 		dst[k] = value;
+	for (a = first_sample(dst); mid && a < (uintptr_t)(dst + mid); a += SIM_TSAN_STRIDE)
+		dst[(a - (uintptr_t)dst) / 4] = value;
 }
 
 /* ---- operations ------------------------------------------------------------ */

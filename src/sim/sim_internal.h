@@ -164,11 +164,14 @@ extern struct sim_state sim;
  * sim_copy.c: the simulated device's transfers (copies, memsets, the poison fill). On a GPU
  * these are DMA and kernels, which ThreadSanitizer never sees; here they are host memcpy and
  * memset, whose every byte ThreadSanitizer would check (most of a sanitized test's time). In a
- * ThreadSanitizer build only the first and last SIM_TSAN_EDGE bytes of each side are reported
- * to it, so that a race on a buffer being copied is still seen. Overlapping moves are checked
- * whole. Other builds copy the same parts, all checked by nobody.
+ * ThreadSanitizer build only the first and last SIM_TSAN_EDGE bytes of each side, and one byte
+ * at each SIM_TSAN_STRIDE-aligned address between them, are reported to it: a race on a buffer
+ * being copied is still seen, and so is one between two transfers that share SIM_TSAN_STRIDE
+ * bytes or more. Small and overlapping moves are checked whole. Other builds copy the same
+ * bytes, all of them checked by the sanitizer there is (ASan).
  */
 #define SIM_TSAN_EDGE 64
+#define SIM_TSAN_STRIDE (64 * 1024)
 void sim_device_move(void *dst, const void *src, size_t n);
 void sim_device_set(void *dst, int byte, size_t n);
 
