@@ -15,14 +15,6 @@
 
 /* ---- device transfers ---------------------------------------------------------- */
 
-#if defined(__SANITIZE_THREAD__)
-#define SIM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SIM_TSAN 1
-#endif
-#endif
-
 #ifdef SIM_TSAN
 /* ThreadSanitizer's dynamic annotations (its runtime defines them): accesses between Begin and
  * End on this thread are not checked. */

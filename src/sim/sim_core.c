@@ -15,13 +15,6 @@
 #include "sim_internal.h"
 
 /* ThreadSanitizer: a write-locked read-write lock given up without an unlock (fork_child). */
-#if defined(__SANITIZE_THREAD__)
-#define SIM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SIM_TSAN 1
-#endif
-#endif
 #ifdef SIM_TSAN
 #include <sanitizer/tsan_interface.h>
 #define SIM_TSAN_WRITER_GONE(l) (__tsan_mutex_pre_unlock((l), 0), __tsan_mutex_post_unlock((l), 0))

@@ -160,6 +160,15 @@ struct sim_state {
 
 extern struct sim_state sim;
 
+/* SIM_TSAN: defined in a ThreadSanitizer build (GCC or clang). */
+#if defined(__SANITIZE_THREAD__)
+#define SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIM_TSAN 1
+#endif
+#endif
+
 /*
  * sim_copy.c: the simulated device's transfers (copies, memsets, the poison fill). On a GPU
  * these are DMA and kernels, which ThreadSanitizer never sees; here they are host memcpy and
