@@ -99,9 +99,9 @@ extern "C" {
 
 /* ---- Versions ------------------------------------------------------------ */
 
-/* The version of this header: 1.2.0. */
+/* The version of this header: 1.3.0. */
 #define CMS_VERSION_MAJOR 1
-#define CMS_VERSION_MINOR 2
+#define CMS_VERSION_MINOR 3
 #define CMS_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch */
 #define CMS_VERSION_NUMBER \

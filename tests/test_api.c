@@ -10,7 +10,7 @@ START_TEST(version_matches_header)
 {
 	ck_assert_uint_eq(cms_version(), CMS_VERSION_NUMBER);
 	ck_assert_uint_eq(cms_version() >> 16, CMS_VERSION_MAJOR);
-	ck_assert_str_eq(cms_version_string(), "1.2.0");
+	ck_assert_str_eq(cms_version_string(), "1.3.0");
 }
 END_TEST
 

@@ -75,13 +75,13 @@ _Static_assert(sizeof(CMS_ERR_IO) == sizeof(cms_status), "CMS_ERR_IO has the siz
 _Static_assert(CMS_VERSION_MAJOR == 1, "CMS_VERSION_MAJOR == 1");
 _Static_assert(sizeof(CMS_VERSION_MAJOR) == sizeof(int32_t), "CMS_VERSION_MAJOR has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_MAJOR) == 0, "CMS_VERSION_MAJOR is signed");
-_Static_assert(CMS_VERSION_MINOR == 2, "CMS_VERSION_MINOR == 2");
+_Static_assert(CMS_VERSION_MINOR == 3, "CMS_VERSION_MINOR == 3");
 _Static_assert(sizeof(CMS_VERSION_MINOR) == sizeof(int32_t), "CMS_VERSION_MINOR has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_MINOR) == 0, "CMS_VERSION_MINOR is signed");
 _Static_assert(CMS_VERSION_PATCH == 0, "CMS_VERSION_PATCH == 0");
 _Static_assert(sizeof(CMS_VERSION_PATCH) == sizeof(int32_t), "CMS_VERSION_PATCH has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_PATCH) == 0, "CMS_VERSION_PATCH is signed");
-_Static_assert(CMS_VERSION_NUMBER == 66048, "CMS_VERSION_NUMBER == 66048");
+_Static_assert(CMS_VERSION_NUMBER == 66304, "CMS_VERSION_NUMBER == 66304");
 _Static_assert(sizeof(CMS_VERSION_NUMBER) == sizeof(int32_t), "CMS_VERSION_NUMBER has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_NUMBER) == 0, "CMS_VERSION_NUMBER is signed");
 _Static_assert(CMS_STATUS_MIN == -25, "CMS_STATUS_MIN == -25");

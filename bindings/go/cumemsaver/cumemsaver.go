@@ -70,7 +70,7 @@ import (
 // | patch. Compare with VersionNumber, the header's.
 func Version() uint32 { return uint32(c_cms_version()) }
 
-// VersionString is the loaded library's version as text ("1.2.0").
+// VersionString is the loaded library's version as text ("1.3.0").
 func VersionString() string { return C.GoString(c_cms_version_string()) }
 
 // Name is cms_status_name: "CMS_OK", "CMS_ERR_NOT_FOUND", ..., "CMS_ERR_UNKNOWN_STATUS".

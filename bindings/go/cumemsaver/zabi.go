@@ -106,12 +106,12 @@ const (
 	VersionMajor int32 = 1
 	// VersionMinor is CMS_VERSION_MINOR (since 1.0): Minor version: the ABI release (1.1 adds to
 	// 1.0).
-	VersionMinor int32 = 2
+	VersionMinor int32 = 3
 	// VersionPatch is CMS_VERSION_PATCH (since 1.0): Patch version.
 	VersionPatch int32 = 0
 	// VersionNumber is CMS_VERSION_NUMBER (since 1.0): (major << 16) | (minor << 8) | patch; compare
 	// with cms_version().
-	VersionNumber int32 = 66048
+	VersionNumber int32 = 66304
 )
 
 // Constants of group status: Bounds of the status numbers in use.

@@ -90,4 +90,4 @@ from .ipc import (  # noqa: F401
     ImportState,
 )
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"

@@ -309,7 +309,7 @@ def _call(name: str, *args) -> None:
 
 
 def version() -> str:
-    """The loaded library's version, "1.2.0" (cms_version_string)."""
+    """The loaded library's version, "1.3.0" (cms_version_string)."""
     return _decode(L.lib().cms_version_string())
 
 

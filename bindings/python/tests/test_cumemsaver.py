@@ -50,10 +50,10 @@ class TestLibrary(unittest.TestCase):
         self.assertEqual(os.path.realpath(L.lib()._name), os.path.realpath(LIB))
 
     def test_version(self):
-        self.assertEqual(cms.version(), "1.2.0")
+        self.assertEqual(cms.version(), "1.3.0")
         self.assertEqual(cms.version_number(), L.CMS_VERSION_NUMBER)
-        self.assertEqual(cms.version_string(), "1.2.0")
-        self.assertEqual(cms.version_tuple(), (1, 2, 0))
+        self.assertEqual(cms.version_string(), "1.3.0")
+        self.assertEqual(cms.version_tuple(), (1, 3, 0))
         self.assertEqual(cms.__version__, cms.version_string())
 
     def test_every_exported_function_declared(self):

@@ -82,7 +82,7 @@ pub fn version() -> u32 {
     unsafe { sys::cms_version() as u32 }
 }
 
-/// The loaded library's version as text ("1.2.0").
+/// The loaded library's version as text ("1.3.0").
 pub fn version_string() -> &'static str {
     c_str_static(unsafe { sys::cms_version_string() })
 }
