@@ -13,8 +13,6 @@
  * directly, so they run on the simulation only (its device pointers are host
  * addresses).
  */
-#include <check.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -26,18 +24,7 @@
 #error "conformance_1_0.c must be compiled against the 1.0 header (-I abi/1.0)"
 #endif
 
-#define MiB (1024ull * 1024ull)
-/* The library's guard against garbage sizes: no struct of any release reaches it. */
-#define STRUCT_MAX 4096
-#define CANARY 0xA5
-
-#define ck_status(expr, want)                                                                 \
-	do {                                                                                  \
-		cms_status st_ = (expr);                                                      \
-		ck_assert_msg(st_ == (want), "%s -> %s (%s), want %s", #expr,                 \
-			      cms_status_name(st_), cms_last_error(), cms_status_name(want)); \
-	} while (0)
-#define ck_ok(expr) ck_status(expr, CMS_OK)
+#include "conformance.h"
 
 /* A 1.0-size struct at the start of a STRUCT_MAX buffer: room for tails and canaries. */
 union big {
@@ -52,32 +39,6 @@ union big {
 	unsigned char bytes[STRUCT_MAX];
 };
 
-static int on_sim(void)
-{
-	const char *d = getenv("CMS_DRIVER_LIBRARY");
-
-	return d && strstr(d, "libcumemsaver-sim") != NULL;
-}
-
-/* Bytes [from, STRUCT_MAX) of b all equal v. */
-static int tail_is(const union big *b, size_t from, unsigned char v)
-{
-	size_t i;
-
-	for (i = from; i < STRUCT_MAX; i++)
-		if (b->bytes[i] != v)
-			return 0;
-	return 1;
-}
-
-/* A struct of the 1.0 size followed by canary bytes the library must not touch. */
-static void canary(union big *b, size_t size)
-{
-	memset(b->bytes, CANARY, sizeof(b->bytes));
-	memset(b->bytes, 0, size);
-	memcpy(b->bytes, &size, sizeof(size));
-}
-
 /*
  * The 1.0 struct already in b (size bytes) made the largest accepted size, with a zero
  * tail except one non-zero byte at its very end: no release knows that byte.
@@ -89,26 +50,6 @@ static void unknown_tail(union big *b, size_t size)
 	memset(b->bytes + size, 0, STRUCT_MAX - size);
 	memcpy(b->bytes, &max, sizeof(max));
 	b->bytes[STRUCT_MAX - 1] = 1;
-}
-
-static cms_context *new_ctx(void)
-{
-	cms_context *ctx = NULL;
-
-	ck_ok(cms_context_create(NULL, &ctx));
-	ck_assert_ptr_nonnull(ctx);
-	return ctx;
-}
-
-static cms_region *new_region(cms_context *ctx, const char *tag, uint32_t policy)
-{
-	cms_region_options o = CMS_REGION_OPTIONS_INIT;
-	cms_region *r = NULL;
-
-	o.policy = policy;
-	ck_ok(cms_region_create(ctx, tag, &o, &r));
-	ck_assert_ptr_nonnull(r);
-	return r;
 }
 
 /* ---- versions, statuses, errors ---------------------------------------- */
@@ -285,7 +226,7 @@ START_TEST(context_options)
 	o.log_user = &log_lines;
 	o.log_level = CMS_LOG_INFO;
 	ck_ok(cms_context_create(&o, &ctx));
-	r = new_region(ctx, "logged", CMS_POLICY_DISCARD);
+	r = new_region(ctx, "logged", CMS_POLICY_DISCARD, 0);
 	ck_assert_int_gt(log_lines, 0);
 	ck_assert_int_eq(log_bad, 0);
 	ck_ok(cms_region_destroy(r));
@@ -414,7 +355,7 @@ END_TEST
 START_TEST(allocations)
 {
 	cms_context *ctx = new_ctx();
-	cms_region *r = new_region(ctx, "a", CMS_POLICY_DISCARD);
+	cms_region *r = new_region(ctx, "a", CMS_POLICY_DISCARD, 0);
 	cms_region_info ri = { .struct_size = sizeof(ri) };
 	uint64_t p = 0, q = 0, gran;
 	union big b;
@@ -465,43 +406,12 @@ END_TEST
 
 /* ---- pause and resume ---------------------------------------------------- */
 
-static void fill(uint64_t p, size_t n, unsigned char seed)
-{
-	unsigned char *h = (unsigned char *)(uintptr_t)p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h[i] = (unsigned char)(seed + i * 7);
-}
-
-static int holds(uint64_t p, size_t n, unsigned char seed)
-{
-	const unsigned char *h = (const unsigned char *)(uintptr_t)p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (h[i] != (unsigned char)(seed + i * 7))
-			return 0;
-	return 1;
-}
-
-static int all_zero(uint64_t p, size_t n)
-{
-	const unsigned char *h = (const unsigned char *)(uintptr_t)p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (h[i])
-			return 0;
-	return 1;
-}
-
 START_TEST(pause_resume)
 {
 	cms_context *ctx = new_ctx();
-	cms_region *w = new_region(ctx, "weights", CMS_POLICY_HOST);
-	cms_region *z = new_region(ctx, "zeroed", CMS_POLICY_ZERO);
-	cms_region *kv = new_region(ctx, "kv", CMS_POLICY_DISCARD);
+	cms_region *w = new_region(ctx, "weights", CMS_POLICY_HOST, 0);
+	cms_region *z = new_region(ctx, "zeroed", CMS_POLICY_ZERO, 0);
+	cms_region *kv = new_region(ctx, "kv", CMS_POLICY_DISCARD, 0);
 	cms_pause_options po;
 	cms_resume_options ro;
 	cms_region_info ri;
@@ -638,7 +548,7 @@ END_TEST
 START_TEST(forked_child)
 {
 	cms_context *ctx = new_ctx();
-	cms_region *r = new_region(ctx, "f", CMS_POLICY_DISCARD);
+	cms_region *r = new_region(ctx, "f", CMS_POLICY_DISCARD, 0);
 	uint64_t p;
 	pid_t pid;
 	int wstatus = 0;
@@ -693,40 +603,7 @@ static Suite *suite(void)
 	return s;
 }
 
-/* Whether the driver answers with a device, asked in a child: main() never touches CUDA
- * (Check forks every test). */
-static int device_present(void)
-{
-	pid_t pid = fork();
-	int wstatus = 0;
-
-	if (pid == 0) {
-		cms_context *ctx = NULL;
-		uint64_t total = 0;
-
-		if (cms_context_create(NULL, &ctx) ||
-		    cms_device_memory_info(ctx, 0, NULL, &total) != CMS_OK || !total)
-			_exit(1);
-		_exit(0);
-	}
-	return pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) &&
-	       WEXITSTATUS(wstatus) == 0;
-}
-
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (!getenv("CMS_DRIVER_LIBRARY") || !device_present()) {
-		printf("conformance_1_0: no device behind CMS_DRIVER_LIBRARY (%s); skipped\n",
-		       getenv("CMS_DRIVER_LIBRARY") ? getenv("CMS_DRIVER_LIBRARY") : "unset");
-		return 77;
-	}
-	sr = srunner_create(suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return conformance_main("conformance_1_0", suite);
 }

@@ -16,11 +16,8 @@
  * Content checks read device memory directly, so they run on the simulation
  * only (its device pointers are host addresses).
  */
-#include <check.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cumemsaver.h>
@@ -29,17 +26,7 @@
 #error "conformance_1_1.c must be compiled against the 1.1 headers (-I abi/1.1)"
 #endif
 
-#define MiB (1024ull * 1024ull)
-#define STRUCT_MAX 4096 /* the library's guard against garbage sizes */
-#define CANARY 0xA5
-
-#define ck_status(expr, want)                                                                 \
-	do {                                                                                  \
-		cms_status st_ = (expr);                                                      \
-		ck_assert_msg(st_ == (want), "%s -> %s (%s), want %s", #expr,                 \
-			      cms_status_name(st_), cms_last_error(), cms_status_name(want)); \
-	} while (0)
-#define ck_ok(expr) ck_status(expr, CMS_OK)
+#include "conformance.h"
 
 /* A 1.1-size struct at the start of a STRUCT_MAX buffer: room for tails and canaries. */
 union big {
@@ -51,72 +38,6 @@ union big {
 	cms_control_options copts;
 	unsigned char bytes[STRUCT_MAX];
 };
-
-static int on_sim(void)
-{
-	const char *d = getenv("CMS_DRIVER_LIBRARY");
-
-	return d && strstr(d, "libcumemsaver-sim") != NULL;
-}
-
-static void fill(uint64_t ptr, size_t n, unsigned char seed)
-{
-	unsigned char *p = (unsigned char *)(uintptr_t)ptr;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (unsigned char)(i * 7 + seed);
-}
-
-static int holds(uint64_t ptr, size_t n, unsigned char seed)
-{
-	const unsigned char *p = (const unsigned char *)(uintptr_t)ptr;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != (unsigned char)(i * 7 + seed))
-			return 0;
-	return 1;
-}
-
-/* Bytes [from, STRUCT_MAX) of b all equal v. */
-static int tail_is(const union big *b, size_t from, unsigned char v)
-{
-	size_t i;
-
-	for (i = from; i < STRUCT_MAX; i++)
-		if (b->bytes[i] != v)
-			return 0;
-	return 1;
-}
-
-/* A zeroed struct of size bytes (struct_size set) followed by canary bytes. */
-static void canary(union big *b, size_t size)
-{
-	memset(b->bytes, CANARY, sizeof(b->bytes));
-	memset(b->bytes, 0, size);
-	memcpy(b->bytes, &size, sizeof(size));
-}
-
-static cms_context *new_ctx(void)
-{
-	cms_context *ctx = NULL;
-
-	ck_ok(cms_context_create(NULL, &ctx));
-	return ctx;
-}
-
-static cms_region *new_region(cms_context *ctx, const char *tag, uint32_t policy, uint64_t flags)
-{
-	cms_region_options o = CMS_REGION_OPTIONS_INIT;
-	cms_region *r = NULL;
-
-	o.policy = policy;
-	o.flags = flags;
-	ck_ok(cms_region_create(ctx, tag, &o, &r));
-	ck_assert_ptr_nonnull(r);
-	return r;
-}
 
 START_TEST(versions_and_statuses)
 {
@@ -319,40 +240,7 @@ static Suite *suite(void)
 	return s;
 }
 
-/* Whether the driver answers with a device, asked in a child: main() never touches CUDA
- * (Check forks every test). */
-static int device_present(void)
-{
-	pid_t pid = fork();
-	int wstatus = 0;
-
-	if (pid == 0) {
-		cms_context *ctx = NULL;
-		uint64_t total = 0;
-
-		if (cms_context_create(NULL, &ctx) ||
-		    cms_device_memory_info(ctx, 0, NULL, &total) != CMS_OK || !total)
-			_exit(1);
-		_exit(0);
-	}
-	return pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) &&
-	       WEXITSTATUS(wstatus) == 0;
-}
-
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (!getenv("CMS_DRIVER_LIBRARY") || !device_present()) {
-		printf("conformance_1_1: no device behind CMS_DRIVER_LIBRARY (%s); skipped\n",
-		       getenv("CMS_DRIVER_LIBRARY") ? getenv("CMS_DRIVER_LIBRARY") : "unset");
-		return 77;
-	}
-	sr = srunner_create(suite());
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return conformance_main("conformance_1_1", suite);
 }
