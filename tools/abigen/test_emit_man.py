@@ -20,7 +20,8 @@ import model  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# (header, text to replace, replacement, words the error must contain)
+# (header, text to replace, replacement, words the error must contain[, releases unfrozen in
+# the copy: their abi/<release>/ removed, for a rule that stops at frozen releases])
 CASES = [
     ("include/cumemsaver.h", " *   CMS_ERR_PAUSED: the region is paused.\n", "",
      "cms_alloc: abi lists CMS_ERR_PAUSED"),
@@ -32,16 +33,18 @@ CASES = [
      "must start with 'cms_region_find - "),
     ("include/cumemsaver.h", " *   CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change",
      " *   CMS_ERR_EXISTS: CMS_REGION_HOST_PAGEABLE would change",
-     "CMS_ERR_EXISTS is not in the abi's statuses"),
+     "CMS_ERR_EXISTS is not in the abi's statuses", ("1.2",)),
     ("include/cumemsaver_ipc.h", " * Returns:\n *   CMS_OK\n *   driver statuses.\n",
      " * Returns:\n *   CMS_OK\n", "Returns: needs 'driver statuses'"),
 ]
 
 
-def run_case(header, old, new, want):
+def run_case(header, old, new, want, unfreeze=()):
     with tempfile.TemporaryDirectory(prefix="emit-man-") as tmp:
         for d in ("abi", "include"):
             shutil.copytree(os.path.join(ROOT, d), os.path.join(tmp, d))
+        for r in unfreeze:
+            shutil.rmtree(os.path.join(tmp, "abi", r))
         path = os.path.join(tmp, header)
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
