@@ -156,6 +156,7 @@ struct bench_nr_row {
 	uint64_t host_bytes;   /* cms_region_info after the first pause */
 	uint64_t pinned_bytes; /* likewise */
 	uint64_t sim_registrations, sim_buffers; /* simulation: live after the first pause */
+	uint64_t sim_calls;			 /* simulation: driver calls of the first pause */
 	unsigned int cycles_done;
 	unsigned int floor_threads;
 	double first_ms, median_ms; /* pause: the first, the median of the others */

@@ -255,18 +255,16 @@ err:
 	return -1;
 }
 
-/* Simulation only: its live host registrations and buffers now. */
-static void nr_sim_counts(const struct bench *b, uint64_t *regs, uint64_t *bufs)
+/* Simulation only (else zeros): its counters now. */
+static cmssim_counters nr_sim_counts(const struct bench *b)
 {
 	int (*get)(cmssim_counters *) =
 		b->sim ? (int (*)(cmssim_counters *))dlsym(b->drv.dl, "cmssim_get_counters") : NULL;
 	cmssim_counters k = CMSSIM_COUNTERS_INIT;
 
-	*regs = *bufs = 0;
-	if (get && !get(&k)) {
-		*regs = k.host_registrations;
-		*bufs = k.host_buffers;
-	}
+	if (!get || get(&k))
+		memset(&k, 0, sizeof(k));
+	return k;
 }
 
 static int nr_row_run(struct bench *b, struct bench_work *w, struct bench_nr_row *row)
@@ -275,6 +273,7 @@ static int nr_row_run(struct bench *b, struct bench_work *w, struct bench_nr_row
 	cms_region_options ropts = CMS_REGION_OPTIONS_INIT;
 	cms_region_info info = { .struct_size = sizeof(info) };
 	uint64_t *pause_ns = NULL, t0;
+	cmssim_counters k0, k1;
 	cms_context *ctx = NULL;
 	cms_region *region = NULL;
 	struct nr_alloc *v;
@@ -311,14 +310,18 @@ static int nr_row_run(struct bench *b, struct bench_work *w, struct bench_nr_row
 	for (c = 0; c < b->cycles; c++) {
 		if (nr_stamps(b, v, n, c, false) || (row->model && nr_declare(b, ctx, v, n)))
 			goto out;
+		k0 = nr_sim_counts(b);
 		t0 = bench_now_ns();
 		BENCH_CMS(b, out, cms_region_pause, region, NULL, NULL);
 		pause_ns[c] = bench_now_ns() - t0;
 		if (!c) {
+			k1 = nr_sim_counts(b);
 			BENCH_CMS(b, out, cms_region_info_get, region, &info);
 			row->host_bytes = info.host_bytes;
 			row->pinned_bytes = info.pinned_bytes;
-			nr_sim_counts(b, &row->sim_registrations, &row->sim_buffers);
+			row->sim_registrations = k1.host_registrations;
+			row->sim_buffers = k1.host_buffers;
+			row->sim_calls = k1.calls - k0.calls;
 		}
 		BENCH_CMS(b, out, cms_region_resume, region, NULL, NULL);
 		if (nr_stamps(b, v, n, c, true))
@@ -427,11 +430,11 @@ void bench_nonret_json(const struct bench *b, const struct bench_work *w, FILE *
 			", \"target_bytes\": %" PRIu64 ", \"allocations\": %" PRIu64
 			", \"allocation_bytes\": %" PRIu64 ", \"host_bytes\": %" PRIu64
 			", \"pinned_bytes\": %" PRIu64 ", \"sim_host_registrations\": %" PRIu64
-			", \"sim_host_buffers\": %" PRIu64
+			", \"sim_host_buffers\": %" PRIu64 ", \"sim_pause_driver_calls\": %" PRIu64
 			", \"cycles\": %u, \"floor_threads\": %u",
 			i ? "," : "", r->model ? "model" : "1g", r->live, r->target, r->count,
 			r->alloc_bytes, r->host_bytes, r->pinned_bytes, r->sim_registrations,
-			r->sim_buffers, r->cycles_done, r->floor_threads);
+			r->sim_buffers, r->sim_calls, r->cycles_done, r->floor_threads);
 		fputs(", \"first_pause_ms\": ", f);
 		bench_json_num(f, r->cycles_done ? r->first_ms : NAN);
 		fputs(", \"median_pause_ms\": ", f);
