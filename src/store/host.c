@@ -42,6 +42,11 @@
  * between cycles lets go of the retained buffers of the other kind at its next
  * pause (or at once through cms_store_release_kept).
  *
+ * A region that gives its buffers back after each resume (CMS_REGION_RELEASE_HOST) backs each
+ * allocation's live extent only (slice_need: up to its last byte not declared content-free):
+ * a pause faults in and page-locks what it copies; the buffer's mapping reaches past its last
+ * slice (map_len), so that a backup is still read at the allocation's own offsets.
+ *
  * A region's pinned_bytes counts its registered buffers. It changes only on the
  * thread that holds the region's lock: workers register buffers but never
  * touch it; the calling thread adds their buffers after joining them.
