@@ -207,6 +207,45 @@ START_TEST(retained_short_slice_replaced)
 }
 END_TEST
 
+/* The same alone in its buffer: letting go of it unregisters the buffer. When the driver
+ * refuses, the pause fails and changes nothing; the next one replaces the slice. */
+START_TEST(retained_short_slice_unregister_fails)
+{
+	cms_context *ctx = t_ctx();
+	uint64_t g, a;
+	cms_region *r;
+
+	if (!t_is_sim())
+		return;
+	t_region_flags = CMS_REGION_RELEASE_HOST;
+	r = t_region(ctx, "one", 0, CMS_POLICY_HOST);
+	t_region_flags = 0;
+	g = info(r).granularity;
+	ck_ok(cms_alloc(r, 4 * g, &a));
+	ck_assert_int_eq(t_fill(0, a, 4 * g, 1), 0);
+	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_uint_eq(info(r).pinned_bytes, g);
+	ck_assert_int_eq(t_fill(0, a, 4 * g, 2), 0);
+	ck_assert_int_eq(t_sim()->fail_call("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_DRIVER);
+	ck_assert_int_eq(info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(info(r).pinned_bytes, g); /* the short slice kept */
+	ck_assert_int_eq(t_check(0, a, 4 * g, 2), -1);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_uint_eq(info(r).host_bytes, 4 * g);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, a, 4 * g, 2), -1);
+	ck_ok(cms_free(ctx, a));
+	ck_ok(cms_region_destroy(r));
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_uint_eq(t_counters().host_buffers, 0);
+	ck_assert_uint_eq(t_counters().host_registrations, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("host_live");
@@ -216,6 +255,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, release_host_backs_live_extents);
 	tcase_add_test(tc, retaining_backs_whole_allocations);
 	tcase_add_test(tc, retained_short_slice_replaced);
+	tcase_add_test(tc, retained_short_slice_unregister_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }
