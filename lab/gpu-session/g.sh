@@ -18,11 +18,19 @@ if [ -d .base ] && [ ! -e "$base/libcumemsaver.so.1" ]; then
 	{ cmake -S .base -B "$base" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_BUILD_TESTS=OFF &&
 		ninja -C "$base"; } >"$logs/build-base.txt" 2>&1 || echo "build-base failed: $logs/build-base.txt"
 fi
+budget=${BUDGET_S:-570} # seconds of the call; a step that would not fit is skipped
+# limit WANT: prints the seconds a step may take (WANT, or what is left), 0 when under 60 left
+limit() {
+	local l=$((budget - SECONDS - 10))
+	if [ "$l" -lt 60 ]; then echo 0; elif [ "$l" -lt "$1" ]; then echo "$l"; else echo "$1"; fi
+}
 # bench_k NAME [VAR=VALUE...]: cms-bench (k),(i) in env VAR=VALUE..., its (k) table printed
 bench_k() {
-	local name=$1
+	local name=$1 t
 	shift
-	env "$@" timeout 200 "$build/bin/cms-bench" --gpu --only "${ONLY:-k,i}" --cycles 6 \
+	t=$(limit 200)
+	[ "$t" -eq 0 ] && { echo "== bench $name: skipped, $((budget - SECONDS)) s left"; return; }
+	env "$@" timeout "$t" "$build/bin/cms-bench" --gpu --only "${ONLY:-k,i}" --cycles 6 \
 		--json "$logs/bench-$name.json" >"$logs/bench-$name.txt" 2>&1
 	echo "== bench $name ($*): rc=$?"
 	sed -n '/^(k) non-retaining/,/^$/p' "$logs/bench-$name.txt"
@@ -39,12 +47,14 @@ bench)
 	;;
 model)
 	peer=(--peer-dir /tmp/peer-site --peer-tarball .peer/torch_memory_saver-4a43c97.tar.gz)
-	PYTHONPATH=$PWD/bindings/python timeout 330 python3 tools/scripts/gpu-model-bench.py \
+	t=$(limit 330)
+	[ "$t" -gt 0 ] && PYTHONPATH=$PWD/bindings/python timeout "$t" python3 tools/scripts/gpu-model-bench.py \
 		--cycles 5 --impls dropin,dropin-retain,saver,peer,peer-retain "${peer[@]}" \
 		--out "$logs/model-new" >"$logs/model-new.txt" 2>&1
 	echo "== model (this library): rc=$?"; sed -n '/^impl | pause/,$p' "$logs/model-new.txt"
-	if [ -e "$base/libcumemsaver.so.1" ]; then
-		CUMEMSAVER_LIBRARY=$base/libcumemsaver.so.1 PYTHONPATH=$PWD/bindings/python timeout 120 \
+	t=$(limit 120)
+	if [ -e "$base/libcumemsaver.so.1" ] && [ "$t" -gt 0 ]; then
+		CUMEMSAVER_LIBRARY=$base/libcumemsaver.so.1 PYTHONPATH=$PWD/bindings/python timeout "$t" \
 			python3 tools/scripts/gpu-model-bench.py --cycles 5 --impls dropin \
 			--out "$logs/model-old" >"$logs/model-old.txt" 2>&1
 		echo "== model (.base's library, dropin): rc=$?"; sed -n '/^impl | pause/,$p' "$logs/model-old.txt"
