@@ -350,6 +350,8 @@ void cms_span_clear(struct cms_alloc *a);
 bool cms_span_next_live(const struct cms_alloc *a, uint64_t *off, uint64_t end, uint64_t *len);
 /* Live bytes of [off, end). */
 uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t end);
+/* The end of a's last live byte: its size unless a declaration covers its tail (0: none live). */
+uint64_t cms_span_live_end(const struct cms_alloc *a);
 
 /* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
 /* Loads the hook context for a caller that will use it, counting the caller in flight in the

@@ -160,3 +160,10 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
 		sum += len;
 	return sum;
 }
+
+uint64_t cms_span_live_end(const struct cms_alloc *a)
+{
+	const struct cms_span *last = a->ndiscarded ? &a->discarded[a->ndiscarded - 1] : NULL;
+
+	return last && last->off + last->len == a->size ? last->off : a->size;
+}

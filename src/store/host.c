@@ -42,6 +42,11 @@
  * between cycles lets go of the retained buffers of the other kind at its next
  * pause (or at once through cms_store_release_kept).
  *
+ * A region that gives its buffers back after each resume (CMS_REGION_RELEASE_HOST) backs each
+ * allocation's live extent only (slice_need: up to its last byte not declared content-free):
+ * a pause faults in and page-locks what it copies; the buffer's mapping reaches past its last
+ * slice (map_len), so that a backup is still read at the allocation's own offsets.
+ *
  * A region's pinned_bytes counts its registered buffers. It changes only on the
  * thread that holds the region's lock: workers register buffers but never
  * touch it; the calling thread adds their buffers after joining them.
@@ -61,8 +66,9 @@
  * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
 struct cms_hostbuf {
 	void *base;
-	size_t len;
-	unsigned users;	   /* allocations with a slice; under their region's lock */
+	size_t len;	/* bytes of its slices and holes: faulted in, page-locked, counted */
+	size_t map_len; /* bytes mapped: len, plus the reach of short slices past it (slice_need) */
+	unsigned users; /* allocations with a slice; under their region's lock */
 	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
 	bool registered;   /* page-locked with cuMemHostRegister */
 	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
@@ -106,6 +112,20 @@ static uint64_t group_max(const struct cms_region *r)
 	uint64_t g = ctx->devices[r->device].granularity;
 
 	return cms_tune_bytes(&ctx->tune.host_group, g);
+}
+
+/*
+ * The bytes of a's slice in a new buffer: its size, page-rounded; in a region that gives its
+ * backups back after each resume (CMS_REGION_RELEASE_HOST), only up to its last live byte
+ * (cms_range_discard: the tails of a PyTorch pool's segments), so that a pause faults in and
+ * page-locks only what it copies. The slice is still read at the allocation's own offsets
+ * (cms_backup_get): its buffer's mapping reaches past the end of its last slice (map_len).
+ */
+static size_t slice_need(const struct cms_alloc *a)
+{
+	if (a->region->flags & CMS_REGION_RELEASE_HOST)
+		return page_round(cms_span_live_end(a));
+	return page_round(a->size);
 }
 
 static void buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb)
@@ -154,31 +174,36 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 			     const struct cms_tunables *o)
 {
 	struct cms_hostbuf *hb;
-	size_t len = 0, off = 0, i;
+	size_t len = 0, reach = 0, off = 0, i;
 
-	for (i = 0; i < n; i++)
-		len += page_round(v[i]->size);
+	for (i = 0; i < n; i++) { /* a short slice's tail reaches past the slices after it */
+		size_t need = slice_need(v[i]), full = page_round(v[i]->size);
+
+		len += need;
+		reach = full - need > reach ? full - need : reach;
+	}
 	hb = calloc(1, sizeof(*hb));
 	if (!hb)
 		goto err;
 	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
 		goto err_free;
+	hb->map_len = len + reach;
 	hb->base = MAP_FAILED;
-	if (o->prep_hugetlb && !(len % HUGETLB_SIZE))
-		hb->base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	if (o->prep_hugetlb && !(hb->map_len % HUGETLB_SIZE))
+		hb->base = mmap(NULL, hb->map_len, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	if (hb->base == MAP_FAILED)
-		hb->base =
-			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		hb->base = mmap(NULL, hb->map_len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (hb->base == MAP_FAILED) {
 		if (ctx->drv.host_free_hook)
 			ctx->drv.host_free_hook(len);
 		goto err_free;
 	}
 	if (!o->prep_nothp) /* advice only: fewer faults where THP is on */
-		madvise(hb->base, len, MADV_HUGEPAGE);
+		madvise(hb->base, hb->map_len, MADV_HUGEPAGE);
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
-	madvise(hb->base, len, MADV_DONTFORK);
+	madvise(hb->base, hb->map_len, MADV_DONTFORK);
 	hb->len = len;
 	hb->pageable = (v[0]->region->flags & CMS_REGION_HOST_PAGEABLE) != 0;
 	v[0]->region->host_bytes += len;
@@ -191,7 +216,7 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 
 		cms_alloc_store(a)->hostbuf = hb;
 		cms_alloc_store(a)->backup = (char *)hb->base + off;
-		cms_alloc_store(a)->backup_len = page_round(a->size);
+		cms_alloc_store(a)->backup_len = slice_need(a);
 		cms_alloc_store(a)->fresh_buffer = true;
 		off += cms_alloc_store(a)->backup_len;
 	}
@@ -266,7 +291,7 @@ static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostb
 	buffer_unlink(r, hb);
 	r->host_bytes -= hb->len;
 	cms_region_store(r)->host_free_bytes -= hb->free_bytes;
-	munmap(hb->base, hb->len);
+	munmap(hb->base, hb->map_len);
 	if (ctx->drv.host_free_hook)
 		ctx->drv.host_free_hook(hb->len);
 	free(hb);
@@ -418,11 +443,13 @@ static void reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n)
 	ng = holes_of(r, s, ns, g);
 	for (i = 0; i < n; i++) {
 		struct cms_alloc *a = v[i];
-		size_t need = page_round(a->size);
+		size_t need = slice_need(a), full = page_round(a->size);
 
 		if (a->region != r || !a->mapped || cms_alloc_store(a)->hostbuf)
 			continue;
-		for (k = 0; k < ng && g[k].len < need; k++)
+		for (k = 0; k < ng && (g[k].len < need ||
+				       g[k].p + full > (char *)g[k].hb->base + g[k].hb->map_len);
+		     k++)
 			;
 		if (k == ng)
 			continue;
@@ -606,6 +633,7 @@ static uint64_t buffer_split(cms_context *ctx, struct cms_region *r, struct cms_
 	}
 	for (j = 0; j < nr; j++)
 		if (piece[j]) {
+			piece[j]->map_len = piece[j]->len;
 			piece[j]->next = cms_region_store(r)->hostbufs;
 			cms_region_store(r)->hostbufs = piece[j];
 		}
@@ -632,9 +660,11 @@ static void region_trim(struct cms_region *r)
 	while (cms_region_store(r)->host_free_bytes > bound && !r->restore_pending) {
 		struct cms_hostbuf *hb, *most = NULL;
 
-		for (hb = cms_region_store(r)->hostbufs; hb;
-		     hb = hb->next) /* not one kept without users (lazy) */
-			if (hb->users && (!most || hb->free_bytes > most->free_bytes))
+		/* Not one kept without users (lazy), nor one whose short slices reach past its end
+		 * (it goes whole at the resume that gives them back). */
+		for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next)
+			if (hb->users && hb->map_len == hb->len &&
+			    (!most || hb->free_bytes > most->free_bytes))
 				most = hb;
 		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
 			return;
@@ -748,6 +778,30 @@ static void prep_add(struct prep *w, struct cms_region *r, struct cms_hostbuf *h
 	hb->prep_slot = w->n;
 }
 
+/*
+ * Lets go of the slices among v[0..n) too short for what the pause copies: made short
+ * (slice_need) and kept by a resume that did not give them back (RELEASE_HOST cleared while
+ * paused, or a failed cuMemHostUnregister). plan_buffers then gives them new ones.
+ */
+static cms_status drop_short(cms_context *ctx, struct cms_alloc **v, size_t n)
+{
+	cms_status st;
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		struct cms_alloc *a = v[j];
+
+		if (!wants_copy(a) || !cms_alloc_store(a)->hostbuf ||
+		    cms_alloc_store(a)->backup_len >= slice_need(a))
+			continue;
+		st = backup_unpin(ctx, a);
+		if (st)
+			return st;
+		slice_put(ctx, a);
+	}
+	return CMS_OK;
+}
+
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
 			       const struct cms_tunables *o, uint64_t *new_bytes)
 {
@@ -755,6 +809,9 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 	cms_status st;
 
 	w->first_slice[0] = 0;
+	st = drop_short(ctx, v, n);
+	if (st)
+		return st;
 	for (j = 0; j < n; j++) /* holes of each region's buffers first */
 		if (!j || v[j]->region != v[j - 1]->region)
 			reuse_holes(v[j]->region, v + j, n - j);
@@ -770,16 +827,17 @@ static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n,
 			k++;
 			continue;
 		}
-		bytes = page_round(v[k]->size);
+		bytes = slice_need(v[k]);
 		for (j = k + 1; j < n && wants_copy(v[j]) && !cms_alloc_store(v[j])->hostbuf &&
 				v[j]->region == v[k]->region &&
-				bytes + page_round(v[j]->size) <= group_max(v[k]->region);
+				bytes + slice_need(v[j]) <= group_max(v[k]->region);
 		     j++)
-			bytes += page_round(v[j]->size);
+			bytes += slice_need(v[j]);
 		st = buffer_map(ctx, v + k, j - k, o);
 		if (st)
 			return st;
-		prep_add(w, v[k]->region, cms_alloc_store(v[k])->hostbuf);
+		if (bytes) /* else nothing to fault in, page-lock or copy: every byte declared */
+			prep_add(w, v[k]->region, cms_alloc_store(v[k])->hostbuf);
 		*new_bytes += bytes;
 		k = j;
 	}

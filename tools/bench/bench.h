@@ -12,6 +12,7 @@
  *   bench_work.c        the workloads: (a)-(d), (f) and (h);
  *   bench_swap.c          (e), cms_swap;
  *   bench_disk.c          (g), the DISK policy, with the disk's floor;
+ *   bench_nonret.c        (k), non-retaining HOST pauses against their floor;
  *   bench_multi.c         --devices: (a) and (c) on 1 and on N devices
  *   bench_multi_floor.c the driver's multi-device floor of (a)
  *   bench_check.c       the checks after a cycle: HOST content pattern, addresses
@@ -61,6 +62,7 @@ enum {
 	BENCH_WI, /* (c) with CMS_REGION_RELEASE_HOST: every cycle a first cycle (issue 17 item 3)
 		   */
 	BENCH_WJ, /* (i) with CMS_REGION_HOST_PAGEABLE: pageable backups through staging */
+	BENCH_WK, /* non-retaining HOST pauses swept over sizes, model pool and 1 GiB (issue 27) */
 	BENCH_NWORK
 };
 
@@ -141,6 +143,26 @@ struct bench_work {
 	uint64_t sync_pause_ns;
 	uint64_t sync_resume_ns;
 	char note[1100];
+};
+
+/* (k), bench_nonret.c: one row per layout (a model's pool, 1 GiB allocations) and size. */
+#define BENCH_NR_SIZES 4 /* 256 MiB, 1 GiB, 4 GiB, 16 GiB of live bytes at --scale 1 */
+struct bench_nr_row {
+	bool model;	       /* a model's pool with its free tails declared; else 1 GiB */
+	uint64_t target;       /* live bytes wanted (scaled) */
+	uint64_t live;	       /* live bytes: what a pause copies */
+	uint64_t count;	       /* allocations */
+	uint64_t alloc_bytes;  /* their sizes */
+	uint64_t host_bytes;   /* cms_region_info after the first pause */
+	uint64_t pinned_bytes; /* likewise */
+	uint64_t sim_registrations, sim_buffers; /* simulation: live after the first pause */
+	uint64_t sim_calls;			 /* simulation: driver calls of the first pause */
+	unsigned int cycles_done;
+	unsigned int floor_threads;
+	double first_ms, median_ms; /* pause: the first, the median of the others */
+	double floor_ms;	    /* median of the sum below */
+	double floor_populate_ms, floor_register_ms, floor_copy_ms;
+	char skipped[96];
 };
 
 /* Multi-device mode (--devices, bench_multi.c): (a) and (c) on 1 device, then on all listed. */
@@ -244,6 +266,7 @@ struct bench {
 	struct bench_vmm_floor vmm[BENCH_NVMM];
 	struct bench_copy_floor copy;
 	struct bench_work work[BENCH_NWORK];
+	struct bench_nr_row nr[2 * BENCH_NR_SIZES]; /* (k) */
 
 	/* host side */
 	uint64_t *stage; /* BENCH_STAGE_BYTES */
@@ -419,6 +442,12 @@ void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f)
 
 /* ---- bench_disk.c: workload (g), the DISK policy ---- */
 /* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */
+/* ---- bench_nonret.c: (k), non-retaining HOST pauses against their floor ---- */
+int bench_nonret_run(struct bench *b, struct bench_work *w);
+void bench_nonret_report(const struct bench *b, const struct bench_work *w);
+/* Its keys; closes the workload's object. */
+void bench_nonret_json(const struct bench *b, const struct bench_work *w, FILE *f);
+
 void bench_disk_dir_set(const char *dir);
 /* --disk-dir, else $TMPDIR, else /tmp. */
 const char *bench_disk_dir(void);

@@ -149,6 +149,8 @@ void bench_report_table(const struct bench *b)
 			continue; /* its own table, against the disk (bench_disk_report) */
 		if (i == BENCH_WE && w->implemented)
 			continue; /* its own table, aggregate GB/s (bench_swap_report) */
+		if (i == BENCH_WK)
+			continue; /* its own table, a row per size (bench_nonret_report) */
 		if (!w->implemented) {
 			if (w->selected)
 				printf("%-28s not implemented yet (no such feature in the "
@@ -239,8 +241,9 @@ void bench_report_table(const struct bench *b)
 		bench_swap_report(b, &b->work[BENCH_WE]);
 	if (b->work[BENCH_WG].implemented)
 		bench_disk_report(b, &b->work[BENCH_WG]);
+	bench_nonret_report(b, &b->work[BENCH_WK]);
 	for (i = 0; i < BENCH_NWORK; i++)
-		if (b->work[i].ran)
+		if (b->work[i].ran && i != BENCH_WK)
 			ran++, reset += b->work[i].hwm_reset;
 	if (!ran)
 		return;
@@ -252,8 +255,8 @@ void bench_report_table(const struct bench *b)
 	for (i = 0; i < BENCH_NWORK; i++) {
 		const struct bench_work *w = &b->work[i];
 
-		if (!w->implemented || !w->selected || !w->ran || !w->cycles_done)
-			continue;
+		if (!w->implemented || !w->selected || !w->ran || !w->cycles_done || i == BENCH_WK)
+			continue; /* (k): host bytes in its own table */
 		work_name(name, sizeof(name), w);
 		printf("%-28s %6u %8s %13s %13s %13s %13s %13s\n", name, w->cycles_done,
 		       w->policy == CMS_POLICY_HOST || w->policy == CMS_POLICY_DISK ?
@@ -370,6 +373,10 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		bench_disk_json(b, w, f);
 	if (w->id == 'e') { /* its own per-cycle and row keys; closes the object */
 		bench_swap_json(b, w, f);
+		return;
+	}
+	if (w->id == 'k') { /* a row per layout and size; closes the object */
+		bench_nonret_json(b, w, f);
 		return;
 	}
 	fputs(",\n     \"pause_ms\": [", f);

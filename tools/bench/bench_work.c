@@ -58,6 +58,9 @@ void bench_works_init(struct bench *b)
 		{ "16 x 1 GiB HOST, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		/* (i) with pageable backups (copies through page-locked staging) */
 		{ "16 x 1 GiB HOST, PAGEABLE, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		/* non-retaining pauses of 256 MiB .. 16 GiB against their floor (bench_nonret.c) */
+		{ "RELEASE_HOST sweep, 256 MiB-16 GiB live: model pool, 1 GiB allocs",
+		  CMS_POLICY_HOST, 0, 0, true, -1 },
 	};
 	static const struct {
 		const char *label;
@@ -80,7 +83,7 @@ void bench_works_init(struct bench *b)
 				   0;
 		if (i == BENCH_WH)
 			w->flags |= CMS_REGION_GUARD;
-		if (i == BENCH_WI || i == BENCH_WJ)
+		if (i == BENCH_WI || i == BENCH_WJ || i == BENCH_WK)
 			w->flags |= CMS_REGION_RELEASE_HOST;
 		if (i == BENCH_WJ)
 			w->flags |= CMS_REGION_HOST_PAGEABLE;

@@ -330,6 +330,8 @@ static void bench_run(struct bench *b)
 			bench_disk_run(b, w);
 		else if (i == BENCH_WE)
 			bench_swap_run(b, w);
+		else if (i == BENCH_WK)
+			bench_nonret_run(b, w);
 		else
 			bench_work_run(b, w);
 	}

@@ -72,6 +72,10 @@ class Impl:
     def moved(self):
         return None
 
+    def host_bytes(self):
+        """Host backup bytes held now (None: not reported)."""
+        return None
+
 
 class CmsImpl(Impl):
     """cumemsaver: bytes moved are the regions' counters (cms_region_stats, ABI 1.2)."""
@@ -81,6 +85,12 @@ class CmsImpl(Impl):
     def moved(self):
         regions = self.context().regions()
         return (sum(s.bytes_to_store for s in regions), sum(s.bytes_from_store for s in regions))
+
+    def host_bytes(self):
+        """cms_region_info.host_bytes summed over the regions: host memory made (faulted in,
+        page-locked) for the backups, read while paused (issue 27: a non-retaining pause
+        made 2.1x the live bytes before it backed only the live extents)."""
+        return sum(i.host_bytes for i in self.saver_of().stats())
 
 
 class SaverImpl(CmsImpl):
@@ -92,6 +102,9 @@ class SaverImpl(CmsImpl):
 
     def context(self):
         return self.saver.context
+
+    def saver_of(self):
+        return self.saver
 
     def region_weights(self):
         return self.saver.region("weights", policy=self.cms.Policy.HOST)
@@ -143,6 +156,9 @@ class DropinImpl(TmsImpl, CmsImpl):
 
     def context(self):
         return self.tms.saver.context
+
+    def saver_of(self):
+        return self.tms.saver
 
 
 class PeerImpl(TmsImpl):
@@ -252,6 +268,7 @@ def run_impl(args):
         impl.pause("weights")
         t1 = time.perf_counter()
         free1 = torch.cuda.mem_get_info()[0]
+        host = impl.host_bytes()
         impl.resume("weights")
         impl.resume("kv_cache")
         torch.cuda.synchronize()
@@ -260,7 +277,7 @@ def run_impl(args):
         tokens = generate()
         cycles.append(dict(
             pause_ms=(t1 - t0) * 1e3, resume_ms=(t2 - t1) * 1e3, freed=free1 - free0,
-            kv_pause_ms=(tk - t0) * 1e3,
+            kv_pause_ms=(tk - t0) * 1e3, host_bytes=host,
             out_bytes=(m1[0] - m0[0]) if m0 else pool_bytes,
             in_bytes=(m1[1] - m0[1]) if m0 else pool_bytes,
             tokens_ok=tokens == ref,
@@ -300,7 +317,9 @@ def summarize(floor, results):
             kv_pause_ms=statistics.median(c["kv_pause_ms"] for c in steady)
             if "kv_pause_ms" in steady[0] else None,
             declare_ms=statistics.median(c["declare_ms"] for c in steady)
-            if steady[0].get("declare_ms") is not None else None))
+            if steady[0].get("declare_ms") is not None else None,
+            host_bytes=statistics.median(c["host_bytes"] for c in steady)
+            if steady[0].get("host_bytes") is not None else None))
     return rows
 
 
@@ -325,6 +344,11 @@ def table(floor, rows):
     if kv:
         lines.append("of the pause, the kv_cache tag's (DISCARD, nothing copied; the floor counts "
                      "the weights only), ms: " + ", ".join(kv))
+    host = [f"{w['impl']} {w['host_bytes'] / GB:.3f} GB ({w['host_bytes'] / w['live_bytes']:.2f}x "
+            "live)" for w in rows if w.get("host_bytes") is not None]
+    if host:
+        lines.append("host backup memory held while paused (cms_region_info.host_bytes): "
+                     + ", ".join(host))
     for w in rows:
         if w.get("declare_ms") is not None:
             lines.append(f"{w['impl']}: {w['declare_ms']:.1f} ms of the pause declare the pools' "
@@ -341,7 +365,7 @@ def self_check():
     """The summary's arithmetic on made-up results (no torch, no GPU)."""
     floor = dict(bytes=10 ** 9, d2h_gbps=50.0, h2d_gbps=50.0)
     cyc = lambda p, o: dict(pause_ms=p, resume_ms=p, out_bytes=o, in_bytes=o, tokens_ok=True,  # noqa: E731
-                            declare_ms=p / 4, kv_pause_ms=p / 10)
+                            declare_ms=p / 4, kv_pause_ms=p / 10, host_bytes=o)
     res = [dict(impl="a", live_bytes=10 ** 9, moved_reported=True,
                 cycles=[cyc(100, 2e9), cyc(20, 1e9), cyc(22, 1e9), cyc(40, 1e9)]),
            dict(impl="b", error="x"),
@@ -356,6 +380,7 @@ def self_check():
     assert "1.10x" in text and "error: x" in text and "(exit -11 after)" in text, text
     assert "a: 5.5 ms of the pause declare" in text and "16.5 ms the library's" in text, text
     assert "ms: a 2.2, c 2.0" in text, text
+    assert "paused (cms_region_info.host_bytes): a 1.000 GB (1.00x live), c 1.000 GB" in text, text
     return text
 
 
