@@ -333,6 +333,7 @@ START_TEST(races)
 
 	churn = region(ctx, "churn",
 		       CMS_REGION_PREPARE | (mode == 1 ? CMS_REGION_HOST_PAGEABLE : 0));
+	(void)t_drv(); /* loaded once, before the threads use it */
 	for (i = 0; i < 2; i++) {
 		c[i] = (struct churn){ ctx, churn, (unsigned)(i * 7 + 1), 4 };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, churn_thread, &c[i]), 0);
