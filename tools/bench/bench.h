@@ -430,7 +430,7 @@ struct bench_load {
 int bench_prepare_before(struct bench *b, struct bench_work *w, cms_context *ctx,
 			 struct bench_load *l);
 /* After them (t0: before the first cms_alloc): runs the loop until the region's backups are
- * prepared (host_bytes >= its physical bytes, all page-locked), then records the time, the
+ * prepared (host_bytes >= its logical bytes, all page-locked), then records the time, the
  * loop's throughput meanwhile and the region's stats. Returns 0 or -1. */
 int bench_prepare_wait(struct bench *b, struct bench_work *w, cms_region *region,
 		       const struct bench_load *l, uint64_t t0);

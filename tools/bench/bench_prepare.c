@@ -73,14 +73,14 @@ int bench_prepare_wait(struct bench *b, struct bench_work *w, cms_region *region
 	for (;;) {
 		BENCH_CMS(b, out, cms_region_info_get, region, &info);
 		t = bench_now_ns();
-		if (info.host_bytes >= info.physical_bytes && info.pinned_bytes == info.host_bytes)
+		if (info.host_bytes >= info.logical_bytes && info.pinned_bytes == info.host_bytes)
 			break;
 		if (t - t0 > PREPARE_MAX_NS) {
 			bench_fail(b,
 				   "(%c) the backups were not prepared after %.0f s: %" PRIu64
 				   " of %" PRIu64 " bytes held, %" PRIu64 " page-locked",
 				   w->id, (double)PREPARE_MAX_NS / 1e9, info.host_bytes,
-				   info.physical_bytes, info.pinned_bytes);
+				   info.logical_bytes, info.pinned_bytes);
 			goto out;
 		}
 		step = load_step(b, l);
