@@ -1019,9 +1019,6 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a work list");
 		goto out_free;
 	}
-	for (k = 0; k < n; k++) /* a buffer being made ahead (prepare.c): waited for, used */
-		if (!k || v[k]->region != v[k - 1]->region)
-			cms_store_prepare_take(v[k]->region, false);
 	release_changed(v, n);
 	st = plan_buffers(ctx, v, n, &w, opts, &new_bytes);
 	if (st)
@@ -1183,7 +1180,6 @@ static cms_status host_backup_read(struct cms_alloc *a, uint64_t off, void *buf,
 static void host_release_kept(struct cms_region *r, bool files)
 {
 	(void)files;
-	cms_store_prepare_take(r, true); /* a buffer being made ahead goes too */
 	if (host_release_retained(r))
 		cms_log(r->ctx, CMS_LOG_WARN,
 			"region \"%s\": host backups stay until a later resume or free: %s", r->tag,
@@ -1192,7 +1188,6 @@ static void host_release_kept(struct cms_region *r, bool files)
 
 static void host_region_close(struct cms_region *r)
 {
-	cms_store_prepare_take(r, true);
 	region_stage_free(r);
 	lazy_drop(r);
 }
