@@ -4,7 +4,8 @@
  * 1.3): the flag's rules; after the background preparation (waited for by
  * polling cms_region_info with a timeout) the first pause makes no host
  * buffer and calls cuMemHostRegister not once (an armed fault that never
- * fires), and the content round trips; pageable backups prepared faulted in;
+ * fires), and the content round trips; hooked allocations (cms_hook_alloc)
+ * prepared too; pageable backups prepared faulted in;
  * a registration refused in the background (the pause page-locks the buffer)
  * and a buffer the background cannot make (the pause makes it); the flag
  * change to CMS_REGION_RELEASE_HOST and back; no backup reported before the
@@ -169,6 +170,30 @@ START_TEST(first_pause_only_copies)
 		ck_assert_uint_eq(t_counters().host_buffers, 0);
 		ck_assert_uint_eq(t_counters().host_registrations, 0);
 	}
+}
+END_TEST
+
+/* Allocations through the allocator hooks are prepared as cms_alloc's are. */
+START_TEST(hooked_allocations)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "hooked", CMS_REGION_PREPARE);
+	uint64_t a = 0, b = 0;
+
+	ck_ok(cms_hook_context_set(ctx));
+	ck_ok(cms_hook_region_push(r));
+	ck_ok(cms_hook_alloc(3 * MIB, 0, &a));
+	ck_ok(cms_hook_alloc(100 * KIB, 0, &b));
+	ck_ok(cms_hook_region_pop());
+	ck_assert_int_eq(t_fill(0, a, 3 * MIB, 3), 0);
+	ck_assert(wait_prepared(r, 3 * MIB + page_round(100 * KIB), true));
+	ck_assert_uint_eq(stats(r).bytes_prepared, info(r).host_bytes);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, a, 3 * MIB, 3), -1);
+	ck_ok(cms_hook_free((void *)(uintptr_t)a));
+	ck_ok(cms_hook_free((void *)(uintptr_t)b));
+	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
 
@@ -403,6 +428,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, flag_rules);
 	tcase_add_test(tc, first_pause_only_copies);
+	tcase_add_test(tc, hooked_allocations);
 	tcase_add_test(tc, pageable_prepared);
 	tcase_add_test(tc, register_refused);
 	tcase_add_test(tc, no_host_memory);
