@@ -9,8 +9,8 @@
  * a registration refused in the background (the pause page-locks the buffer)
  * and a buffer the background cannot make (the pause makes it); the flag
  * change to CMS_REGION_RELEASE_HOST and back; no backup reported before the
- * first pause; allocations, frees, pauses, resumes, region and context
- * destroys racing the background thread, with no host buffer or
+ * first pause; a fork while the thread works (the child: CMS_ERR_FORKED); allocations, frees,
+ * pauses, resumes, region and context destroys racing the background thread, with no host buffer or
  * registration left (ASan: no leak; TSan: no race).
  */
 #include <pthread.h>
@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "common.h"
 
@@ -305,6 +306,34 @@ START_TEST(release_host_later)
 }
 END_TEST
 
+/* A fork while the thread prepares: the child has no such thread and gets CMS_ERR_FORKED;
+ * the parent's preparation and pause go on. */
+START_TEST(fork_while_preparing)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "forked", CMS_REGION_PREPARE);
+	uint64_t p[NSIZES], q, total;
+	int status = -1;
+	pid_t pid;
+
+	total = alloc_all(r, p, 95);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		_exit(cms_alloc(r, MIB, &q) == CMS_ERR_FORKED &&
+				      cms_context_destroy(ctx) == CMS_ERR_FORKED ?
+			      0 :
+			      1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+	ck_assert(wait_prepared(r, total, true));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	check_all(p, 95);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* ---- races with the background thread ---- */
 
 struct churn {
@@ -433,6 +462,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, register_refused);
 	tcase_add_test(tc, no_host_memory);
 	tcase_add_test(tc, release_host_later);
+	tcase_add_test(tc, fork_while_preparing);
 	tcase_add_loop_test(tc, races, 0, 3);
 	tcase_add_test(tc, gpu_one_gib);
 	suite_add_tcase(s, tc);
