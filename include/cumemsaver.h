@@ -336,6 +336,8 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
  * It stops being the hook context if it is one, and releases the primary
  * contexts it retained and the driver. Driver cleanups that fail here (after
  * every region is gone) are logged and leaked: the context goes in every case.
+ * Since 1.3 it first stops and joins the context's preparation thread
+ * (CMS_REGION_PREPARE), giving back a buffer it is making.
  *   ctx: NULL is accepted (CMS_OK, nothing done).
  * Ownership: on success ctx is freed. On failure it stays valid with the
  * regions not yet destroyed (each as it was); a retry continues.
@@ -467,6 +469,34 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * cpu_backup_backend="mmap" maps to it.
  */
 #define CMS_REGION_HOST_PAGEABLE 0x20ull
+/*
+ * Region flag (since 1.3), with CMS_POLICY_HOST only and not with
+ * CMS_REGION_RELEASE_HOST (else cms_region_create returns
+ * CMS_ERR_INVALID_ARGUMENT): host backups prepared ahead. After each cms_alloc
+ * in the region (also an allocation through the allocator hooks), a
+ * background thread of the library (one per context, started by the first
+ * such allocation, every signal blocked, joined by cms_context_destroy) makes
+ * the host backup buffers of the allocations that have none: mapped, faulted
+ * in and page-locked (cuMemHostRegister, the device's primary context pushed
+ * on that thread; with CMS_REGION_HOST_PAGEABLE faulted in only), exactly as
+ * the first pause would make them. A first pause that comes after the
+ * preparation then only copies, at the link's speed; one that comes while a
+ * buffer is being made waits for it and makes the rest itself. The slow steps
+ * run without the region's lock: cms_alloc, cms_free, pauses and the
+ * application's kernels are not held up, though the faulting and page-locking
+ * compete for host CPU and memory bandwidth. The buffers are held from the
+ * allocation on (cms_region_info.host_bytes, pinned_bytes; progress in
+ * cms_region_stats.bytes_prepared and prepare_ns) and kept from one cycle to
+ * the next as any retained backup. Best effort: a preparation that fails (no
+ * host memory; page-locking refused, e.g. RLIMIT_MEMLOCK: the buffer is kept
+ * pageable and the pause tries to page-lock it) fails no call, is logged at
+ * CMS_LOG_DEBUG, and leaves the work to the pause. cms_region_flags_set may
+ * set CMS_REGION_RELEASE_HOST later: preparation stops, the prepared buffers
+ * are given back at once, and it starts again with the next cms_alloc after
+ * the flag is cleared. cms_region_stats_get or cms_region_info_get show when
+ * it is done (host_bytes covers every allocation).
+ */
+#define CMS_REGION_PREPARE 0x100ull
 
 /*
  * Handle types of a region's physical allocations (cms_region_info.handle_types,
@@ -518,7 +548,9 @@ CMS_API cms_status cms_region_options_init(cms_region_options *opts);
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx, tag or out is NULL; a bad tag; an unknown
  *     policy; unknown flag bits; CMS_REGION_CHUNKS without
- *     CMS_REGION_COALESCE; CMS_REGION_HOST_PAGEABLE without CMS_POLICY_HOST.
+ *     CMS_REGION_COALESCE; CMS_REGION_HOST_PAGEABLE or CMS_REGION_PREPARE
+ *     without CMS_POLICY_HOST; CMS_REGION_PREPARE with
+ *     CMS_REGION_RELEASE_HOST.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_EXISTS: a region with this tag exists on this device.
  *   CMS_ERR_INVALID_DEVICE: opts->device is negative, 64 or more, or not a
@@ -689,8 +721,10 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * CMS_REGION_RELEASE_HOST or changing CMS_REGION_HOST_PAGEABLE gives back now
  * what the region keeps from its last pause (host backups; a DISK file's space
  * for RELEASE_HOST); a host buffer whose cuMemHostUnregister fails is kept
- * (logged) and the call still succeeds. cms_region_info.flags reports the
- * flags.
+ * (logged) and the call still succeeds. Since 1.3, on a CMS_REGION_PREPARE
+ * region setting CMS_REGION_RELEASE_HOST also stops its preparation (a buffer
+ * being made is given back; waits for it) and clearing it prepares again.
+ * cms_region_info.flags reports the flags.
  *   mask:  the flags to change; only the two above.
  *   flags: their new values; no bit outside mask.
  * Threads: thread-safe; waits for a pause, resume or swap of the region in
@@ -719,9 +753,15 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
  *   ptr:  receives the device pointer; 0 on failure.
  * Ownership: the allocation belongs to the region: cms_free frees it, and so
  * do cms_region_destroy and cms_context_destroy.
+ * In a CMS_REGION_PREPARE region (since 1.3) it also wakes the context's
+ * preparation thread (started by the first such call), which makes the host
+ * backup in the background; a thread that cannot be started is logged and
+ * only loses the preparation.
  * Threads: thread-safe; waits for a pause or resume of the region in progress.
  * CUDA: cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess (on failure
- * cuMemUnmap, cuMemRelease, cuMemAddressFree).
+ * cuMemUnmap, cuMemRelease, cuMemAddressFree); CMS_REGION_PREPARE: on the
+ * preparation thread cuCtxPushCurrent, cuMemHostRegister, cuCtxPopCurrent
+ * (cuMemHostUnregister for a buffer given back).
  * Returns (on failure nothing is held, except after CMS_ERR_ROLLBACK_FAILED):
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: region or ptr is NULL; size is 0 or overflows
@@ -1318,6 +1358,17 @@ typedef struct cms_region_stats {
 	 */
 	uint64_t pause_ns;
 	uint64_t resume_ns;
+	/*
+	 * Since 1.3 (CMS_REGION_PREPARE): bytes of host backup buffers that the
+	 * background preparation made and that became backups of the region's
+	 * allocations (also those a pause took over while they were being made),
+	 * and the nanoseconds (CLOCK_MONOTONIC) the background thread spent making
+	 * host buffers for the region (mapping, faulting in, page-locking), also
+	 * of buffers given back unused (the allocations were freed or paused
+	 * meanwhile). 0 for a region without the flag.
+	 */
+	uint64_t bytes_prepared;
+	uint64_t prepare_ns;
 } cms_region_stats;
 
 /*

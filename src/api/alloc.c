@@ -65,6 +65,7 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 		goto err_unback;
 	/* Read under the region lock: once it is released, a free or a destroy may free a. */
 	*ptr = a->base;
+	cms_prepare_kick(r); /* CMS_REGION_PREPARE: its host backup is made in the background */
 	pthread_mutex_unlock(&r->lock);
 	return CMS_OK;
 

@@ -124,6 +124,7 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 		cms_store_release_kept(r, next & CMS_REGION_RELEASE_HOST);
 	}
 	r->flags = next;
+	cms_prepare_kick(r); /* CMS_REGION_PREPARE without CMS_REGION_RELEASE_HOST: again */
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": flags 0x%llx", r->tag,
 		(unsigned long long)next);
 out:

@@ -209,6 +209,7 @@ struct cms_counters {
 	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
 	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
 	uint64_t pause_ns, resume_ns;
+	uint64_t bytes_prepared, prepare_ns; /* CMS_REGION_PREPARE (store/prepare.c; since 1.3) */
 };
 
 struct cms_region {
@@ -236,6 +237,7 @@ struct cms_region {
 };
 
 struct cms_hook_defaults; /* private to hookctx.c */
+struct cms_preparer;	  /* private to engine/prepare.c */
 
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
@@ -262,6 +264,9 @@ struct cms_context {
 	/* Default regions and default-region template of the hook context (hookctx.c; since
 	 * 1.2), made by the first set: NULL = none; under lock. */
 	struct cms_hook_defaults *hook_defaults;
+	/* The background preparation of host backups (CMS_REGION_PREPARE; engine/prepare.c),
+	 * made by the first allocation that needs it: NULL = none; set under lock. */
+	struct cms_preparer *preparer;
 };
 
 /* ---- cleanup.c: driver cleanups that failed, tried again later ---- */

@@ -61,4 +61,6 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *o)
 	o->bytes_from_store = k->bytes_from_store;
 	o->pause_ns = k->pause_ns;
 	o->resume_ns = k->resume_ns;
+	o->bytes_prepared = k->bytes_prepared;
+	o->prepare_ns = k->prepare_ns;
 }

@@ -52,6 +52,17 @@ cms_status cms_alloc_release(struct cms_alloc *a);
 /* Drops a reference to r; the last one frees it (ctx->lock held). */
 void cms_region_unref_locked(struct cms_region *r);
 
+/* ---- prepare.c: the background thread that makes host backups ahead (CMS_REGION_PREPARE) ---- */
+
+/* r (its lock held) may have allocations to prepare (after a cms_alloc, a flag change): wakes
+ * the context's preparation thread, starting it on first need, and emits the lines it logged
+ * since the last call. Nothing for a region that wants no preparation; best effort (a thread
+ * that cannot be started is logged). */
+void cms_prepare_kick(struct cms_region *r);
+/* Stops and joins the context's preparation thread (a buffer it is making goes back) and
+ * frees its state; emits its last log lines. No lock held (cms_context_destroy). */
+void cms_prepare_stop(cms_context *ctx);
+
 /* ---- the engine's own ---- */
 
 struct cms_call;

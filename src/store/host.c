@@ -169,22 +169,15 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 		hb->len, cms_driver_error_name(&ctx->drv, hb->register_result));
 }
 
-/* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
-static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
-			     const struct cms_tunables *o)
+/* A buffer of len bytes in no region yet, mapped with reach bytes more (short slices: map_len),
+ * not yet faulted in or registered; NULL when out of memory (or the simulation refuses it). */
+static struct cms_hostbuf *buffer_new(cms_context *ctx, size_t len, size_t reach,
+				      const struct cms_tunables *o, bool pageable, int32_t device)
 {
-	struct cms_hostbuf *hb;
-	size_t len = 0, reach = 0, off = 0, i;
+	struct cms_hostbuf *hb = calloc(1, sizeof(*hb));
 
-	for (i = 0; i < n; i++) { /* a short slice's tail reaches past the slices after it */
-		size_t need = slice_need(v[i]), full = page_round(v[i]->size);
-
-		len += need;
-		reach = full - need > reach ? full - need : reach;
-	}
-	hb = calloc(1, sizeof(*hb));
 	if (!hb)
-		goto err;
+		return NULL;
 	if (ctx->drv.host_alloc_hook && ctx->drv.host_alloc_hook(len))
 		goto err_free;
 	hb->map_len = len + reach;
@@ -205,29 +198,58 @@ static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
 	/* A forked child cannot use it (CMS_ERR_FORKED) and must not copy page-locked memory. */
 	madvise(hb->base, hb->map_len, MADV_DONTFORK);
 	hb->len = len;
-	hb->pageable = (v[0]->region->flags & CMS_REGION_HOST_PAGEABLE) != 0;
-	v[0]->region->host_bytes += len;
-	hb->device = v[0]->region->device;
-	hb->users = (unsigned)n;
-	hb->next = cms_region_store(v[0]->region)->hostbufs;
-	cms_region_store(v[0]->region)->hostbufs = hb;
-	for (i = 0; i < n; i++) {
-		struct cms_alloc *a = v[i];
-
-		cms_alloc_store(a)->hostbuf = hb;
-		cms_alloc_store(a)->backup = (char *)hb->base + off;
-		cms_alloc_store(a)->backup_len = slice_need(a);
-		cms_alloc_store(a)->fresh_buffer = true;
-		off += cms_alloc_store(a)->backup_len;
-	}
-	return CMS_OK;
+	hb->pageable = pageable;
+	hb->device = device;
+	return hb;
 
 err_free:
 	free(hb);
-err:
-	return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-			     "cannot allocate %zu bytes of host backup for %zu allocations", len,
-			     n);
+	return NULL;
+}
+
+/* Makes hb one of r's buffers (counted in its host_bytes). */
+static void buffer_link(struct cms_region *r, struct cms_hostbuf *hb)
+{
+	r->host_bytes += hb->len;
+	hb->next = cms_region_store(r)->hostbufs;
+	cms_region_store(r)->hostbufs = hb;
+}
+
+/* Gives a the slice of hb at off, of len bytes (one more user). */
+static void slice_take(struct cms_alloc *a, struct cms_hostbuf *hb, size_t off, size_t len)
+{
+	cms_alloc_store(a)->hostbuf = hb;
+	cms_alloc_store(a)->backup = (char *)hb->base + off;
+	cms_alloc_store(a)->backup_len = len;
+	hb->users++;
+}
+
+/* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
+static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
+			     const struct cms_tunables *o)
+{
+	struct cms_hostbuf *hb;
+	size_t len = 0, reach = 0, off = 0, i;
+
+	for (i = 0; i < n; i++) { /* a short slice's tail reaches past the slices after it */
+		size_t need = slice_need(v[i]), full = page_round(v[i]->size);
+
+		len += need;
+		reach = full - need > reach ? full - need : reach;
+	}
+	hb = buffer_new(ctx, len, reach, o, (v[0]->region->flags & CMS_REGION_HOST_PAGEABLE) != 0,
+			v[0]->region->device);
+	if (!hb)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
+				     "cannot allocate %zu bytes of host backup for %zu allocations",
+				     len, n);
+	buffer_link(v[0]->region, hb);
+	for (i = 0; i < n; i++) {
+		slice_take(v[i], hb, off, slice_need(v[i]));
+		cms_alloc_store(v[i])->fresh_buffer = true;
+		off += cms_alloc_store(v[i])->backup_len;
+	}
+	return CMS_OK;
 }
 
 /* Faults the pages in; false when the kernel has no memory for them (not the OOM killer's turn). */
@@ -325,6 +347,7 @@ static void slice_put_keep(cms_context *ctx, struct cms_alloc *a, bool keep)
 	cms_alloc_store(a)->hostbuf = NULL;
 	cms_alloc_store(a)->backup = NULL;
 	cms_alloc_store(a)->backup_len = 0;
+	cms_alloc_store(a)->prepared = false;
 	if (--hb->users)
 		return;
 	if (keep && !hb->registered) {
@@ -1095,8 +1118,10 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 		st = cms_store_pieces(v + k, j - k, 0, len, copy_piece, &c, bytes);
 		if (st)
 			break;
-		for (m = k; m < j; m++)
+		for (m = k; m < j; m++) {
 			cms_alloc_set_saved(v[m], true);
+			cms_alloc_store(v[m])->prepared = false;
+		}
 	}
 	/* Workers finish the slices they took; the rest is skipped after a failure. */
 	if (st)
@@ -1193,8 +1218,9 @@ static void host_region_resumed(struct cms_region *r)
 /* Paused: the saved slice; active: a slice kept by retention (content of the last pause). */
 static bool host_backup_held(const struct cms_alloc *a, void **host)
 {
-	bool held =
-		cms_alloc_store(a)->backup && (a->saved || a->region->state == CMS_STATE_ACTIVE);
+	bool held = cms_alloc_store(a)->backup &&
+		    (a->saved ||
+		     (a->region->state == CMS_STATE_ACTIVE && !cms_alloc_store(a)->prepared));
 
 	*host = held ? cms_alloc_store(a)->backup : NULL;
 	return held;
@@ -1222,6 +1248,66 @@ static void host_region_close(struct cms_region *r)
 {
 	region_stage_free(r);
 	lazy_drop(r);
+}
+
+/* ---- buffers made ahead (prepare.c, CMS_REGION_PREPARE) ---- */
+
+struct cms_hostbuf *cms_hostbuf_new(cms_context *ctx, int32_t device, size_t len, bool pageable)
+{
+	return buffer_new(ctx, len, 0, &ctx->tune, pageable, device);
+}
+
+size_t cms_hostbuf_len(const struct cms_hostbuf *hb)
+{
+	return hb->len;
+}
+
+bool cms_hostbuf_fault(struct cms_hostbuf *hb, size_t off, size_t len)
+{
+	return fault_in((char *)hb->base + off, len);
+}
+
+bool cms_hostbuf_pin(cms_context *ctx, struct cms_hostbuf *hb)
+{
+	buffer_register(ctx, hb);
+	return hb->registered;
+}
+
+void cms_hostbuf_free(cms_context *ctx, struct cms_hostbuf *hb)
+{
+	if (hb->registered) /* never unmapped while page-locked (kept if the driver refuses) */
+		cms_cleanup_staging(ctx, hb->device, hb->base, hb->len,
+				    ctx->drv.host_alloc_hook != NULL);
+	else {
+		munmap(hb->base, hb->map_len);
+		if (ctx->drv.host_free_hook)
+			ctx->drv.host_free_hook(hb->len);
+	}
+	free(hb);
+}
+
+void cms_hostbuf_attach(struct cms_region *r, struct cms_hostbuf *hb, struct cms_alloc **v,
+			const size_t *off, size_t n)
+{
+	size_t used = 0, i;
+
+	buffer_link(r, hb);
+	for (i = 0; i < n; i++) {
+		slice_take(v[i], hb, off[i], page_round(v[i]->size));
+		cms_alloc_store(v[i])->prepared = true;
+		used += cms_alloc_store(v[i])->backup_len;
+	}
+	hb->free_bytes = hb->len - used; /* slices of allocations freed meanwhile: holes */
+	cms_region_store(r)->host_free_bytes += hb->free_bytes;
+	if (hb->registered)
+		cms_region_store(r)->pinned_bytes += hb->len;
+	else if (!hb->pageable)
+		hb->pin_on_use = true; /* page-locking was refused: the first copy tries again */
+}
+
+uint64_t cms_hostbuf_group_max(const struct cms_region *r)
+{
+	return group_max(r);
 }
 
 const struct cms_store_ops cms_store_host = {

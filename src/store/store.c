@@ -94,6 +94,11 @@ static list_op pick_save(const struct cms_store_ops *ops, bool sync)
 cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, bool sync,
 			  uint64_t *bytes)
 {
+	size_t i;
+
+	for (i = 0; i < n; i++) /* a buffer being made ahead (prepare.c): waited for, used */
+		if (!i || v[i]->region != v[i - 1]->region)
+			cms_store_prepare_take(v[i]->region, false);
 	return each_policy(l, v, n, pick_save, sync, is_mapped, bytes);
 }
 
@@ -215,6 +220,7 @@ void cms_store_region_close(struct cms_region *r)
 {
 	const struct cms_store_ops *ops = cms_store_of(r);
 
+	cms_store_prepare_take(r, true); /* a buffer being made ahead goes back first */
 	if (ops->region_close)
 		ops->region_close(r);
 }
@@ -261,6 +267,7 @@ void cms_store_release_kept(struct cms_region *r, bool files)
 {
 	const struct cms_store_ops *ops = cms_store_of(r);
 
+	cms_store_prepare_take(r, true); /* a buffer being made ahead goes too */
 	if (ops->release_kept)
 		ops->release_kept(r, files);
 }

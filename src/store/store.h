@@ -24,6 +24,7 @@ struct cms_store_alloc {
 	size_t backup_len;	     /* page-rounded size of the slice */
 	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool fresh_buffer; /* the slice was made by the running pause (the engine clears it) */
+	bool prepared;	   /* the slice was made ahead (prepare.c) and holds no content yet */
 	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
 	uint64_t disk_off;
 };
@@ -31,11 +32,12 @@ struct cms_store_alloc {
 /* The store's part of a region; under the region's lock. */
 struct cms_store_region {
 	struct cms_vmm_region below;
-	uint64_t pinned_bytes;	      /* page-locked part of host_bytes (host.c) */
-	uint64_t host_free_bytes;     /* part of host_bytes in no allocation's slice (host.c) */
-	struct cms_hostbuf *hostbufs; /* its host backup buffers (host.c) */
-	struct cms_stage *host_stage; /* staging kept between restores (host.c) */
-	struct cms_disk *disk;	      /* DISK: its directory and file (disk.c) */
+	uint64_t pinned_bytes;	       /* page-locked part of host_bytes (host.c) */
+	uint64_t host_free_bytes;      /* part of host_bytes in no allocation's slice (host.c) */
+	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host.c) */
+	struct cms_stage *host_stage;  /* staging kept between restores (host.c) */
+	struct cms_disk *disk;	       /* DISK: its directory and file (disk.c) */
+	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (prepare.c) */
 };
 
 static inline struct cms_store_alloc *cms_alloc_store(const struct cms_alloc *a)
@@ -229,6 +231,76 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 	       a->base + a->size == b->base &&
 	       (char *)cms_alloc_store(a)->backup + a->size == (char *)cms_alloc_store(b)->backup;
 }
+
+/* ---- host.c: host buffers made ahead, for prepare.c ---- */
+
+/* A buffer of len bytes for device's backups in no region yet, mapped (transparent huge pages
+ * advised, not inherited by a fork) but neither faulted in nor page-locked; NULL when out of
+ * host memory. Any thread, no lock. */
+struct cms_hostbuf *cms_hostbuf_new(cms_context *ctx, int32_t device, size_t len, bool pageable);
+size_t cms_hostbuf_len(const struct cms_hostbuf *hb);
+/* Faults [off, off + len) of hb in; false when the kernel has no memory for it. No lock. */
+bool cms_hostbuf_fault(struct cms_hostbuf *hb, size_t off, size_t len);
+/* Page-locks hb (cuMemHostRegister, its device's primary context pushed); whether it is. No
+ * lock; a refusal is not logged here. */
+bool cms_hostbuf_pin(cms_context *ctx, struct cms_hostbuf *hb);
+/* Gives back hb, in no region: unregistered (kept for cms_cleanup_retry if the driver refuses)
+ * and unmapped. */
+void cms_hostbuf_free(cms_context *ctx, struct cms_hostbuf *hb);
+/* Makes hb one of r's buffers, with the slice at off[i] for v[i] (each without one, in
+ * address order; the rest of hb: holes), each marked prepared; counted in r's host_bytes and,
+ * page-locked, pinned_bytes; a buffer that could not be page-locked is page-locked by its
+ * first copy (as a split buffer's pieces). r's lock held. */
+void cms_hostbuf_attach(struct cms_region *r, struct cms_hostbuf *hb, struct cms_alloc **v,
+			const size_t *off, size_t n);
+/* The most bytes one host buffer holds for several allocations of r. */
+uint64_t cms_hostbuf_group_max(const struct cms_region *r);
+
+/* ---- prepare.c: host backups made ahead (CMS_REGION_PREPARE) ---- */
+
+/*
+ * One buffer made ahead for a group of allocations of one region, by the engine's background
+ * thread: planned under the region's lock, made without it, then attached under it again.
+ * Whoever holds the region's lock meanwhile (a pause, a flag change, the region's destroy) may
+ * take it over (cms_store_prepare_take). Lives on the making thread's stack.
+ */
+struct cms_prep_job {
+	size_t n;	/* allocations planned for */
+	uint64_t *base; /* their bases and sizes, in address order */
+	uint64_t *size;
+	size_t *off; /* their slices' offsets in the buffer */
+	size_t len;  /* the buffer's bytes */
+	int32_t device;
+	bool pageable;
+	struct cms_hostbuf *hb; /* made (NULL: it failed or was cancelled) */
+	char why[160];		/* why it failed ("" if it did not) */
+	uint64_t ns;		/* the making's time */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* broadcast when built */
+	bool built;	     /* lock */
+	bool taken;	     /* taken over (the region's lock) */
+	atomic_bool cancel;  /* give the buffer back instead of making it */
+};
+
+/* Whether r wants buffers made ahead: CMS_POLICY_HOST, CMS_REGION_PREPARE without
+ * CMS_REGION_RELEASE_HOST, active, not being destroyed. r's lock held. */
+bool cms_store_prepare_wanted(const struct cms_region *r);
+/* Plans j for the first allocations of r, in address order, that have no host backup, up to
+ * one buffer's worth (cms_hostbuf_group_max), and registers it as r's job in flight; false
+ * when there is none (or r wants none, or no memory for the plan). r's lock held. */
+bool cms_store_prepare_plan(struct cms_region *r, struct cms_prep_job *j);
+/* Makes j's buffer (mapped, faulted in, page-locked unless pageable), stopping early when j is
+ * cancelled or *stop is set; marks j built. No lock held. */
+void cms_store_prepare_build(cms_context *ctx, struct cms_prep_job *j, const atomic_bool *stop);
+/* After cms_store_prepare_build: unless taken over, attaches the buffer to those of its
+ * allocations that still need it (counted in r's bytes_prepared, prepare_ns) and returns
+ * NULL, or returns the buffer when none does (the caller frees it, cms_hostbuf_free, after
+ * unlocking). Frees j's plan. r's lock held. */
+struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_prep_job *j);
+/* Takes over r's job in flight, if any: waits until it is built, then attaches its buffer as
+ * finish does (cancel false: a pause), or gives it back (cancel true: it stops early; a flag
+ * change, a destroy). r's lock held. */
+void cms_store_prepare_take(struct cms_region *r, bool cancel);
 
 /* ---- disk.c: the DISK policy ---- */
 #define CMS_DISK_ALIGN 4096u /* file slots, batches and buffers (O_DIRECT) */

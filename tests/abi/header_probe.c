@@ -147,6 +147,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_HOST_PAGEABLE) == 1, "CMS_REGION_HO
 _Static_assert(CMS_REGION_CHUNKS == 64u, "CMS_REGION_CHUNKS == 64");
 _Static_assert(sizeof(CMS_REGION_CHUNKS) == sizeof(uint64_t), "CMS_REGION_CHUNKS has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_CHUNKS) == 1, "CMS_REGION_CHUNKS is unsigned");
+_Static_assert(CMS_REGION_PREPARE == 256u, "CMS_REGION_PREPARE == 256");
+_Static_assert(sizeof(CMS_REGION_PREPARE) == sizeof(uint64_t), "CMS_REGION_PREPARE has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_PREPARE) == 1, "CMS_REGION_PREPARE is unsigned");
 _Static_assert(CMS_HANDLE_TYPE_POSIX_FD == 1u, "CMS_HANDLE_TYPE_POSIX_FD == 1");
 _Static_assert(sizeof(CMS_HANDLE_TYPE_POSIX_FD) == sizeof(uint32_t), "CMS_HANDLE_TYPE_POSIX_FD has the size of uint32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_HANDLE_TYPE_POSIX_FD) == 1, "CMS_HANDLE_TYPE_POSIX_FD is unsigned");
@@ -486,7 +489,7 @@ _Static_assert(offsetof(cms_control_options, nallowed_uids) == 40, "offsetof(cms
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->nallowed_uids, uint32_t *), "cms_control_options.nallowed_uids is uint32_t");
 _Static_assert(offsetof(cms_control_options, reserved) == 44, "offsetof(cms_control_options, reserved) == 44");
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->reserved, uint32_t *), "cms_control_options.reserved is uint32_t");
-_Static_assert(sizeof(cms_region_stats) == 432, "sizeof(cms_region_stats) == 432");
+_Static_assert(sizeof(cms_region_stats) == 448, "sizeof(cms_region_stats) == 448");
 _Static_assert(offsetof(cms_region_stats, struct_size) == 0, "offsetof(cms_region_stats, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->struct_size, size_t *), "cms_region_stats.struct_size is size_t");
 _Static_assert(offsetof(cms_region_stats, tag) == 8, "offsetof(cms_region_stats, tag) == 8");
@@ -523,6 +526,10 @@ _Static_assert(offsetof(cms_region_stats, pause_ns) == 416, "offsetof(cms_region
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->pause_ns, uint64_t *), "cms_region_stats.pause_ns is uint64_t");
 _Static_assert(offsetof(cms_region_stats, resume_ns) == 424, "offsetof(cms_region_stats, resume_ns) == 424");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->resume_ns, uint64_t *), "cms_region_stats.resume_ns is uint64_t");
+_Static_assert(offsetof(cms_region_stats, bytes_prepared) == 432, "offsetof(cms_region_stats, bytes_prepared) == 432");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_prepared, uint64_t *), "cms_region_stats.bytes_prepared is uint64_t");
+_Static_assert(offsetof(cms_region_stats, prepare_ns) == 440, "offsetof(cms_region_stats, prepare_ns) == 440");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->prepare_ns, uint64_t *), "cms_region_stats.prepare_ns is uint64_t");
 _Static_assert(sizeof(cms_backup_info) == 40, "sizeof(cms_backup_info) == 40");
 _Static_assert(offsetof(cms_backup_info, struct_size) == 0, "offsetof(cms_backup_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->struct_size, size_t *), "cms_backup_info.struct_size is size_t");
@@ -725,7 +732,7 @@ int main(void)
 	(void)p_cms_hook_region_default;
 	(void)p_cms_hook_region_default_template_set;
 	(void)p_cms_hook_memory_margin_set;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 77, 61);
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 78, 61);
 	return 0;
 }
 /* clang-format on */

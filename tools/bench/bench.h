@@ -14,6 +14,7 @@
  *   bench_disk.c          (g), the DISK policy, with the disk's floor;
  *   bench_nonret.c        (k), non-retaining HOST pauses against their floor;
  *   bench_multi.c         --devices: (a) and (c) on 1 and on N devices
+ *   bench_prepare.c       (l)'s preparation: its wait and a device copy loop meanwhile
  *   bench_multi_floor.c the driver's multi-device floor of (a)
  *   bench_check.c       the checks after a cycle: HOST content pattern, addresses
  *   bench_floor.c       the floors: raw VMM calls, pinned copy bandwidth
@@ -63,6 +64,7 @@ enum {
 		   */
 	BENCH_WJ, /* (i) with CMS_REGION_HOST_PAGEABLE: pageable backups through staging */
 	BENCH_WK, /* non-retaining HOST pauses swept over sizes, model pool and 1 GiB (issue 27) */
+	BENCH_WL, /* (c) with CMS_REGION_PREPARE: backups prepared ahead (issue 27 item 2) */
 	BENCH_NWORK
 };
 
@@ -142,6 +144,12 @@ struct bench_work {
 	bool sync_done;		   /* the synchronous comparison cycle after the async ones */
 	uint64_t sync_pause_ns;
 	uint64_t sync_resume_ns;
+	/* (l) only (bench_prepare.c): the preparation after the allocations and its cost */
+	double prepare_s;	 /* from the first cms_alloc until the backups were prepared */
+	uint64_t prepare_ns;	 /* cms_region_stats.prepare_ns: the background thread's time */
+	uint64_t bytes_prepared; /* cms_region_stats.bytes_prepared */
+	double load_idle_gbs;	 /* a device copy loop alone, 1e9 bytes/s (read + written) */
+	double load_busy_gbs;	 /* the same loop while the preparation runs */
 	char note[1100];
 };
 
@@ -432,6 +440,27 @@ void bench_mfloor_json(const struct bench *b, const struct bench_mwork *w, FILE 
 
 void bench_works_init(struct bench *b);
 int bench_work_run(struct bench *b, struct bench_work *w);
+
+/* ---- bench_prepare.c: (l)'s preparation (CMS_REGION_PREPARE) and its cost ---- */
+/* A device copy loop: copies of bytes from src to dst on the tool's stream. */
+struct bench_load {
+	uint64_t src, dst, bytes;
+	CUstream stream;
+};
+/* Before (l)'s allocations: a DISCARD region of ctx (destroyed with it) with the loop's two
+ * buffers, and the loop's throughput alone (w->load_idle_gbs). Returns 0 or -1 (failure
+ * recorded). */
+int bench_prepare_before(struct bench *b, struct bench_work *w, cms_context *ctx,
+			 struct bench_load *l);
+/* After them (t0: before the first cms_alloc): runs the loop until the region's backups are
+ * prepared (host_bytes >= its logical bytes, all page-locked), then records the time, the
+ * loop's throughput meanwhile and the region's stats. Returns 0 or -1. */
+int bench_prepare_wait(struct bench *b, struct bench_work *w, cms_region *region,
+		       const struct bench_load *l, uint64_t t0);
+/* Destroys the loop's stream, if made. */
+void bench_prepare_end(struct bench *b, struct bench_load *l);
+/* Writes (l)'s keys (", \"prepare\": {...}") into its JSON object. */
+void bench_prepare_json(const struct bench_work *w, FILE *f);
 
 /* ---- bench_swap.c: workload (e), cms_swap between two HOST tags ---- */
 int bench_swap_run(struct bench *b, struct bench_work *w);

@@ -61,6 +61,8 @@ void bench_works_init(struct bench *b)
 		/* non-retaining pauses of 256 MiB .. 16 GiB against their floor (bench_nonret.c) */
 		{ "RELEASE_HOST sweep, 256 MiB-16 GiB live: model pool, 1 GiB allocs",
 		  CMS_POLICY_HOST, 0, 0, true, -1 },
+		/* (c) with backups prepared ahead in the background: the first pause only copies */
+		{ "16 x 1 GiB HOST, PREPARE", CMS_POLICY_HOST, 16, GIB, true, -1 },
 	};
 	static const struct {
 		const char *label;
@@ -87,6 +89,8 @@ void bench_works_init(struct bench *b)
 			w->flags |= CMS_REGION_RELEASE_HOST;
 		if (i == BENCH_WJ)
 			w->flags |= CMS_REGION_HOST_PAGEABLE;
+		if (i == BENCH_WL)
+			w->flags |= CMS_REGION_PREPARE;
 		w->count0 = t[i].count;
 		w->size0 = t[i].size;
 		w->implemented = t[i].implemented;
@@ -434,6 +438,7 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 	cms_context *ctx = NULL;
 	cms_region *region = NULL;
 	struct bench_async as;
+	struct bench_load load = { 0 };
 	struct bench_slot sl;
 	uint64_t *ptr = NULL, i, t0, need, avail, slowest = 0;
 	char tag[16], what[64], b1[32], b2[32], b3[32];
@@ -492,8 +497,13 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 	ropts.flags = w->flags;
 	snprintf(tag, sizeof(tag), "bench_%c", w->id);
 	BENCH_CMS(b, fail, cms_region_create, ctx, tag, &ropts, &region);
+	if ((w->flags & CMS_REGION_PREPARE) && bench_prepare_before(b, w, ctx, &load))
+		goto fail;
+	t0 = bench_now_ns();
 	for (i = 0; i < w->count; i++)
 		BENCH_CMS(b, fail, cms_alloc, region, w->size, &ptr[i]);
+	if ((w->flags & CMS_REGION_PREPARE) && bench_prepare_wait(b, w, region, &load, t0))
+		goto fail;
 	BENCH_CMS(b, fail, cms_region_info_get, region, &info);
 	w->logical = info.logical_bytes;
 	w->physical = info.physical_bytes;
@@ -567,6 +577,7 @@ fail:
 		snprintf(w->note, sizeof(w->note), "FAILED: %s", b->last_failure);
 out:
 	w->hwm_after = bench_proc_status("VmHWM");
+	bench_prepare_end(b, &load);
 	if (w->async && bench_async_cleanup(b, w, &as)) {
 		w->failed = true;
 		rc = -1;

@@ -38,6 +38,11 @@ type RegionStats struct {
 	// / resumed it (not divided among the regions of a call).
 	PauseNs  uint64
 	ResumeNs uint64
+	// Since 1.3 (RegionPrepare): BytesPrepared are host backup bytes made ahead by the
+	// background preparation that became backups; PrepareNs the nanoseconds the background
+	// thread spent making host backups for the region.
+	BytesPrepared uint64
+	PrepareNs     uint64
 }
 
 // FailuresOf is the number of failed calls that ended with status s (negative, e.g.
@@ -71,6 +76,8 @@ func regionStats(c *C.cms_region_stats) RegionStats {
 		BytesFromStore: uint64(c.bytes_from_store),
 		PauseNs:        uint64(c.pause_ns),
 		ResumeNs:       uint64(c.resume_ns),
+		BytesPrepared:  uint64(c.bytes_prepared),
+		PrepareNs:      uint64(c.prepare_ns),
 	}
 	for k := range s.FailuresByStatus {
 		s.FailuresByStatus[k] = uint64(c.failures_by_status[k])

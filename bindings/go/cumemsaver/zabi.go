@@ -218,6 +218,12 @@ const (
 	// 32 MiB are carved from shared 64 MiB chunks from the first allocation, so a first pause
 	// releases one handle per chunk; unused chunk tails are held ahead of need (retained_bytes).
 	RegionChunks RegionFlags = 0x40
+	// RegionPrepare is CMS_REGION_PREPARE (since 1.3): Host backups prepared ahead (CMS_POLICY_HOST
+	// only, not with CMS_REGION_RELEASE_HOST): after each cms_alloc a background thread of the
+	// library makes the allocation's host backup (mapped, faulted in, page-locked unless
+	// CMS_REGION_HOST_PAGEABLE), so that the first pause after it only copies. Best effort: a
+	// preparation that fails leaves the work to the pause.
+	RegionPrepare RegionFlags = 0x100
 )
 
 // PauseFlags is a value of group pause_flag (a C uint64_t): cms_pause_options.flags.
@@ -426,6 +432,10 @@ func (v RegionFlags) String() string {
 	if v&RegionChunks != 0 {
 		s = append(s, "chunks")
 		v &^= RegionChunks
+	}
+	if v&RegionPrepare != 0 {
+		s = append(s, "prepare")
+		v &^= RegionPrepare
 	}
 	if v != 0 {
 		s = append(s, fmt.Sprintf("0x%x", uint64(v)))

@@ -107,6 +107,11 @@ CMS_REGION_HOST_PAGEABLE = 0x20  # uint64_t, since 1.2
 # the first allocation, so a first pause releases one handle per chunk; unused chunk tails are
 # held ahead of need (retained_bytes).
 CMS_REGION_CHUNKS = 0x40  # uint64_t, since 1.2
+# Host backups prepared ahead (CMS_POLICY_HOST only, not with CMS_REGION_RELEASE_HOST): after each
+# cms_alloc a background thread of the library makes the allocation's host backup (mapped, faulted
+# in, page-locked unless CMS_REGION_HOST_PAGEABLE), so that the first pause after it only copies.
+# Best effort: a preparation that fails leaves the work to the pause.
+CMS_REGION_PREPARE = 0x100  # uint64_t, since 1.3
 
 # ---- pause_flag
 # cms_pause_options.flags.
@@ -516,6 +521,8 @@ class cms_region_stats(ctypes.Structure):
         ("bytes_from_store", ctypes.c_uint64),
         ("pause_ns", ctypes.c_uint64),
         ("resume_ns", ctypes.c_uint64),
+        ("bytes_prepared", ctypes.c_uint64),
+        ("prepare_ns", ctypes.c_uint64),
     ]
 
 
@@ -726,6 +733,8 @@ FIELD_SINCE = {
         "bytes_from_store": "1.2",
         "pause_ns": "1.2",
         "resume_ns": "1.2",
+        "bytes_prepared": "1.3",
+        "prepare_ns": "1.3",
     },
     "cms_backup_info": {
         "struct_size": "1.2",

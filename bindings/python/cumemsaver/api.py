@@ -491,6 +491,10 @@ class RegionStats:
     bytes_from_store: int
     pause_ns: int
     resume_ns: int
+    # Since 1.3 (CMS_REGION_PREPARE): host backup bytes made ahead in the background that
+    # became backups, and the background thread's nanoseconds making them (0 before 1.3).
+    bytes_prepared: int = 0
+    prepare_ns: int = 0
 
 
 def _stats(c) -> RegionStats:
@@ -526,6 +530,8 @@ REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
 REGION_CHUNKS = getattr(L, "CMS_REGION_CHUNKS", 0x40)
 BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
 BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
+# Release 1.3: host backups prepared ahead by a background thread (Context.region(prepare=True)).
+REGION_PREPARE = getattr(L, "CMS_REGION_PREPARE", 0x100)
 
 
 @dataclass(frozen=True)
@@ -722,6 +728,7 @@ class Context:
         disk_dir: Optional[PathLike] = None,
         shareable: bool = False,
         flags: int = 0,
+        prepare: bool = False,
     ) -> "Region":
         """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken.
 
@@ -733,6 +740,10 @@ class Context:
         again and the error raised. A DISK region needs it (or Region.set_disk_dir) before
         its first pause. shareable=True sets CMS_REGION_SHAREABLE (Exporter.publish needs
         it). flags: further CMS_REGION_* bits (e.g. CMS_REGION_SHAREABLE_FABRIC).
+        prepare=True (since 1.3, Policy.HOST only, not with release_host) sets
+        CMS_REGION_PREPARE: a background thread of the library makes each allocation's host
+        backup (page-locked) soon after alloc(), so that the first pause only copies;
+        Region.info().host_bytes / pinned_bytes and Region.stats().bytes_prepared show it.
         policy: a Policy, its name in any case ("host"), or its number. tag: a str."""
         opts = L.init_struct(L.cms_region_options)
         opts.device = _i32(device, "device")
@@ -744,6 +755,8 @@ class Context:
             opts.flags |= L.CMS_REGION_COALESCE
         if shareable:
             opts.flags |= L.CMS_REGION_SHAREABLE
+        if prepare:
+            opts.flags |= REGION_PREPARE
         dir_bytes = None if disk_dir is None else _path(disk_dir, "disk_dir")
         out = L.cms_region_p()
         tag_bytes = _tag(tag)

@@ -91,6 +91,11 @@ pub const CMS_REGION_HOST_PAGEABLE: u64 = 0x20;
 /// the first allocation, so a first pause releases one handle per chunk; unused chunk tails are
 /// held ahead of need (retained_bytes). (since 1.2)
 pub const CMS_REGION_CHUNKS: u64 = 0x40;
+/// Host backups prepared ahead (CMS_POLICY_HOST only, not with CMS_REGION_RELEASE_HOST): after each
+/// cms_alloc a background thread of the library makes the allocation's host backup (mapped, faulted
+/// in, page-locked unless CMS_REGION_HOST_PAGEABLE), so that the first pause after it only copies.
+/// Best effort: a preparation that fails leaves the work to the pause. (since 1.3)
+pub const CMS_REGION_PREPARE: u64 = 0x100;
 
 // ---- pause_flag
 /// The caller guarantees no GPU work uses the memory; skip waiting. (since 1.0)
@@ -819,6 +824,12 @@ pub struct cms_region_stats {
     pub pause_ns: u64,
     /// Nanoseconds (monotonic) of its device's work in the calls that resumed it. (since 1.2)
     pub resume_ns: u64,
+    /// Bytes of host backup buffers made ahead by the background preparation (CMS_REGION_PREPARE)
+    /// that became backups of its allocations. (since 1.3)
+    pub bytes_prepared: u64,
+    /// Nanoseconds (monotonic) the background preparation spent making host backups for it
+    /// (mapping, faulting in, page-locking), also of buffers given back unused. (since 1.3)
+    pub prepare_ns: u64,
 }
 
 impl Default for cms_region_stats {

@@ -167,6 +167,10 @@ pub const REGION_HOST_PAGEABLE: u64 = sys::CMS_REGION_HOST_PAGEABLE as u64;
 /// from the first one, so a first pause releases one handle per chunk; unused tails are held
 /// ahead of need (`retained_bytes`).
 pub const REGION_CHUNKS: u64 = sys::CMS_REGION_CHUNKS as u64;
+/// Region flag (1.3, `Policy::Host` only, not with [`REGION_RELEASE_HOST`]): a background
+/// thread of the library makes each allocation's host backup (page-locked) soon after the
+/// allocation, so that the first pause only copies (`RegionStats::bytes_prepared`).
+pub const REGION_PREPARE: u64 = sys::CMS_REGION_PREPARE as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
 /// `RegionInfo::handle_types` bit: fabric handles.
@@ -484,6 +488,11 @@ pub struct RegionStats {
     pub pause_ns: u64,
     /// Nanoseconds of its device's work in the calls that resumed it.
     pub resume_ns: u64,
+    /// Since 1.3 (`REGION_PREPARE`): bytes of host backups made ahead by the background
+    /// preparation that became backups of its allocations.
+    pub bytes_prepared: u64,
+    /// Since 1.3: nanoseconds the background thread spent making host backups for it.
+    pub prepare_ns: u64,
 }
 
 impl RegionStats {
@@ -522,6 +531,8 @@ impl RegionStats {
             bytes_from_store: s.bytes_from_store as u64,
             pause_ns: s.pause_ns as u64,
             resume_ns: s.resume_ns as u64,
+            bytes_prepared: s.bytes_prepared as u64,
+            prepare_ns: s.prepare_ns as u64,
         }
     }
 }

@@ -315,6 +315,10 @@ int main(void)
 	P("sizeof cms_region_stats.pause_ns", sizeof(((const cms_region_stats *)0)->pause_ns));
 	P("offsetof cms_region_stats.resume_ns", offsetof(cms_region_stats, resume_ns));
 	P("sizeof cms_region_stats.resume_ns", sizeof(((const cms_region_stats *)0)->resume_ns));
+	P("offsetof cms_region_stats.bytes_prepared", offsetof(cms_region_stats, bytes_prepared));
+	P("sizeof cms_region_stats.bytes_prepared", sizeof(((const cms_region_stats *)0)->bytes_prepared));
+	P("offsetof cms_region_stats.prepare_ns", offsetof(cms_region_stats, prepare_ns));
+	P("sizeof cms_region_stats.prepare_ns", sizeof(((const cms_region_stats *)0)->prepare_ns));
 	P("sizeof cms_backup_info", sizeof(cms_backup_info));
 	P("alignof cms_backup_info", _Alignof(cms_backup_info));
 	P("offsetof cms_backup_info.struct_size", offsetof(cms_backup_info, struct_size));
@@ -354,6 +358,7 @@ int main(void)
 	P("const CMS_REGION_GUARD", CMS_REGION_GUARD);
 	P("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE);
 	P("const CMS_REGION_CHUNKS", CMS_REGION_CHUNKS);
+	P("const CMS_REGION_PREPARE", CMS_REGION_PREPARE);
 	P("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD);
 	P("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC);
 	P("const CMS_PAUSE_NO_SYNC", CMS_PAUSE_NO_SYNC);
