@@ -315,6 +315,10 @@ int main(void)
 	P("sizeof cms_region_stats.pause_ns", sizeof(((const cms_region_stats *)0)->pause_ns));
 	P("offsetof cms_region_stats.resume_ns", offsetof(cms_region_stats, resume_ns));
 	P("sizeof cms_region_stats.resume_ns", sizeof(((const cms_region_stats *)0)->resume_ns));
+	P("offsetof cms_region_stats.bytes_verified", offsetof(cms_region_stats, bytes_verified));
+	P("sizeof cms_region_stats.bytes_verified", sizeof(((const cms_region_stats *)0)->bytes_verified));
+	P("offsetof cms_region_stats.verify_ns", offsetof(cms_region_stats, verify_ns));
+	P("sizeof cms_region_stats.verify_ns", sizeof(((const cms_region_stats *)0)->verify_ns));
 	P("sizeof cms_backup_info", sizeof(cms_backup_info));
 	P("alignof cms_backup_info", _Alignof(cms_backup_info));
 	P("offsetof cms_backup_info.struct_size", offsetof(cms_backup_info, struct_size));
@@ -354,6 +358,7 @@ int main(void)
 	P("const CMS_REGION_GUARD", CMS_REGION_GUARD);
 	P("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE);
 	P("const CMS_REGION_CHUNKS", CMS_REGION_CHUNKS);
+	P("const CMS_REGION_VERIFY", CMS_REGION_VERIFY);
 	P("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD);
 	P("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC);
 	P("const CMS_PAUSE_NO_SYNC", CMS_PAUSE_NO_SYNC);
@@ -406,5 +411,6 @@ int main(void)
 	P("const CMS_ERR_LAYOUT_CHANGED", CMS_ERR_LAYOUT_CHANGED);
 	P("const CMS_ERR_REFUSED", CMS_ERR_REFUSED);
 	P("const CMS_ERR_IO", CMS_ERR_IO);
+	P("const CMS_ERR_VERIFY_FAILED", CMS_ERR_VERIFY_FAILED);
 	return 0;
 }
