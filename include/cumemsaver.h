@@ -714,12 +714,12 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * between cycles: the flags in mask take their values in flags.
  * Changeable: CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE and (since
  * 1.3) CMS_REGION_VERIFY. A change applies from the next pause or resume
- * (CMS_REGION_VERIFY cleared on a paused region: its resume checks nothing). On an active region, setting
- * CMS_REGION_RELEASE_HOST or changing CMS_REGION_HOST_PAGEABLE gives back now
- * what the region keeps from its last pause (host backups; a DISK file's space
- * for RELEASE_HOST); a host buffer whose cuMemHostUnregister fails is kept
- * (logged) and the call still succeeds. cms_region_info.flags reports the
- * flags.
+ * (CMS_REGION_VERIFY cleared on a paused region: its resume checks nothing).
+ * On an active region, setting CMS_REGION_RELEASE_HOST or changing
+ * CMS_REGION_HOST_PAGEABLE gives back now what the region keeps from its last
+ * pause (host backups; a DISK file's space for RELEASE_HOST); a host buffer
+ * whose cuMemHostUnregister fails is kept (logged) and the call still
+ * succeeds. cms_region_info.flags reports the flags.
  *   mask:  the flags to change; only those above.
  *   flags: their new values; no bit outside mask.
  * Threads: thread-safe; waits for a pause, resume or swap of the region in
