@@ -8,7 +8,9 @@
  * a swap's resume side checks too; the checksum's rounds over many
  * allocations; the flag's rules; the kernel's module loaded once per device
  * and unloaded with the context; (simulation only) a fault at every driver
- * call of a verified pause and resume rolls back whole.
+ * call of a verified pause and resume rolls back whole. On a GPU (label gpu)
+ * the same, and the kernel's PTX JITs and computes what the C definition does
+ * on random data, and a 1 GiB allocation round trips.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checksum.h"
+#include "checksum_ptx.h"
 #include "common.h"
 
 #define NA 3 /* allocations per region */
@@ -474,6 +478,110 @@ START_TEST(module_load_fails)
 }
 END_TEST
 
+static uint64_t rnd_state = 0x1234567887654321ull;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* The kernel itself, loaded by the test from the library's PTX (the real driver JITs it; the
+ * simulation runs its C definition): tasks of every shape (aligned or not, tails of 1..7
+ * bytes, larger than a block's stride, several per slot) over random bytes give the sums of
+ * cms_checksum_span over the same bytes. */
+START_TEST(kernel_matches_c)
+{
+	enum { NT = 12, NSLOTS = 4 };
+	const uint64_t data_len = 8 * MiB + 13;
+	struct cms_driver *d = t_drv();
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "k", CMS_POLICY_DISCARD, 0);
+	struct cms_checksum_task t[NT];
+	uint64_t data, scratch, n = NT, sums_dev, want[NSLOTS] = { 0 }, got[NSLOTS];
+	void *params[] = { &scratch, &n, &sums_dev };
+	unsigned char *h = malloc(data_len);
+	CUcontext c, popped;
+	CUmodule mod = NULL;
+	CUfunction fn = NULL;
+	CUdevice cu;
+	size_t i;
+
+	ck_assert_ptr_nonnull(h);
+	for (i = 0; i < data_len; i++)
+		h[i] = (unsigned char)rnd();
+	ck_ok(cms_alloc(r, data_len, &data));
+	ck_ok(cms_alloc(r, 4096, &scratch));
+	sums_dev = scratch + NT * sizeof(t[0]);
+	ck_assert_int_eq(t_write(0, data, h, data_len), 0);
+	for (i = 0; i < NT; i++) {
+		uint64_t off = i < 2 ? 0 : rnd() % (data_len / 2);
+		uint64_t len = i == 0 ? data_len : i == 1 ? 7 : 1 + rnd() % (data_len - off - 1);
+
+		if (i == 2)
+			off |= 8, len = CMS_CHECKSUM_TASK_BYTES; /* aligned, a whole task */
+		if (i == 3)
+			off |= 3; /* unaligned start */
+		t[i] = (struct cms_checksum_task){
+			.ptr = data + off, .len = len, .off = off + 17 * i, .slot = i % NSLOTS
+		};
+		want[i % NSLOTS] += cms_checksum_span(h + off, len, off + 17 * i);
+	}
+	ck_assert_int_eq(t_write(0, scratch, t, sizeof(t)), 0);
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), 0);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), 0);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(d->cuMemcpyHtoD(sums_dev, got, sizeof(got)), 0);
+	ck_assert_int_eq(d->cuModuleLoadData(&mod, cms_checksum_ptx), 0);
+	ck_assert_int_eq(d->cuModuleGetFunction(&fn, mod, CMS_CHECKSUM_ENTRY), 0);
+	/* fewer blocks than tasks: the blocks' loop over tasks too */
+	ck_assert_int_eq(d->cuLaunchKernel(fn, NT / 3, 1, 1, CMS_CHECKSUM_BLOCK, 1, 1, 0, NULL,
+					   params, NULL),
+			 0);
+	ck_assert_int_eq(d->cuCtxSynchronize(), 0);
+	ck_assert_int_eq(d->cuMemcpyDtoH(got, sums_dev, sizeof(got)), 0);
+	ck_assert_int_eq(d->cuModuleUnload(mod), 0);
+	ck_assert_int_eq(d->cuCtxPopCurrent(&popped), 0);
+	d->cuDevicePrimaryCtxRelease(cu);
+	for (i = 0; i < NSLOTS; i++)
+		ck_assert_msg(got[i] == want[i], "slot %zu: kernel 0x%016llx, C 0x%016llx", i,
+			      (unsigned long long)got[i], (unsigned long long)want[i]);
+	free(h);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* One 1 GiB allocation (64 MiB on the simulation) round trips verified; one flipped bit in
+ * its backup's last word is caught. */
+START_TEST(big_round_trip)
+{
+	uint64_t size = t_is_sim() ? 64 * MiB : 1024 * MiB, p;
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "big", CMS_POLICY_HOST, CMS_REGION_VERIFY);
+	cms_region_stats st;
+
+	ck_ok(cms_alloc(r, size, &p));
+	ck_assert_int_eq(t_fill(0, p, size, 5), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, size, 5), -1);
+	st = stats(r);
+	ck_assert_uint_eq(st.bytes_verified, size);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	*host_byte(ctx, p + size - 1) ^= 0x01;
+	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
+	*host_byte(ctx, p + size - 1) ^= 0x01;
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, size, 5), -1);
+	fprintf(stderr, "big_round_trip: %llu MiB, verify_ns %llu over 2 pauses and 2 resumes\n",
+		(unsigned long long)(size / MiB), (unsigned long long)stats(r).verify_ns);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("verify");
@@ -488,6 +596,8 @@ static Suite *make(void)
 	tcase_add_test(tc, swap_checks);
 	tcase_add_test(tc, many_allocations);
 	tcase_add_test(tc, flag_rules);
+	tcase_add_test(tc, kernel_matches_c);
+	tcase_add_test(tc, big_round_trip);
 	tcase_add_test(tc, faults_host);       /* simulation only */
 	tcase_add_test(tc, faults_disk);       /* simulation only */
 	tcase_add_test(tc, module_load_fails); /* simulation only */
