@@ -61,6 +61,8 @@ enum {
 	BENCH_WI, /* (c) with CMS_REGION_RELEASE_HOST: every cycle a first cycle (issue 17 item 3)
 		   */
 	BENCH_WJ, /* (i) with CMS_REGION_HOST_PAGEABLE: pageable backups through staging */
+	BENCH_WK, /* (c) with CMS_REGION_VERIFY: verified backups (issue 27 item 4) */
+	BENCH_WL, /* (d) with CMS_REGION_VERIFY */
 	BENCH_NWORK
 };
 
@@ -132,6 +134,8 @@ struct bench_work {
 	uint64_t pinned_after_pause;
 	uint64_t backup_after_pause; /* cms_region_info.backup_bytes after the first pause */
 	uint64_t bytes_backed_up;    /* cms_pause_result of the first pause */
+	/* CMS_REGION_VERIFY ((k), (l)): cms_region_stats after the last cycle */
+	uint64_t bytes_verified, verify_ns;
 	/* (f) only */
 	uint64_t *ready_ns; /* from the resume call to the end of the work enqueued after it */
 	bool kernel;	    /* that work is cms_affine_u32 (else cuMemcpyDtoDAsync: simulation) */

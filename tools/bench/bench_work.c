@@ -58,6 +58,9 @@ void bench_works_init(struct bench *b)
 		{ "16 x 1 GiB HOST, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		/* (i) with pageable backups (copies through page-locked staging) */
 		{ "16 x 1 GiB HOST, PAGEABLE, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		/* (c) and (d) with verified backups: what the checksums cost */
+		{ "16 x 1 GiB HOST, VERIFY", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		{ "2048 x 8 MiB HOST, VERIFY", CMS_POLICY_HOST, 2048, 8 * MIB, true, -1 },
 	};
 	static const struct {
 		const char *label;
@@ -84,6 +87,8 @@ void bench_works_init(struct bench *b)
 			w->flags |= CMS_REGION_RELEASE_HOST;
 		if (i == BENCH_WJ)
 			w->flags |= CMS_REGION_HOST_PAGEABLE;
+		if (i == BENCH_WK || i == BENCH_WL)
+			w->flags |= CMS_REGION_VERIFY;
 		w->count0 = t[i].count;
 		w->size0 = t[i].size;
 		w->implemented = t[i].implemented;
@@ -554,6 +559,13 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 		if (bench_cycle(b, w, ctx, region, ptr, w->cycles_done, &sl))
 			goto fail;
 		w->sync_done = true;
+	}
+	if (w->flags & CMS_REGION_VERIFY) {
+		cms_region_stats rs = { .struct_size = sizeof(rs) };
+
+		BENCH_CMS(b, fail, cms_region_stats_get, region, &rs);
+		w->bytes_verified = rs.bytes_verified;
+		w->verify_ns = rs.verify_ns;
 	}
 	rc = 0;
 	goto out;
