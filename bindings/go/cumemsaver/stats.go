@@ -38,6 +38,11 @@ type RegionStats struct {
 	// / resumed it (not divided among the regions of a call).
 	PauseNs  uint64
 	ResumeNs uint64
+	// BytesVerified (1.3, RegionVerify): content bytes its resumes checked against the
+	// checksum of the pause before; VerifyNs: nanoseconds its device spent checksumming in
+	// the calls that paused or resumed it.
+	BytesVerified uint64
+	VerifyNs      uint64
 }
 
 // FailuresOf is the number of failed calls that ended with status s (negative, e.g.
@@ -71,6 +76,8 @@ func regionStats(c *C.cms_region_stats) RegionStats {
 		BytesFromStore: uint64(c.bytes_from_store),
 		PauseNs:        uint64(c.pause_ns),
 		ResumeNs:       uint64(c.resume_ns),
+		BytesVerified:  uint64(c.bytes_verified),
+		VerifyNs:       uint64(c.verify_ns),
 	}
 	for k := range s.FailuresByStatus {
 		s.FailuresByStatus[k] = uint64(c.failures_by_status[k])

@@ -167,6 +167,11 @@ pub const REGION_HOST_PAGEABLE: u64 = sys::CMS_REGION_HOST_PAGEABLE as u64;
 /// from the first one, so a first pause releases one handle per chunk; unused tails are held
 /// ahead of need (`retained_bytes`).
 pub const REGION_CHUNKS: u64 = sys::CMS_REGION_CHUNKS as u64;
+/// Region flag (1.3, `Policy::Host` or `Policy::Disk`): verified backups. A pause checksums the
+/// content on the device, the resume checks the restored content and fails with
+/// [`ErrorKind::VerifyFailed`], rolled back, on a mismatch. Changeable with
+/// [`Region::set_flags`]; not combinable with `RESUME_ASYNC`.
+pub const REGION_VERIFY: u64 = sys::CMS_REGION_VERIFY as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
 /// `RegionInfo::handle_types` bit: fabric handles.
@@ -484,6 +489,11 @@ pub struct RegionStats {
     pub pause_ns: u64,
     /// Nanoseconds of its device's work in the calls that resumed it.
     pub resume_ns: u64,
+    /// (1.3, [`REGION_VERIFY`]) Content bytes its resumes checked against the checksum of
+    /// the pause before.
+    pub bytes_verified: u64,
+    /// (1.3) Nanoseconds its device spent checksumming in the calls that paused or resumed it.
+    pub verify_ns: u64,
 }
 
 impl RegionStats {
@@ -522,6 +532,8 @@ impl RegionStats {
             bytes_from_store: s.bytes_from_store as u64,
             pause_ns: s.pause_ns as u64,
             resume_ns: s.resume_ns as u64,
+            bytes_verified: s.bytes_verified as u64,
+            verify_ns: s.verify_ns as u64,
         }
     }
 }
