@@ -582,6 +582,62 @@ START_TEST(big_round_trip)
 }
 END_TEST
 
+/* One tag on two devices (a thread each): each device loads its own kernel; a change in the
+ * second device's backup fails the resume of both, all or nothing. */
+START_TEST(two_devices)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_region *r[2];
+	uint64_t p[2][NA];
+	int d, n = 0;
+
+	ck_assert_int_eq(t_drv()->cuDeviceGetCount(&n), 0);
+	ck_assert(!t_is_sim() || n == 2); /* CMS_SIM_DEVICES=2 */
+	if (n < 2) {
+		ck_ok(cms_context_destroy(ctx));
+		return;
+	}
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_VERIFY;
+	for (d = 0; d < 2; d++) {
+		size_t i;
+
+		o.device = d;
+		ck_ok(cms_region_create(ctx, "m", &o, &r[d]));
+		for (i = 0; i < NA; i++) {
+			ck_ok(cms_alloc(r[d], sizes[i], &p[d][i]));
+			ck_assert_int_eq(
+				t_fill(d, p[d][i], sizes[i], 100u * (uint32_t)d + (uint32_t)i), 0);
+		}
+	}
+	ck_ok(cms_pause(ctx, "m", NULL, NULL));
+	if (t_is_sim())
+		ck_assert_uint_eq(modules(), 2);
+	ck_ok(cms_resume(ctx, "m", NULL, NULL));
+	ck_ok(cms_pause(ctx, "m", NULL, NULL));
+	*host_byte(ctx, p[1][0] + 99) ^= 0x04;
+	ck_status(cms_resume(ctx, "m", NULL, NULL), CMS_ERR_VERIFY_FAILED);
+	ck_assert_uint_eq(info(r[0]).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(info(r[1]).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(info(r[0]).backed_bytes, 0);
+	*host_byte(ctx, p[1][0] + 99) ^= 0x04;
+	ck_ok(cms_resume(ctx, "m", NULL, NULL));
+	for (d = 0; d < 2; d++) {
+		size_t i;
+
+		for (i = 0; i < NA; i++)
+			ck_assert_int_eq(
+				t_check(d, p[d][i], sizes[i], 100u * (uint32_t)d + (uint32_t)i),
+				-1);
+		ck_assert_uint_eq(stats(r[d]).bytes_verified, 2 * (sizes[0] + sizes[1] + sizes[2]));
+	}
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim())
+		ck_assert_uint_eq(modules(), 0);
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("verify");
@@ -596,6 +652,7 @@ static Suite *make(void)
 	tcase_add_test(tc, swap_checks);
 	tcase_add_test(tc, many_allocations);
 	tcase_add_test(tc, flag_rules);
+	tcase_add_test(tc, two_devices);
 	tcase_add_test(tc, kernel_matches_c);
 	tcase_add_test(tc, big_round_trip);
 	tcase_add_test(tc, faults_host);       /* simulation only */
