@@ -66,6 +66,12 @@ static inline uint64_t cms_checksum_load(const unsigned char *p, unsigned n)
 	uint64_t w = 0;
 	unsigned k;
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (n == 8) { /* one unaligned load (a host's byte loop is ten times slower) */
+		__builtin_memcpy(&w, p, 8);
+		return w;
+	}
+#endif
 	for (k = 0; k < n; k++)
 		w |= (uint64_t)p[k] << (8 * k);
 	return w;
