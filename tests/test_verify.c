@@ -520,8 +520,10 @@ START_TEST(kernel_matches_c)
 		uint64_t off = i < 2 ? 0 : rnd() % (data_len / 2);
 		uint64_t len = i == 0 ? data_len : i == 1 ? 7 : 1 + rnd() % (data_len - off - 1);
 
-		if (i == 2)
-			off |= 8, len = CMS_CHECKSUM_TASK_BYTES; /* aligned, a whole task */
+		if (i == 2) { /* aligned, a whole task */
+			off &= ~(uint64_t)7;
+			len = CMS_CHECKSUM_TASK_BYTES;
+		}
 		if (i == 3)
 			off |= 3; /* unaligned start */
 		t[i] = (struct cms_checksum_task){
