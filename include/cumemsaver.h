@@ -195,8 +195,15 @@ typedef int32_t cms_status;
 #define CMS_ERR_REFUSED (-24)
 /* Since 1.1: a system call on a socket or file failed (the message names it and errno). */
 #define CMS_ERR_IO (-25)
+/*
+ * Since 1.3: content restored differs from the content paused: the checksum
+ * of a CMS_REGION_VERIFY allocation's restored device content is not the one
+ * its pause took (the message names the region's tag and the allocation's
+ * base). The resume was rolled back: the region stays paused, its backup kept.
+ */
+#define CMS_ERR_VERIFY_FAILED (-27)
 /* Lowest status number in use (for bindings and tests). */
-#define CMS_STATUS_MIN (-25)
+#define CMS_STATUS_MIN (-27)
 
 /*
  * cms_status_name - the name of a status: "CMS_OK", "CMS_ERR_NOT_FOUND", ...
@@ -470,6 +477,26 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  */
 #define CMS_REGION_HOST_PAGEABLE 0x20ull
 /*
+ * Region flag (since 1.3), with CMS_POLICY_HOST or CMS_POLICY_DISK only (else
+ * cms_region_create returns CMS_ERR_INVALID_ARGUMENT): verified backups. A
+ * pause computes a 64-bit checksum of each allocation's device content (the
+ * bytes it saves: not ranges declared with cms_range_discard) with a GPU
+ * kernel of the library, before the memory is released; the resume, once its
+ * restore copies are done, checksums the restored device content and compares.
+ * A mismatch fails the resume (cms_resume, cms_region_resume, cms_swap) with
+ * CMS_ERR_VERIFY_FAILED, rolled back: the region stays paused with its backup
+ * (cms_backup_read shows it). Changeable between cycles
+ * (cms_region_flags_set): a resume checks only what the pause before it
+ * checksummed, and not while the flag is clear, so clearing it takes a
+ * mismatching backup back as it is. The cost: the kernel reads the content
+ * once at the pause and once at the resume (device memory bandwidth; bytes
+ * and time in cms_region_stats.bytes_verified, verify_ns); the first pause
+ * with the flag on a device loads the kernel (cuModuleLoadData) and maps one
+ * granule of device memory for its tables and results, both kept until
+ * cms_context_destroy. Not combinable with CMS_RESUME_ASYNC.
+ */
+#define CMS_REGION_VERIFY 0x80ull
+/*
  * Region flag (since 1.3), with CMS_POLICY_HOST only and not with
  * CMS_REGION_RELEASE_HOST (else cms_region_create returns
  * CMS_ERR_INVALID_ARGUMENT): host backups prepared ahead. After each cms_alloc
@@ -550,7 +577,8 @@ CMS_API cms_status cms_region_options_init(cms_region_options *opts);
  *     policy; unknown flag bits; CMS_REGION_CHUNKS without
  *     CMS_REGION_COALESCE; CMS_REGION_HOST_PAGEABLE or CMS_REGION_PREPARE
  *     without CMS_POLICY_HOST; CMS_REGION_PREPARE with
- *     CMS_REGION_RELEASE_HOST.
+ *     CMS_REGION_RELEASE_HOST; CMS_REGION_VERIFY without CMS_POLICY_HOST or
+ *     CMS_POLICY_DISK.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_EXISTS: a region with this tag exists on this device.
  *   CMS_ERR_INVALID_DEVICE: opts->device is negative, 64 or more, or not a
@@ -716,16 +744,18 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
 /*
  * cms_region_flags_set (since 1.2) - changes the region's retention flags
  * between cycles: the flags in mask take their values in flags.
- * Changeable: CMS_REGION_RELEASE_HOST and CMS_REGION_HOST_PAGEABLE. A change
- * applies from the next pause or resume. On an active region, setting
- * CMS_REGION_RELEASE_HOST or changing CMS_REGION_HOST_PAGEABLE gives back now
- * what the region keeps from its last pause (host backups; a DISK file's space
- * for RELEASE_HOST); a host buffer whose cuMemHostUnregister fails is kept
- * (logged) and the call still succeeds. Since 1.3, on a CMS_REGION_PREPARE
- * region setting CMS_REGION_RELEASE_HOST also stops its preparation (a buffer
- * being made is given back; waits for it) and clearing it prepares again.
+ * Changeable: CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE and (since
+ * 1.3) CMS_REGION_VERIFY. A change applies from the next pause or resume
+ * (CMS_REGION_VERIFY cleared on a paused region: its resume checks nothing).
+ * On an active region, setting CMS_REGION_RELEASE_HOST or changing
+ * CMS_REGION_HOST_PAGEABLE gives back now what the region keeps from its last
+ * pause (host backups; a DISK file's space for RELEASE_HOST); a host buffer
+ * whose cuMemHostUnregister fails is kept (logged) and the call still
+ * succeeds. Since 1.3, on a CMS_REGION_PREPARE region setting
+ * CMS_REGION_RELEASE_HOST also stops its preparation (a buffer being made is
+ * given back; waits for it) and clearing it prepares again.
  * cms_region_info.flags reports the flags.
- *   mask:  the flags to change; only the two above.
+ *   mask:  the flags to change; only those above.
  *   flags: their new values; no bit outside mask.
  * Threads: thread-safe; waits for a pause, resume or swap of the region in
  * progress; not concurrently with cms_region_destroy of the region.
@@ -735,7 +765,8 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: region is NULL; mask has a bit other than the
  *     changeable ones; flags has a bit outside mask; CMS_REGION_HOST_PAGEABLE
- *     set on a region whose policy is not CMS_POLICY_HOST.
+ *     set on a region whose policy is not CMS_POLICY_HOST; CMS_REGION_VERIFY
+ *     set on one whose policy is neither CMS_POLICY_HOST nor CMS_POLICY_DISK.
  *   CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change on a paused region.
  *   driver statuses: waiting for an asynchronous restore failed.
  */
@@ -1112,6 +1143,10 @@ typedef struct cms_resume_result {
  * CUDA: cuCtxSynchronize (or cuStreamSynchronize / cuEventSynchronize per
  * opts); cuMemcpyDtoHAsync for HOST and DISK; cuMemUnmap, cuMemRelease; on
  * rollback cuMemCreate, cuMemMap, cuMemSetAccess, cuMemcpyHtoDAsync.
+ * CMS_REGION_VERIFY (since 1.3): cuMemcpyHtoDAsync, cuMemsetD8Async,
+ * cuLaunchKernel, cuMemcpyDtoHAsync; the first time on a device also
+ * cuModuleLoadData, cuModuleGetFunction, cuMemAddressReserve, cuMemCreate,
+ * cuMemMap, cuMemSetAccess.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; a bad tag; unknown opts->flags; a
@@ -1159,13 +1194,14 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * Threads: as cms_pause.
  * CUDA: cuMemCreate, cuMemMap, cuMemSetAccess; cuMemcpyHtoDAsync (HOST, DISK),
  * cuMemsetD8Async (ZERO), cuStreamSynchronize; cuEventRecord,
- * cuStreamWaitEvent with CMS_RESUME_ASYNC; on rollback cuMemUnmap,
- * cuMemRelease.
+ * cuStreamWaitEvent with CMS_RESUME_ASYNC; CMS_REGION_VERIFY:
+ * cuMemcpyHtoDAsync, cuMemsetD8Async, cuLaunchKernel, cuMemcpyDtoHAsync; on
+ * rollback cuMemUnmap, cuMemRelease.
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; a bad tag; unknown opts->flags;
- *     CMS_RESUME_ASYNC with a region that has CMS_REGION_RELEASE_HOST or
- *     CMS_REGION_HOST_PAGEABLE.
+ *     CMS_RESUME_ASYNC with a region that has CMS_REGION_RELEASE_HOST,
+ *     CMS_REGION_HOST_PAGEABLE or CMS_REGION_VERIFY.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
  *   CMS_ERR_NOT_FOUND: no region is tagged tag.
  *   CMS_ERR_NOT_PAUSED: no region of tag is paused (tag NULL: no region of
@@ -1175,6 +1211,9 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  *   CMS_ERR_OUT_OF_HOST_MEMORY: bookkeeping, or a device thread.
  *   CMS_ERR_IO, CMS_ERR_PERMISSION (since 1.1): reading a DISK region's file
  *     failed.
+ *   CMS_ERR_VERIFY_FAILED (since 1.3): a CMS_REGION_VERIFY allocation's
+ *     restored content differs from what its pause checksummed (the message
+ *     names the region's tag and the allocation's base); rolled back.
  *   CMS_ERR_ROLLBACK_FAILED: see above.
  *   driver statuses.
  */
@@ -1211,13 +1250,14 @@ CMS_API cms_status cms_region_pause(cms_region *region, const cms_pause_options 
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: region is NULL; unknown opts->flags;
- *     CMS_RESUME_ASYNC with CMS_REGION_RELEASE_HOST or
- *     CMS_REGION_HOST_PAGEABLE.
+ *     CMS_RESUME_ASYNC with CMS_REGION_RELEASE_HOST,
+ *     CMS_REGION_HOST_PAGEABLE or CMS_REGION_VERIFY.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size or result->struct_size.
  *   CMS_ERR_NOT_FOUND: the region was destroyed.
  *   CMS_ERR_NOT_PAUSED: the region is active; nothing changed.
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY, CMS_ERR_OUT_OF_HOST_MEMORY, CMS_ERR_IO,
- *     CMS_ERR_PERMISSION, CMS_ERR_ROLLBACK_FAILED: as cms_resume.
+ *     CMS_ERR_PERMISSION, CMS_ERR_VERIFY_FAILED, CMS_ERR_ROLLBACK_FAILED: as
+ *     cms_resume.
  *   driver statuses.
  */
 CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_options *opts,
@@ -1267,6 +1307,8 @@ CMS_API cms_status cms_region_resume(cms_region *region, const cms_resume_option
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY: cuMemCreate failed with nothing left to
  *     release.
  *   CMS_ERR_TIMEOUT, CMS_ERR_REFUSED: an importer, as for cms_pause.
+ *   CMS_ERR_VERIFY_FAILED (since 1.3): as for cms_resume, on the resume side;
+ *     both sides rolled back.
  *   CMS_ERR_ROLLBACK_FAILED: as for cms_pause and cms_resume; the next call
  *     completes.
  *   driver statuses.
@@ -1369,6 +1411,14 @@ typedef struct cms_region_stats {
 	 */
 	uint64_t bytes_prepared;
 	uint64_t prepare_ns;
+	/*
+	 * Since 1.3 (CMS_REGION_VERIFY): content bytes its resumes checked
+	 * against the checksum its pause before took, and nanoseconds
+	 * (CLOCK_MONOTONIC) its device spent checksumming in the calls that
+	 * paused or resumed it (as pause_ns: not divided among regions).
+	 */
+	uint64_t bytes_verified;
+	uint64_t verify_ns;
 } cms_region_stats;
 
 /*

@@ -67,6 +67,9 @@ typedef struct cmssim_counters {
 	uint64_t calls;			/* counted driver calls so far (cmssim_call_count) */
 	uint64_t host_registrations;	/* cuMemHostRegister ranges not yet unregistered */
 	uint64_t host_registered_bytes; /* bytes of those */
+	/* Modules loaded and not unloaded: the library's checksum kernel (CMS_REGION_VERIFY), the
+	 * only image the simulation loads (its launches run a C implementation of it). */
+	uint64_t modules;
 } cmssim_counters;
 
 #define CMSSIM_COUNTERS_INIT                           \

@@ -52,10 +52,10 @@ check "bad option: points to --help" $?
 n=$(wc -l <"$tmp/err")
 check "unexpected argument: at most 6 lines (got $n)" $((n > 6))
 
-# --help describes every workload a..k (one line each: the letter, then what it runs).
+# --help describes every workload a..n (one line each: the letter, then what it runs).
 "$bench" --help >"$tmp/help"
 check "--help: exit 0" $?
-for w in a b c d e f g h i j k; do
+for w in a b c d e f g h i j k l m n; do
 	grep -qE "^ +$w  [0-9A-Za-z]" "$tmp/help"
 	check "--help describes workload ($w)" $?
 done

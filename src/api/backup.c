@@ -77,7 +77,7 @@ CMS_API cms_status cms_backup_read(cms_context *ctx, uint64_t ptr, void *buf, ui
 	return st;
 }
 
-#define CHANGEABLE (CMS_REGION_RELEASE_HOST | CMS_REGION_HOST_PAGEABLE)
+#define CHANGEABLE (CMS_REGION_RELEASE_HOST | CMS_REGION_HOST_PAGEABLE | CMS_REGION_VERIFY)
 
 CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint64_t flags)
 {
@@ -105,6 +105,9 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 			"CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (region \"%s\" has "
 			"policy %u)",
 			r->tag, r->policy);
+	st = cms_region_verify_check(flags, r->policy); /* as at create */
+	if (st)
+		return st;
 	pthread_mutex_lock(&r->lock);
 	next = (r->flags & ~mask) | flags;
 	changed = r->flags ^ next;

@@ -99,6 +99,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 			continue;
 		}
 		cms_vmm_guard_drop(ctx, i); /* every region, so every guard, is gone */
+		cms_checksum_drop(ctx, i);  /* CMS_REGION_VERIFY's kernel and scratch */
 		for (k = 0; k < CMS_COPY_STREAMS; k++) {
 			if (d->events[k])
 				cms_cleanup_event(ctx, i, d->events[k]); /* kept if it fails */

@@ -28,10 +28,10 @@ cms_status cms_region_options_check(const cms_region_options *opts, cms_region_o
 	if (o.policy >= cms_store_count())
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
-	if (o.flags &
-	    ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
-			CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE | CMS_REGION_GUARD |
-			CMS_REGION_HOST_PAGEABLE | CMS_REGION_CHUNKS | CMS_REGION_PREPARE))
+	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
+				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE |
+				  CMS_REGION_GUARD | CMS_REGION_HOST_PAGEABLE | CMS_REGION_CHUNKS |
+				  CMS_REGION_PREPARE | CMS_REGION_VERIFY))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
 				     (unsigned long long)o.flags);
 	if ((o.flags & CMS_REGION_CHUNKS) && !(o.flags & CMS_REGION_COALESCE))
@@ -53,7 +53,20 @@ cms_status cms_region_options_check(const cms_region_options *opts, cms_region_o
 			"CMS_REGION_PREPARE with CMS_REGION_RELEASE_HOST: a region that "
 			"gives its host backups back after each resume has none to "
 			"prepare ahead");
+	st = cms_region_verify_check(o.flags, o.policy);
+	if (st)
+		return st;
 	*out = o;
+	return CMS_OK;
+}
+
+cms_status cms_region_verify_check(uint64_t flags, uint32_t policy)
+{
+	if ((flags & CMS_REGION_VERIFY) && policy != CMS_POLICY_HOST && policy != CMS_POLICY_DISK)
+		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
+				     "CMS_REGION_VERIFY needs CMS_POLICY_HOST or CMS_POLICY_DISK "
+				     "(policy %u keeps no backup to verify)",
+				     policy);
 	return CMS_OK;
 }
 

@@ -73,6 +73,13 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 				"CMS_RESUME_ASYNC needs its host buffers until the copies end",
 				w[i]->tag);
 	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
+		if (w[i]->flags & CMS_REGION_VERIFY)
+			return cms_set_error(
+				CMS_ERR_INVALID_ARGUMENT,
+				"region \"%s\" verifies its content after the restore: "
+				"CMS_RESUME_ASYNC would return before it is checked",
+				w[i]->tag);
+	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
 		if (w[i]->flags & CMS_REGION_HOST_PAGEABLE)
 			return cms_set_error(
 				CMS_ERR_INVALID_ARGUMENT,

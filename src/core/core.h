@@ -171,6 +171,9 @@ struct cms_device {
 	 * mapped whole and read-only over pieces of the released allocations of paused
 	 * CMS_REGION_GUARD regions (vmm/guard.c); 0 until the first such region. ctx->lock. */
 	CUmemGenericAllocationHandle zero[CMS_GUARD_ORDERS];
+	/* The checksum kernel and its scratch (checksum.c; CMS_REGION_VERIFY), made by the first
+	 * use: NULL until then; the pointer under ctx->lock. */
+	struct cms_checksummer *checksum;
 };
 
 struct cms_alloc {
@@ -210,6 +213,7 @@ struct cms_counters {
 	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
 	uint64_t pause_ns, resume_ns;
 	uint64_t bytes_prepared, prepare_ns; /* CMS_REGION_PREPARE (store/prepare.c; since 1.3) */
+	uint64_t bytes_verified, verify_ns;  /* CMS_REGION_VERIFY (since 1.3) */
 };
 
 struct cms_region {
@@ -286,6 +290,28 @@ cms_status cms_cleanup_retry(cms_context *ctx);
 /* Gives up the kept cleanups (context destroy, after a last retry): each object is logged as
  * leaked and forgotten. */
 void cms_cleanup_abandon(cms_context *ctx);
+
+/* ---- checksum.c: checksums of device memory (CMS_REGION_VERIFY) ---- */
+/* len bytes of device memory at ptr, bytes [off, off + len) of an allocation, whose checksum
+ * (kernels/checksum.h) goes to slot. */
+struct cms_checksum_span {
+	CUdeviceptr ptr;
+	uint64_t len, off;
+	size_t slot;
+};
+/*
+ * sums[0..nslots) = the checksums of spans v[0..n) (slots nondecreasing along v, each below
+ * nslots) computed on device dev by the library's kernel on stream, device context current;
+ * returns once they are read back. The first call on a device loads the kernel
+ * (cuModuleLoadData) and maps one granule of scratch; a failure leaves nothing loaded (the
+ * next call tries again). Calls on one device are serialized (a leaf lock).
+ */
+cms_status cms_checksum_device(cms_context *ctx, int32_t dev, CUstream stream,
+			       const struct cms_checksum_span *v, size_t n, uint64_t *sums,
+			       size_t nslots);
+/* Unloads device dev's kernel and frees its scratch (cms_context_destroy, its primary context
+ * current); what the driver refuses is logged or kept as a cleanup. */
+void cms_checksum_drop(cms_context *ctx, int32_t dev);
 
 /* ---- device.c: driver, devices, fork detection ---- */
 /* Bumped in the child by a pthread_atfork handler. */
@@ -415,7 +441,9 @@ void cms_hook_defaults_free(cms_context *ctx);
 /* What one committed side of an engine call did to one region. */
 struct cms_counted {
 	uint64_t released, backed, to_store, from_store; /* bytes */
+	uint64_t verified;				 /* bytes its resume checked */
 	uint64_t ns;					 /* its device's work */
+	uint64_t verify_ns;				 /* of it checksumming */
 };
 /* r was paused (out) or resumed (!out) by a committed call; swap: by cms_swap. */
 void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c);

@@ -17,11 +17,14 @@ void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct
 		k->bytes_released += c->released;
 		k->bytes_to_store += c->to_store;
 		k->pause_ns += c->ns;
+		k->verify_ns += c->verify_ns;
 	} else {
 		k->resumes++;
 		k->bytes_backed += c->backed;
 		k->bytes_from_store += c->from_store;
 		k->resume_ns += c->ns;
+		k->bytes_verified += c->verified;
+		k->verify_ns += c->verify_ns;
 	}
 	k->swaps += swap;
 }
@@ -63,4 +66,6 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *o)
 	o->resume_ns = k->resume_ns;
 	o->bytes_prepared = k->bytes_prepared;
 	o->prepare_ns = k->prepare_ns;
+	o->bytes_verified = k->bytes_verified;
+	o->verify_ns = k->verify_ns;
 }

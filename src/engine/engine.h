@@ -21,6 +21,10 @@
 struct cms_engine_alloc {
 	struct cms_store_alloc below;
 	bool rollback_released; /* the pause rollback: its memory had been released */
+	/* CMS_REGION_VERIFY (verify.c): the checksum of the content the last pause saved, set
+	 * by that pause (checksummed) and checked by the resume after it. */
+	bool checksummed;
+	uint64_t checksum;
 };
 
 static inline struct cms_engine_alloc *cms_alloc_engine(const struct cms_alloc *a)
@@ -147,6 +151,7 @@ struct cms_work {
 	uint64_t backed, restored;	  /* in: device bytes backed, bytes copied from stores */
 	uint64_t free_before, free_after; /* cuMemGetInfo around the out side (pause result) */
 	uint64_t elapsed_ns;
+	uint64_t verify_ns; /* time spent checksumming (verify.c) */
 	cms_status st;
 	bool failed_in; /* st comes from the in side */
 };
@@ -203,6 +208,17 @@ cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
 /* Undo: unmaps and releases what the call made for w->vi, guards CMS_REGION_GUARD
  * allocations again; tries all. */
 cms_status cms_in_undo(struct cms_work *w);
+
+/* ---- verify.c: verified backups (CMS_REGION_VERIFY) ---- */
+/* Out side, before any save: checksums the device content of w->vo's mapped allocations of
+ * CMS_REGION_VERIFY regions on stream (the others of w->vo get none). */
+cms_status cms_verify_out(struct cms_work *w, CUstream stream);
+/* In side, once the restores are done: checksums the content of w->vi's allocations that have
+ * a checksum, in regions with the flag, on stream; CMS_ERR_VERIFY_FAILED (naming the region
+ * and the allocation) at the first mismatch. */
+cms_status cms_verify_in(struct cms_work *w, CUstream stream);
+/* Bytes of a the in side would check (its live bytes, or 0). */
+uint64_t cms_verify_bytes(const struct cms_alloc *a);
 
 /* ---- commit.c ---- */
 /* Commits w's out side (regions paused) and in side (regions active, epoch + 1). */

@@ -7,7 +7,8 @@
  *   2. create a physical handle for each (one per run), map it, and restore
  *      its content per policy while the next ones are backed (in.c)
  *   3. async resume: make the caller's stream wait for the copies; else
- *      synchronize them
+ *      synchronize them and check the content of CMS_REGION_VERIFY regions
+ *      against the checksums of their pause (verify.c; not async: api/)
  *   4. vote (every device backed and restored), commit: states, epochs
  * On failure everything this call created or mapped is undone and every
  * allocation stays paused with its stored content.
@@ -35,6 +36,8 @@ static cms_status resume_run(struct cms_work *w)
 	rb = cms_lanes_sync(&all); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
+	if (!st && !async) /* CMS_REGION_VERIFY: the restored content is the paused one */
+		st = cms_verify_in(w, cms_lane_at(&all, 0));
 	if (!st && !async)
 		st = cms_xdev_vote(w->xv); /* every device backed and restored: commit */
 	if (st) {

@@ -47,7 +47,11 @@ static cms_status in_side_run(struct in_side *s)
 
 	st = cms_in_back(w, &l);
 	rb = cms_lanes_sync(&l);
-	return st ? st : rb;
+	if (!st)
+		st = rb;
+	if (!st) /* CMS_REGION_VERIFY: the restored content is the paused one */
+		st = cms_verify_in(w, cms_lane_at(&l, 0));
+	return st;
 }
 
 static void *in_side_main(void *arg)
@@ -128,6 +132,8 @@ static cms_status swap_run(struct cms_work *w)
 		if (w->call->measure)
 			w->free_before = cms_work_free_bytes(w);
 		st = cms_out_wait(w);
+		if (!st) /* CMS_REGION_VERIFY: before the in side starts, on the out lane */
+			st = cms_verify_out(w, w->ctx->devices[w->dev].streams[OUT_STREAM]);
 	}
 	if (st)
 		goto out;

@@ -662,6 +662,7 @@ SIM_EXPORT int cmssim_get_counters(cmssim_counters *out)
 	c.host_buffer_bytes = sim.host_bytes;
 	c.host_registrations = sim.host_regs.n;
 	c.host_registered_bytes = sim.host_reg_bytes;
+	c.modules = sim.modules;
 	sim_unlock();
 	c.calls = atomic_load(&call_count);
 	if (want > sizeof(c))

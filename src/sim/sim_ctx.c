@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "checksum.h"
 #include "sim_internal.h"
 
 #define SIM_DRIVER_VERSION 13000
@@ -231,7 +232,26 @@ SIM_EXPORT CUresult cuMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 	return CUDA_SUCCESS;
 }
 
-/* ---- modules: the simulation cannot run kernels --------------------------- */
+/* ---- modules: the simulation runs one kernel, the library's checksum --------- */
+
+/*
+ * An image holding the entry of the library's checksum kernel (CMS_REGION_VERIFY) loads as
+ * the one module the simulation knows, whose one function runs the kernel's C definition
+ * (sim_checksum_launch); any other image is CUDA_ERROR_NOT_SUPPORTED, as without a GPU.
+ */
+struct CUmod_st {
+	int unused;
+};
+struct CUfunc_st {
+	int unused;
+};
+static struct CUmod_st checksum_module;
+static struct CUfunc_st checksum_function;
+
+static int is_checksum_image(const char *image)
+{
+	return strstr(image, ".entry " CMS_CHECKSUM_ENTRY "(") != NULL;
+}
 
 SIM_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
@@ -245,14 +265,27 @@ SIM_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	if (!module || !image)
 		return CUDA_ERROR_INVALID_VALUE;
 	*module = NULL;
-	return CUDA_ERROR_NOT_SUPPORTED;
+	if (!is_checksum_image(image))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	sim_wrlock();
+	sim.modules++;
+	sim_unlock();
+	*module = &checksum_module;
+	return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuModuleUnload(CUmodule module)
 {
-	(void)module;
+	CUresult rc = CUDA_ERROR_INVALID_HANDLE;
+
 	SIM_ENTER("cuModuleUnload");
-	return CUDA_ERROR_INVALID_HANDLE;
+	sim_wrlock();
+	if (module == &checksum_module && sim.modules) {
+		sim.modules--;
+		rc = CUDA_SUCCESS;
+	}
+	sim_unlock();
+	return rc;
 }
 
 SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
@@ -260,14 +293,18 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const c
 	CUresult rc;
 	int dev;
 
-	(void)module;
 	SIM_ENTER("cuModuleGetFunction");
 	rc = sim_current_device(&dev);
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	if (!fn || !name)
 		return CUDA_ERROR_INVALID_VALUE;
-	return CUDA_ERROR_INVALID_HANDLE;
+	if (module != &checksum_module)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (strcmp(name, CMS_CHECKSUM_ENTRY) != 0)
+		return CUDA_ERROR_NOT_FOUND;
+	*fn = &checksum_function;
+	return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -278,13 +315,18 @@ SIM_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int 
 	CUresult rc;
 	int dev;
 
-	(void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
-	(void)shared_bytes, (void)stream, (void)params, (void)extra;
 	SIM_ENTER("cuLaunchKernel");
 	rc = sim_current_device(&dev);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	return CUDA_ERROR_INVALID_HANDLE;
+	if (fn != &checksum_function)
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* The shape the kernel is written for (checksum_kernel.c), its three parameters. */
+	if (!gx || gy != 1 || gz != 1 || bx != CMS_CHECKSUM_BLOCK || by != 1 || bz != 1 ||
+	    shared_bytes || extra || !params || !params[0] || !params[1] || !params[2])
+		return CUDA_ERROR_INVALID_VALUE;
+	return sim_checksum_launch(*(const uint64_t *)params[0], *(const uint64_t *)params[1],
+				   *(const uint64_t *)params[2], stream);
 }
 
 /* ---- cuGetProcAddress ----------------------------------------------------- */

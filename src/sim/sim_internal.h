@@ -152,6 +152,7 @@ struct sim_state {
 	uint64_t host_buffers;
 	uint64_t host_bytes;
 	struct sim_set host_regs; /* cuMemHostRegister ranges */
+	uint64_t modules;	  /* the checksum kernel's modules loaded (sim_ctx.c) */
 	uint64_t host_reg_bytes;
 
 	/* peer[d][p]: device d may access memory of device p (set once, then under lock) */
@@ -210,6 +211,11 @@ struct sim_range *sim_set_containing(const struct sim_set *s, uint64_t addr, ssi
 int sim_set_insert(struct sim_set *s, struct sim_range *r);
 void sim_set_remove(struct sim_set *s, uint64_t key);
 void sim_set_remove_at(struct sim_set *s, size_t idx, size_t count);
+
+/* Runs the library's checksum kernel (kernels/checksum.h) in stream order: for each of the
+ * ntasks struct cms_checksum_task at device address tasks, its checksum is added to the 64-bit
+ * sums[slot] at device address sums. All device ranges are checked before any runs. */
+CUresult sim_checksum_launch(uint64_t tasks, uint64_t ntasks, uint64_t sums, CUstream stream);
 
 /* sim_vmm.c */
 /* Access check of a copy: device dev's rights (dev < 0: any device's, the widest). */

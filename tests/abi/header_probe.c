@@ -70,6 +70,8 @@ _Static_assert(CMS_ERR_REFUSED == -24, "CMS_ERR_REFUSED == -24");
 _Static_assert(sizeof(CMS_ERR_REFUSED) == sizeof(cms_status), "CMS_ERR_REFUSED has the size of cms_status");
 _Static_assert(CMS_ERR_IO == -25, "CMS_ERR_IO == -25");
 _Static_assert(sizeof(CMS_ERR_IO) == sizeof(cms_status), "CMS_ERR_IO has the size of cms_status");
+_Static_assert(CMS_ERR_VERIFY_FAILED == -27, "CMS_ERR_VERIFY_FAILED == -27");
+_Static_assert(sizeof(CMS_ERR_VERIFY_FAILED) == sizeof(cms_status), "CMS_ERR_VERIFY_FAILED has the size of cms_status");
 
 /* ---- constants: value, size and signedness of the C type recorded */
 _Static_assert(CMS_VERSION_MAJOR == 1, "CMS_VERSION_MAJOR == 1");
@@ -84,7 +86,7 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_PATCH) == 0, "CMS_VERSION_PATCH is
 _Static_assert(CMS_VERSION_NUMBER == 66304, "CMS_VERSION_NUMBER == 66304");
 _Static_assert(sizeof(CMS_VERSION_NUMBER) == sizeof(int32_t), "CMS_VERSION_NUMBER has the size of int32_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_VERSION_NUMBER) == 0, "CMS_VERSION_NUMBER is signed");
-_Static_assert(CMS_STATUS_MIN == -25, "CMS_STATUS_MIN == -25");
+_Static_assert(CMS_STATUS_MIN == -27, "CMS_STATUS_MIN == -27");
 _Static_assert(sizeof(CMS_STATUS_MIN) == sizeof(cms_status), "CMS_STATUS_MIN has the size of cms_status");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_STATUS_MIN) == 0, "CMS_STATUS_MIN is signed");
 _Static_assert(CMS_LOG_ERROR == 0, "CMS_LOG_ERROR == 0");
@@ -147,6 +149,9 @@ _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_HOST_PAGEABLE) == 1, "CMS_REGION_HO
 _Static_assert(CMS_REGION_CHUNKS == 64u, "CMS_REGION_CHUNKS == 64");
 _Static_assert(sizeof(CMS_REGION_CHUNKS) == sizeof(uint64_t), "CMS_REGION_CHUNKS has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_CHUNKS) == 1, "CMS_REGION_CHUNKS is unsigned");
+_Static_assert(CMS_REGION_VERIFY == 128u, "CMS_REGION_VERIFY == 128");
+_Static_assert(sizeof(CMS_REGION_VERIFY) == sizeof(uint64_t), "CMS_REGION_VERIFY has the size of uint64_t");
+_Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_VERIFY) == 1, "CMS_REGION_VERIFY is unsigned");
 _Static_assert(CMS_REGION_PREPARE == 256u, "CMS_REGION_PREPARE == 256");
 _Static_assert(sizeof(CMS_REGION_PREPARE) == sizeof(uint64_t), "CMS_REGION_PREPARE has the size of uint64_t");
 _Static_assert(CMS_PROBE_UNSIGNED(CMS_REGION_PREPARE) == 1, "CMS_REGION_PREPARE is unsigned");
@@ -489,7 +494,7 @@ _Static_assert(offsetof(cms_control_options, nallowed_uids) == 40, "offsetof(cms
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->nallowed_uids, uint32_t *), "cms_control_options.nallowed_uids is uint32_t");
 _Static_assert(offsetof(cms_control_options, reserved) == 44, "offsetof(cms_control_options, reserved) == 44");
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->reserved, uint32_t *), "cms_control_options.reserved is uint32_t");
-_Static_assert(sizeof(cms_region_stats) == 448, "sizeof(cms_region_stats) == 448");
+_Static_assert(sizeof(cms_region_stats) == 464, "sizeof(cms_region_stats) == 464");
 _Static_assert(offsetof(cms_region_stats, struct_size) == 0, "offsetof(cms_region_stats, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->struct_size, size_t *), "cms_region_stats.struct_size is size_t");
 _Static_assert(offsetof(cms_region_stats, tag) == 8, "offsetof(cms_region_stats, tag) == 8");
@@ -530,6 +535,10 @@ _Static_assert(offsetof(cms_region_stats, bytes_prepared) == 432, "offsetof(cms_
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_prepared, uint64_t *), "cms_region_stats.bytes_prepared is uint64_t");
 _Static_assert(offsetof(cms_region_stats, prepare_ns) == 440, "offsetof(cms_region_stats, prepare_ns) == 440");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->prepare_ns, uint64_t *), "cms_region_stats.prepare_ns is uint64_t");
+_Static_assert(offsetof(cms_region_stats, bytes_verified) == 448, "offsetof(cms_region_stats, bytes_verified) == 448");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_verified, uint64_t *), "cms_region_stats.bytes_verified is uint64_t");
+_Static_assert(offsetof(cms_region_stats, verify_ns) == 456, "offsetof(cms_region_stats, verify_ns) == 456");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->verify_ns, uint64_t *), "cms_region_stats.verify_ns is uint64_t");
 _Static_assert(sizeof(cms_backup_info) == 40, "sizeof(cms_backup_info) == 40");
 _Static_assert(offsetof(cms_backup_info, struct_size) == 0, "offsetof(cms_backup_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->struct_size, size_t *), "cms_backup_info.struct_size is size_t");
@@ -732,7 +741,7 @@ int main(void)
 	(void)p_cms_hook_region_default;
 	(void)p_cms_hook_region_default_template_set;
 	(void)p_cms_hook_memory_margin_set;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 78, 61);
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 80, 61);
 	return 0;
 }
 /* clang-format on */

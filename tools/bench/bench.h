@@ -65,6 +65,8 @@ enum {
 	BENCH_WJ, /* (i) with CMS_REGION_HOST_PAGEABLE: pageable backups through staging */
 	BENCH_WK, /* non-retaining HOST pauses swept over sizes, model pool and 1 GiB (issue 27) */
 	BENCH_WL, /* (c) with CMS_REGION_PREPARE: backups prepared ahead (issue 27 item 2) */
+	BENCH_WM, /* (c) with CMS_REGION_VERIFY: verified backups (issue 27 item 4) */
+	BENCH_WN, /* (d) with CMS_REGION_VERIFY */
 	BENCH_NWORK
 };
 
@@ -136,6 +138,8 @@ struct bench_work {
 	uint64_t pinned_after_pause;
 	uint64_t backup_after_pause; /* cms_region_info.backup_bytes after the first pause */
 	uint64_t bytes_backed_up;    /* cms_pause_result of the first pause */
+	/* CMS_REGION_VERIFY ((m), (n)): cms_region_stats after the last cycle */
+	uint64_t bytes_verified, verify_ns;
 	/* (f) only */
 	uint64_t *ready_ns; /* from the resume call to the end of the work enqueued after it */
 	bool kernel;	    /* that work is cms_affine_u32 (else cuMemcpyDtoDAsync: simulation) */

@@ -118,12 +118,73 @@ static const char *work_name(char *buf, size_t len, const struct bench_work *w)
 			 w->policy == CMS_POLICY_HOST ? "HOST" :
 			 w->policy == CMS_POLICY_DISK ? "DISK" :
 							"DISCARD",
+			 w->flags & CMS_REGION_VERIFY	     ? " VERIFY" :
 			 w->flags & CMS_REGION_GUARD	     ? " GUARD" :
 			 w->flags & CMS_REGION_HOST_PAGEABLE ? " PAGEABLE" :
 			 w->flags & CMS_REGION_RELEASE_HOST  ? " RELEASE" :
 			 w->flags & CMS_REGION_PREPARE	     ? " PREPARE" :
 							       "");
 	return buf;
+}
+
+/* A verified workload ((m), (n)) and the one it repeats without the flag ((c), (d)). */
+static const struct bench_work *verify_base(const struct bench *b, const struct bench_work *w)
+{
+	if (w->id == 'a' + BENCH_WM)
+		return &b->work[BENCH_WC];
+	if (w->id == 'a' + BENCH_WN)
+		return &b->work[BENCH_WD];
+	return NULL;
+}
+
+/* The checksums' throughput: each cycle checksums the content at its pause and at its resume
+ * (cms_region_stats counts the resume's bytes), GB/s; NAN without a measure. */
+static double verify_gbs(const struct bench_work *w)
+{
+	return w->verify_ns ? 2.0 * (double)w->bytes_verified / (double)w->verify_ns : NAN;
+}
+
+/* Median time of w's phase over that of base's, the same run: what the checksums cost. */
+static double verify_ratio(const struct bench_work *w, const struct bench_work *base,
+			   enum bench_phase phase)
+{
+	if (!base || !base->ran || base->failed || base->cycles_done < 2 || w->cycles_done < 2)
+		return NAN;
+	return bench_work_median_ms(w, phase) / bench_work_median_ms(base, phase);
+}
+
+/* (m), (n): the cost of CMS_REGION_VERIFY against (c), (d) of the same run. */
+static void verify_report(const struct bench *b)
+{
+	char name[96], c1[32], c2[32], c3[32], c4[32];
+	bool head = false;
+	int i;
+
+	for (i = BENCH_WM; i <= BENCH_WN; i++) {
+		const struct bench_work *w = &b->work[i], *base = verify_base(b, w);
+		double cycle_ms;
+
+		if (!w->selected || !w->ran || w->failed || w->cycles_done < 2)
+			continue;
+		if (!head)
+			printf("\nverified backups (CMS_REGION_VERIFY): medians against the same "
+			       "workload without the flag in this run; checksum GB/s = 2 x "
+			       "bytes_verified / verify_ns (cms_region_stats); verify share = "
+			       "verify_ns per cycle / median cycle\n%-28s %-6s %12s %12s %13s "
+			       "%13s\n",
+			       "workload", "vs", "pause ratio", "resume ratio", "checksum GB/s",
+			       "verify share");
+		head = true;
+		work_name(name, sizeof(name), w);
+		cycle_ms = bench_work_median_ms(w, BENCH_PAUSE) +
+			   bench_work_median_ms(w, BENCH_RESUME);
+		snprintf(c4, sizeof(c4), "%.1f%%",
+			 100.0 * (double)w->verify_ns / 1e6 / w->cycles_done / cycle_ms);
+		printf("%-28s (%c)    %12s %12s %13s %13s\n", name, base->id,
+		       fmt_num(c1, sizeof(c1), verify_ratio(w, base, BENCH_PAUSE), "%.3fx"),
+		       fmt_num(c2, sizeof(c2), verify_ratio(w, base, BENCH_RESUME), "%.3fx"),
+		       fmt_num(c3, sizeof(c3), verify_gbs(w), "%.1f"), c4);
+	}
 }
 
 void bench_report_table(const struct bench *b)
@@ -246,6 +307,7 @@ void bench_report_table(const struct bench *b)
 		if (w->note[0])
 			printf("%-28s %s\n", "", w->note);
 	}
+	verify_report(b);
 	if (b->work[BENCH_WE].implemented)
 		bench_swap_report(b, &b->work[BENCH_WE]);
 	if (b->work[BENCH_WG].implemented)
@@ -378,6 +440,17 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		w->truncated ? "true" : "false", w->region_flags);
 	fputs(", \"note\": ", f);
 	tool_json_str(f, w->note);
+	if (verify_base(b, w)) {
+		fprintf(f,
+			",\n     \"bytes_verified\": %" PRIu64 ", \"verify_ns\": %" PRIu64
+			", \"checksum_gbs\": ",
+			w->bytes_verified, w->verify_ns);
+		bench_json_num(f, verify_gbs(w));
+		fprintf(f, ", \"versus\": \"%c\", \"pause_ratio\": ", verify_base(b, w)->id);
+		bench_json_num(f, verify_ratio(w, verify_base(b, w), BENCH_PAUSE));
+		fputs(", \"resume_ratio\": ", f);
+		bench_json_num(f, verify_ratio(w, verify_base(b, w), BENCH_RESUME));
+	}
 	if (w->id == 'g')
 		bench_disk_json(b, w, f);
 	if (w->id == 'e') { /* its own per-cycle and row keys; closes the object */

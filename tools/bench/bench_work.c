@@ -63,6 +63,9 @@ void bench_works_init(struct bench *b)
 		  CMS_POLICY_HOST, 0, 0, true, -1 },
 		/* (c) with backups prepared ahead in the background: the first pause only copies */
 		{ "16 x 1 GiB HOST, PREPARE", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		/* (c) and (d) with verified backups: what the checksums cost */
+		{ "16 x 1 GiB HOST, VERIFY", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		{ "2048 x 8 MiB HOST, VERIFY", CMS_POLICY_HOST, 2048, 8 * MIB, true, -1 },
 	};
 	static const struct {
 		const char *label;
@@ -91,6 +94,8 @@ void bench_works_init(struct bench *b)
 			w->flags |= CMS_REGION_HOST_PAGEABLE;
 		if (i == BENCH_WL)
 			w->flags |= CMS_REGION_PREPARE;
+		if (i == BENCH_WM || i == BENCH_WN)
+			w->flags |= CMS_REGION_VERIFY;
 		w->count0 = t[i].count;
 		w->size0 = t[i].size;
 		w->implemented = t[i].implemented;
@@ -567,6 +572,13 @@ int bench_work_run(struct bench *b, struct bench_work *w)
 		if (bench_cycle(b, w, ctx, region, ptr, w->cycles_done, &sl))
 			goto fail;
 		w->sync_done = true;
+	}
+	if (w->flags & CMS_REGION_VERIFY) {
+		cms_region_stats rs = { .struct_size = sizeof(rs) };
+
+		BENCH_CMS(b, fail, cms_region_stats_get, region, &rs);
+		w->bytes_verified = rs.bytes_verified;
+		w->verify_ns = rs.verify_ns;
 	}
 	rc = 0;
 	goto out;

@@ -203,7 +203,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		case 'o':
 			if (bench_parse_only(b, optarg)) {
 				fprintf(stderr,
-					"cms-bench: bad --only '%s' (comma-separated a..l or "
+					"cms-bench: bad --only '%s' (comma-separated a..n or "
 					"floor)\n",
 					optarg);
 				return 2;

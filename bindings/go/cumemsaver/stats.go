@@ -43,6 +43,11 @@ type RegionStats struct {
 	// thread spent making host backups for the region.
 	BytesPrepared uint64
 	PrepareNs     uint64
+	// BytesVerified (1.3, RegionVerify): content bytes its resumes checked against the
+	// checksum of the pause before; VerifyNs: nanoseconds its device spent checksumming in
+	// the calls that paused or resumed it.
+	BytesVerified uint64
+	VerifyNs      uint64
 }
 
 // FailuresOf is the number of failed calls that ended with status s (negative, e.g.
@@ -78,6 +83,8 @@ func regionStats(c *C.cms_region_stats) RegionStats {
 		ResumeNs:       uint64(c.resume_ns),
 		BytesPrepared:  uint64(c.bytes_prepared),
 		PrepareNs:      uint64(c.prepare_ns),
+		BytesVerified:  uint64(c.bytes_verified),
+		VerifyNs:       uint64(c.verify_ns),
 	}
 	for k := range s.FailuresByStatus {
 		s.FailuresByStatus[k] = uint64(c.failures_by_status[k])

@@ -96,6 +96,10 @@ const (
 	// ErrIo is CMS_ERR_IO (since 1.1): A system call on a socket or file failed (the message names it
 	// and errno).
 	ErrIo Status = -25
+	// ErrVerifyFailed is CMS_ERR_VERIFY_FAILED (since 1.3): Content restored differs from the content
+	// paused: a CMS_REGION_VERIFY region's checksum did not match after its restore; the resume was
+	// rolled back and the region stays paused with its backup.
+	ErrVerifyFailed Status = -27
 )
 
 // Constants of group version: Version of the header compiled against: (major << 16) | (minor << 8)
@@ -117,7 +121,7 @@ const (
 // Constants of group status: Bounds of the status numbers in use.
 const (
 	// StatusMin is CMS_STATUS_MIN (since 1.0): Lowest status number in use (for bindings and tests).
-	StatusMin Status = -25
+	StatusMin Status = -27
 )
 
 // LogLevel is a value of group log_level (a C int32_t): cms_context_options.log_level and the
@@ -218,6 +222,12 @@ const (
 	// 32 MiB are carved from shared 64 MiB chunks from the first allocation, so a first pause
 	// releases one handle per chunk; unused chunk tails are held ahead of need (retained_bytes).
 	RegionChunks RegionFlags = 0x40
+	// RegionVerify is CMS_REGION_VERIFY (since 1.3): Verified backups (CMS_POLICY_HOST,
+	// CMS_POLICY_DISK): a pause checksums each allocation's device content (the bytes it saves) with
+	// a GPU kernel, the resume checksums the restored content and fails with CMS_ERR_VERIFY_FAILED,
+	// rolled back, on a mismatch; changeable between cycles (cms_region_flags_set). Not combinable
+	// with CMS_RESUME_ASYNC.
+	RegionVerify RegionFlags = 0x80
 	// RegionPrepare is CMS_REGION_PREPARE (since 1.3): Host backups prepared ahead (CMS_POLICY_HOST
 	// only, not with CMS_REGION_RELEASE_HOST): after each cms_alloc a background thread of the
 	// library makes the allocation's host backup (mapped, faulted in, page-locked unless
@@ -432,6 +442,10 @@ func (v RegionFlags) String() string {
 	if v&RegionChunks != 0 {
 		s = append(s, "chunks")
 		v &^= RegionChunks
+	}
+	if v&RegionVerify != 0 {
+		s = append(s, "verify")
+		v &^= RegionVerify
 	}
 	if v&RegionPrepare != 0 {
 		s = append(s, "prepare")

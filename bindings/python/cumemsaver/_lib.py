@@ -31,7 +31,7 @@ CMS_VERSION_NUMBER = 66304  # int32_t, since 1.0
 # ---- status
 # Bounds of the status numbers in use.
 # Lowest status number in use (for bindings and tests).
-CMS_STATUS_MIN = -25  # cms_status, since 1.0
+CMS_STATUS_MIN = -27  # cms_status, since 1.0
 
 # ---- log_level
 # cms_context_options.log_level and the level passed to cms_log_fn.
@@ -107,6 +107,11 @@ CMS_REGION_HOST_PAGEABLE = 0x20  # uint64_t, since 1.2
 # the first allocation, so a first pause releases one handle per chunk; unused chunk tails are
 # held ahead of need (retained_bytes).
 CMS_REGION_CHUNKS = 0x40  # uint64_t, since 1.2
+# Verified backups (CMS_POLICY_HOST, CMS_POLICY_DISK): a pause checksums each allocation's device
+# content (the bytes it saves) with a GPU kernel, the resume checksums the restored content and
+# fails with CMS_ERR_VERIFY_FAILED, rolled back, on a mismatch; changeable between cycles
+# (cms_region_flags_set). Not combinable with CMS_RESUME_ASYNC.
+CMS_REGION_VERIFY = 0x80  # uint64_t, since 1.3
 # Host backups prepared ahead (CMS_POLICY_HOST only, not with CMS_REGION_RELEASE_HOST): after each
 # cms_alloc a background thread of the library makes the allocation's host backup (mapped, faulted
 # in, page-locked unless CMS_REGION_HOST_PAGEABLE), so that the first pause after it only copies.
@@ -226,6 +231,7 @@ CMS_ERR_DISCONNECTED = -22  # since 1.1
 CMS_ERR_LAYOUT_CHANGED = -23  # since 1.1
 CMS_ERR_REFUSED = -24  # since 1.1
 CMS_ERR_IO = -25  # since 1.1
+CMS_ERR_VERIFY_FAILED = -27  # since 1.3
 STATUS_NAMES = {
     0: "CMS_OK",
     -1: "CMS_ERR_INVALID_ARGUMENT",
@@ -253,6 +259,7 @@ STATUS_NAMES = {
     -23: "CMS_ERR_LAYOUT_CHANGED",
     -24: "CMS_ERR_REFUSED",
     -25: "CMS_ERR_IO",
+    -27: "CMS_ERR_VERIFY_FAILED",
 }
 
 # ---- Types
@@ -523,6 +530,8 @@ class cms_region_stats(ctypes.Structure):
         ("resume_ns", ctypes.c_uint64),
         ("bytes_prepared", ctypes.c_uint64),
         ("prepare_ns", ctypes.c_uint64),
+        ("bytes_verified", ctypes.c_uint64),
+        ("verify_ns", ctypes.c_uint64),
     ]
 
 
@@ -735,6 +744,8 @@ FIELD_SINCE = {
         "resume_ns": "1.2",
         "bytes_prepared": "1.3",
         "prepare_ns": "1.3",
+        "bytes_verified": "1.3",
+        "verify_ns": "1.3",
     },
     "cms_backup_info": {
         "struct_size": "1.2",

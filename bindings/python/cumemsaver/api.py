@@ -229,6 +229,11 @@ class IOFailure(CumemsaverError):
     """CMS_ERR_IO: a system call on a socket or file failed."""
 
 
+class VerifyFailed(CumemsaverError):
+    """CMS_ERR_VERIFY_FAILED (since 1.3): a verified region's restored content differs from
+    what its pause checksummed; the resume was rolled back (paused, backup kept)."""
+
+
 ERRORS = {
     L.CMS_ERR_INVALID_ARGUMENT: InvalidArgument,
     L.CMS_ERR_NO_DRIVER: NoDriver,
@@ -255,6 +260,7 @@ ERRORS = {
     L.CMS_ERR_LAYOUT_CHANGED: LayoutChanged,
     L.CMS_ERR_REFUSED: Refused,
     L.CMS_ERR_IO: IOFailure,
+    L.CMS_ERR_VERIFY_FAILED: VerifyFailed,
 }
 
 
@@ -495,6 +501,8 @@ class RegionStats:
     # became backups, and the background thread's nanoseconds making them (0 before 1.3).
     bytes_prepared: int = 0
     prepare_ns: int = 0
+    bytes_verified: int = 0  # since 1.3: bytes its resumes checked (verify=True)
+    verify_ns: int = 0  # since 1.3: its device's time checksumming, at pauses and resumes
 
 
 def _stats(c) -> RegionStats:
@@ -528,6 +536,9 @@ class PointerInfo:
 REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
 # With coalesce=True: allocations carved from shared 64 MiB chunks from the first one (flags=).
 REGION_CHUNKS = getattr(L, "CMS_REGION_CHUNKS", 0x40)
+# Verified backups (release 1.3; Context.region(verify=True)): checksums at pause, checked at
+# resume (VerifyFailed on a mismatch).
+REGION_VERIFY = L.CMS_REGION_VERIFY
 BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
 BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
 # Release 1.3: host backups prepared ahead by a background thread (Context.region(prepare=True)).
@@ -729,6 +740,7 @@ class Context:
         shareable: bool = False,
         flags: int = 0,
         prepare: bool = False,
+        verify: bool = False,
     ) -> "Region":
         """Creates a region (cms_region_create). Raises Exists if (tag, device) is taken.
 
@@ -744,6 +756,10 @@ class Context:
         CMS_REGION_PREPARE: a background thread of the library makes each allocation's host
         backup (page-locked) soon after alloc(), so that the first pause only copies;
         Region.info().host_bytes / pinned_bytes and Region.stats().bytes_prepared show it.
+        verify=True (since 1.3, HOST and DISK) sets CMS_REGION_VERIFY: each pause
+        checksums the content on the device, each resume checks the restored content and
+        raises VerifyFailed, rolled back, on a mismatch (Region.set_flags(REGION_VERIFY, 0)
+        takes such a backup back as it is).
         policy: a Policy, its name in any case ("host"), or its number. tag: a str."""
         opts = L.init_struct(L.cms_region_options)
         opts.device = _i32(device, "device")
@@ -757,6 +773,8 @@ class Context:
             opts.flags |= L.CMS_REGION_SHAREABLE
         if prepare:
             opts.flags |= REGION_PREPARE
+        if verify:
+            opts.flags |= L.CMS_REGION_VERIFY
         dir_bytes = None if disk_dir is None else _path(disk_dir, "disk_dir")
         out = L.cms_region_p()
         tag_bytes = _tag(tag)
@@ -1058,7 +1076,8 @@ class Region:
 
     def set_flags(self, mask: int, flags: int) -> None:
         """Sets the retention flags selected by mask to their values in flags
-        (cms_region_flags_set, since 1.2): CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE.
+        (cms_region_flags_set, since 1.2): CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE,
+        CMS_REGION_VERIFY (since 1.3).
         On an active region, asking to keep less gives the kept backups back now. Raises
         InvalidArgument (another bit), RegionPaused (HOST_PAGEABLE changed while paused)."""
         _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))

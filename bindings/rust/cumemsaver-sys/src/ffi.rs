@@ -19,7 +19,7 @@ pub const CMS_VERSION_NUMBER: i32 = 66304;
 
 // ---- status
 /// Lowest status number in use (for bindings and tests). (since 1.0)
-pub const CMS_STATUS_MIN: cms_status = -25;
+pub const CMS_STATUS_MIN: cms_status = -27;
 
 // ---- log_level
 /// Errors. (since 1.0)
@@ -91,6 +91,11 @@ pub const CMS_REGION_HOST_PAGEABLE: u64 = 0x20;
 /// the first allocation, so a first pause releases one handle per chunk; unused chunk tails are
 /// held ahead of need (retained_bytes). (since 1.2)
 pub const CMS_REGION_CHUNKS: u64 = 0x40;
+/// Verified backups (CMS_POLICY_HOST, CMS_POLICY_DISK): a pause checksums each allocation's device
+/// content (the bytes it saves) with a GPU kernel, the resume checksums the restored content and
+/// fails with CMS_ERR_VERIFY_FAILED, rolled back, on a mismatch; changeable between cycles
+/// (cms_region_flags_set). Not combinable with CMS_RESUME_ASYNC. (since 1.3)
+pub const CMS_REGION_VERIFY: u64 = 0x80;
 /// Host backups prepared ahead (CMS_POLICY_HOST only, not with CMS_REGION_RELEASE_HOST): after each
 /// cms_alloc a background thread of the library makes the allocation's host backup (mapped, faulted
 /// in, page-locked unless CMS_REGION_HOST_PAGEABLE), so that the first pause after it only copies.
@@ -233,6 +238,10 @@ pub const CMS_ERR_LAYOUT_CHANGED: cms_status = -23;
 pub const CMS_ERR_REFUSED: cms_status = -24;
 /// A system call on a socket or file failed (the message names it and errno). (since 1.1)
 pub const CMS_ERR_IO: cms_status = -25;
+/// Content restored differs from the content paused: a CMS_REGION_VERIFY region's checksum did not
+/// match after its restore; the resume was rolled back and the region stays paused with its backup.
+/// (since 1.3)
+pub const CMS_ERR_VERIFY_FAILED: cms_status = -27;
 
 /// A library context: the driver, devices' primary contexts and every region. Created by
 /// cms_context_create, owned by the caller. Opaque (since 1.0).
@@ -830,6 +839,12 @@ pub struct cms_region_stats {
     /// Nanoseconds (monotonic) the background preparation spent making host backups for it
     /// (mapping, faulting in, page-locking), also of buffers given back unused. (since 1.3)
     pub prepare_ns: u64,
+    /// Bytes its resumes checked against the checksum of the pause before (CMS_REGION_VERIFY).
+    /// (since 1.3)
+    pub bytes_verified: u64,
+    /// Nanoseconds (monotonic) its device spent checksumming in the calls that paused or resumed it
+    /// (CMS_REGION_VERIFY). (since 1.3)
+    pub verify_ns: u64,
 }
 
 impl Default for cms_region_stats {

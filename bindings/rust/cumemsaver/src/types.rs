@@ -171,6 +171,11 @@ pub const REGION_CHUNKS: u64 = sys::CMS_REGION_CHUNKS as u64;
 /// thread of the library makes each allocation's host backup (page-locked) soon after the
 /// allocation, so that the first pause only copies (`RegionStats::bytes_prepared`).
 pub const REGION_PREPARE: u64 = sys::CMS_REGION_PREPARE as u64;
+/// Region flag (1.3, `Policy::Host` or `Policy::Disk`): verified backups. A pause checksums the
+/// content on the device, the resume checks the restored content and fails with
+/// [`ErrorKind::VerifyFailed`], rolled back, on a mismatch. Changeable with
+/// [`Region::set_flags`]; not combinable with `RESUME_ASYNC`.
+pub const REGION_VERIFY: u64 = sys::CMS_REGION_VERIFY as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
 /// `RegionInfo::handle_types` bit: fabric handles.
@@ -493,6 +498,11 @@ pub struct RegionStats {
     pub bytes_prepared: u64,
     /// Since 1.3: nanoseconds the background thread spent making host backups for it.
     pub prepare_ns: u64,
+    /// (1.3, [`REGION_VERIFY`]) Content bytes its resumes checked against the checksum of
+    /// the pause before.
+    pub bytes_verified: u64,
+    /// (1.3) Nanoseconds its device spent checksumming in the calls that paused or resumed it.
+    pub verify_ns: u64,
 }
 
 impl RegionStats {
@@ -533,6 +543,8 @@ impl RegionStats {
             resume_ns: s.resume_ns as u64,
             bytes_prepared: s.bytes_prepared as u64,
             prepare_ns: s.prepare_ns as u64,
+            bytes_verified: s.bytes_verified as u64,
+            verify_ns: s.verify_ns as u64,
         }
     }
 }

@@ -314,6 +314,10 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("sizeof cms_region_stats.bytes_prepared", field_size!(cms_region_stats, bytes_prepared) as i128),
         ("offsetof cms_region_stats.prepare_ns", field_offset!(cms_region_stats, prepare_ns) as i128),
         ("sizeof cms_region_stats.prepare_ns", field_size!(cms_region_stats, prepare_ns) as i128),
+        ("offsetof cms_region_stats.bytes_verified", field_offset!(cms_region_stats, bytes_verified) as i128),
+        ("sizeof cms_region_stats.bytes_verified", field_size!(cms_region_stats, bytes_verified) as i128),
+        ("offsetof cms_region_stats.verify_ns", field_offset!(cms_region_stats, verify_ns) as i128),
+        ("sizeof cms_region_stats.verify_ns", field_size!(cms_region_stats, verify_ns) as i128),
         ("sizeof cms_backup_info", size_of::<cms_backup_info>() as i128),
         ("alignof cms_backup_info", align_of::<cms_backup_info>() as i128),
         ("offsetof cms_backup_info.struct_size", field_offset!(cms_backup_info, struct_size) as i128),
@@ -353,6 +357,7 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_REGION_GUARD", CMS_REGION_GUARD as i128),
         ("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE as i128),
         ("const CMS_REGION_CHUNKS", CMS_REGION_CHUNKS as i128),
+        ("const CMS_REGION_VERIFY", CMS_REGION_VERIFY as i128),
         ("const CMS_REGION_PREPARE", CMS_REGION_PREPARE as i128),
         ("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD as i128),
         ("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC as i128),
@@ -406,6 +411,7 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_ERR_LAYOUT_CHANGED", CMS_ERR_LAYOUT_CHANGED as i128),
         ("const CMS_ERR_REFUSED", CMS_ERR_REFUSED as i128),
         ("const CMS_ERR_IO", CMS_ERR_IO as i128),
+        ("const CMS_ERR_VERIFY_FAILED", CMS_ERR_VERIFY_FAILED as i128),
     ]
 }
 
@@ -478,5 +484,5 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
 }
 
 pub const STRUCT_COUNT: usize = 16;
-pub const CONST_COUNT: usize = 78;
+pub const CONST_COUNT: usize = 80;
 pub const FUNCTION_COUNT: usize = 61;

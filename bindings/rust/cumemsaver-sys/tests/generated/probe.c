@@ -319,6 +319,10 @@ int main(void)
 	P("sizeof cms_region_stats.bytes_prepared", sizeof(((const cms_region_stats *)0)->bytes_prepared));
 	P("offsetof cms_region_stats.prepare_ns", offsetof(cms_region_stats, prepare_ns));
 	P("sizeof cms_region_stats.prepare_ns", sizeof(((const cms_region_stats *)0)->prepare_ns));
+	P("offsetof cms_region_stats.bytes_verified", offsetof(cms_region_stats, bytes_verified));
+	P("sizeof cms_region_stats.bytes_verified", sizeof(((const cms_region_stats *)0)->bytes_verified));
+	P("offsetof cms_region_stats.verify_ns", offsetof(cms_region_stats, verify_ns));
+	P("sizeof cms_region_stats.verify_ns", sizeof(((const cms_region_stats *)0)->verify_ns));
 	P("sizeof cms_backup_info", sizeof(cms_backup_info));
 	P("alignof cms_backup_info", _Alignof(cms_backup_info));
 	P("offsetof cms_backup_info.struct_size", offsetof(cms_backup_info, struct_size));
@@ -358,6 +362,7 @@ int main(void)
 	P("const CMS_REGION_GUARD", CMS_REGION_GUARD);
 	P("const CMS_REGION_HOST_PAGEABLE", CMS_REGION_HOST_PAGEABLE);
 	P("const CMS_REGION_CHUNKS", CMS_REGION_CHUNKS);
+	P("const CMS_REGION_VERIFY", CMS_REGION_VERIFY);
 	P("const CMS_REGION_PREPARE", CMS_REGION_PREPARE);
 	P("const CMS_HANDLE_TYPE_POSIX_FD", CMS_HANDLE_TYPE_POSIX_FD);
 	P("const CMS_HANDLE_TYPE_FABRIC", CMS_HANDLE_TYPE_FABRIC);
@@ -411,5 +416,6 @@ int main(void)
 	P("const CMS_ERR_LAYOUT_CHANGED", CMS_ERR_LAYOUT_CHANGED);
 	P("const CMS_ERR_REFUSED", CMS_ERR_REFUSED);
 	P("const CMS_ERR_IO", CMS_ERR_IO);
+	P("const CMS_ERR_VERIFY_FAILED", CMS_ERR_VERIFY_FAILED);
 	return 0;
 }
