@@ -16,6 +16,7 @@ void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct
 		k->pauses++;
 		k->bytes_released += c->released;
 		k->bytes_to_store += c->to_store;
+		k->bytes_unchanged += c->unchanged;
 		k->pause_ns += c->ns;
 	} else {
 		k->resumes++;
@@ -61,4 +62,5 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *o)
 	o->bytes_from_store = k->bytes_from_store;
 	o->pause_ns = k->pause_ns;
 	o->resume_ns = k->resume_ns;
+	o->bytes_unchanged = k->bytes_unchanged;
 }

@@ -181,6 +181,10 @@ cms_status cms_out_guard(struct cms_work *w);
 cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l);
 /* After a rollback: forgets saves and storage this call made for allocations mapped again. */
 void cms_out_drop_fresh(struct cms_work *w);
+/* After a rollback: the frozen regions w pauses are read-only again (the rollback mapped
+ * read-write to restore); a region whose mappings all stay read-write is thawed (logged).
+ * Tries all; the first failure. */
+cms_status cms_out_refreeze(struct cms_work *w);
 
 /* ---- in.c: the steps that back memory ---- */
 /* Unmaps the guards of w->vi, then backs every allocation (one handle per run) and restores its
@@ -192,6 +196,11 @@ cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
 /* Undo: unmaps and releases what the call made for w->vi, guards CMS_REGION_GUARD
  * allocations again; tries all. */
 cms_status cms_in_undo(struct cms_work *w);
+/* Whether a region w resumes is frozen (its resume then restores synchronously). */
+bool cms_in_frozen(const struct cms_work *w);
+/* After the restores are done: the frozen regions w resumes become read-only (all or
+ * nothing per region; before the last vote: it can fail, and cms_in_undo then unmaps). */
+cms_status cms_in_freeze(struct cms_work *w);
 
 /* ---- commit.c ---- */
 /* Commits w's out side (regions paused) and in side (regions active, epoch + 1). */

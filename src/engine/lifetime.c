@@ -57,10 +57,13 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 		}
 		cms_store_forget_cancel(ctx, a);
 	}
-	if (active && cms_vmm_back(a)) /* keep the allocation usable as it was */
+	cms_alloc_store(a)->current = false; /* its memory went: new content */
+	if (active && cms_vmm_back(a))	     /* keep the allocation usable as it was */
 		cms_log(ctx, CMS_LOG_ERROR,
 			"0x%llx: not backed again after a failed free; the next resume backs it",
 			(unsigned long long)a->base);
+	else if (active)
+		cms_vmm_refreeze(a);
 	return st;
 }
 

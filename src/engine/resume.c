@@ -7,7 +7,8 @@
  *   2. create a physical handle for each (one per run), map it, and restore
  *      its content per policy while the next ones are backed (in.c)
  *   3. async resume: make the caller's stream wait for the copies; else
- *      synchronize them
+ *      synchronize them, then make frozen regions read-only (a frozen region's
+ *      resume is never async)
  *   4. vote (every device backed and restored), commit: states, epochs
  * On failure everything this call created or mapped is undone and every
  * allocation stays paused with its stored content.
@@ -18,7 +19,8 @@ static cms_status resume_run(struct cms_work *w)
 {
 	struct cms_lanes all = cms_work_lanes(w, 0, CMS_COPY_STREAMS);
 	const cms_resume_options *o = w->call->ro;
-	bool async = (o->flags & CMS_RESUME_ASYNC) != 0;
+	/* a frozen region becomes read-only after its copies: synchronous */
+	bool async = (o->flags & CMS_RESUME_ASYNC) && !cms_in_frozen(w);
 	cms_status st, rb;
 
 	w->failed_in = true; /* any failure is on the in side */
@@ -35,6 +37,8 @@ static cms_status resume_run(struct cms_work *w)
 	rb = cms_lanes_sync(&all); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
+	if (!st)
+		st = cms_in_freeze(w); /* frozen regions: read-only */
 	if (!st && !async)
 		st = cms_xdev_vote(w->xv); /* every device backed and restored: commit */
 	if (st) {

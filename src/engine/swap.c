@@ -47,7 +47,11 @@ static cms_status in_side_run(struct in_side *s)
 
 	st = cms_in_back(w, &l);
 	rb = cms_lanes_sync(&l);
-	return st ? st : rb;
+	if (!st)
+		st = rb;
+	if (!st)
+		st = cms_in_freeze(w); /* frozen regions: read-only */
+	return st;
 }
 
 static void *in_side_main(void *arg)

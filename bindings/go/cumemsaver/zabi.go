@@ -96,6 +96,9 @@ const (
 	// ErrIo is CMS_ERR_IO (since 1.1): A system call on a socket or file failed (the message names it
 	// and errno).
 	ErrIo Status = -25
+	// ErrFrozen is CMS_ERR_FROZEN (since 1.3): The region is frozen: its memory is read-only
+	// (cms_region_freeze).
+	ErrFrozen Status = -26
 )
 
 // Constants of group version: Version of the header compiled against: (major << 16) | (minor << 8)
@@ -117,7 +120,7 @@ const (
 // Constants of group status: Bounds of the status numbers in use.
 const (
 	// StatusMin is CMS_STATUS_MIN (since 1.0): Lowest status number in use (for bindings and tests).
-	StatusMin Status = -25
+	StatusMin Status = -26
 )
 
 // LogLevel is a value of group log_level (a C int32_t): cms_context_options.log_level and the
@@ -900,4 +903,14 @@ func c_cms_hook_region_default_template_set(tag *C.char, opts *C.cms_region_opti
 // c_cms_hook_memory_margin_set calls cms_hook_memory_margin_set (since 1.2).
 func c_cms_hook_memory_margin_set(bytes C.uint64_t) C.cms_status {
 	return C.cms_hook_memory_margin_set(bytes)
+}
+
+// c_cms_region_freeze calls cms_region_freeze (since 1.3).
+func c_cms_region_freeze(region *C.cms_region) C.cms_status {
+	return C.cms_region_freeze(region)
+}
+
+// c_cms_region_thaw calls cms_region_thaw (since 1.3).
+func c_cms_region_thaw(region *C.cms_region) C.cms_status {
+	return C.cms_region_thaw(region)
 }

@@ -31,7 +31,7 @@ CMS_VERSION_NUMBER = 66304  # int32_t, since 1.0
 # ---- status
 # Bounds of the status numbers in use.
 # Lowest status number in use (for bindings and tests).
-CMS_STATUS_MIN = -25  # cms_status, since 1.0
+CMS_STATUS_MIN = -26  # cms_status, since 1.0
 
 # ---- log_level
 # cms_context_options.log_level and the level passed to cms_log_fn.
@@ -221,6 +221,7 @@ CMS_ERR_DISCONNECTED = -22  # since 1.1
 CMS_ERR_LAYOUT_CHANGED = -23  # since 1.1
 CMS_ERR_REFUSED = -24  # since 1.1
 CMS_ERR_IO = -25  # since 1.1
+CMS_ERR_FROZEN = -26  # since 1.3
 STATUS_NAMES = {
     0: "CMS_OK",
     -1: "CMS_ERR_INVALID_ARGUMENT",
@@ -248,6 +249,7 @@ STATUS_NAMES = {
     -23: "CMS_ERR_LAYOUT_CHANGED",
     -24: "CMS_ERR_REFUSED",
     -25: "CMS_ERR_IO",
+    -26: "CMS_ERR_FROZEN",
 }
 
 # ---- Types
@@ -315,6 +317,8 @@ class cms_region_info(ctypes.Structure):
         ("peer_device_mask", ctypes.c_uint64),
         ("pinned_bytes", ctypes.c_uint64),
         ("retained_bytes", ctypes.c_uint64),
+        ("frozen", ctypes.c_uint32),
+        ("reserved4", ctypes.c_uint32),
     ]
 
 
@@ -516,6 +520,7 @@ class cms_region_stats(ctypes.Structure):
         ("bytes_from_store", ctypes.c_uint64),
         ("pause_ns", ctypes.c_uint64),
         ("resume_ns", ctypes.c_uint64),
+        ("bytes_unchanged", ctypes.c_uint64),
     ]
 
 
@@ -597,6 +602,8 @@ FIELD_SINCE = {
         "peer_device_mask": "1.1",
         "pinned_bytes": "1.1",
         "retained_bytes": "1.1",
+        "frozen": "1.3",
+        "reserved4": "1.3",
     },
     "cms_pointer_info": {
         "struct_size": "1.0",
@@ -726,6 +733,7 @@ FIELD_SINCE = {
         "bytes_from_store": "1.2",
         "pause_ns": "1.2",
         "resume_ns": "1.2",
+        "bytes_unchanged": "1.3",
     },
     "cms_backup_info": {
         "struct_size": "1.2",
@@ -834,6 +842,8 @@ FUNCTIONS = {
         [_c.c_char_p, P(cms_region_options), _c.c_char_p],
     ),
     "cms_hook_memory_margin_set": (cms_status, [_c.c_uint64]),
+    "cms_region_freeze": (cms_status, [cms_region_p]),
+    "cms_region_thaw": (cms_status, [cms_region_p]),
 }
 # The release each function appeared in.
 SINCE = {
@@ -898,6 +908,8 @@ SINCE = {
     "cms_hook_region_default": "1.2",
     "cms_hook_region_default_template_set": "1.2",
     "cms_hook_memory_margin_set": "1.2",
+    "cms_region_freeze": "1.3",
+    "cms_region_thaw": "1.3",
 }
 del P, _c
 

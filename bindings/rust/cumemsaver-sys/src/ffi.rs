@@ -19,7 +19,7 @@ pub const CMS_VERSION_NUMBER: i32 = 66304;
 
 // ---- status
 /// Lowest status number in use (for bindings and tests). (since 1.0)
-pub const CMS_STATUS_MIN: cms_status = -25;
+pub const CMS_STATUS_MIN: cms_status = -26;
 
 // ---- log_level
 /// Errors. (since 1.0)
@@ -228,6 +228,8 @@ pub const CMS_ERR_LAYOUT_CHANGED: cms_status = -23;
 pub const CMS_ERR_REFUSED: cms_status = -24;
 /// A system call on a socket or file failed (the message names it and errno). (since 1.1)
 pub const CMS_ERR_IO: cms_status = -25;
+/// The region is frozen: its memory is read-only (cms_region_freeze). (since 1.3)
+pub const CMS_ERR_FROZEN: cms_status = -26;
 
 /// A library context: the driver, devices' primary contexts and every region. Created by
 /// cms_context_create, owned by the caller. Opaque (since 1.0).
@@ -402,6 +404,11 @@ pub struct cms_region_info {
     /// until the next pause or until the neighbours are freed; since 1.2 also the tails of
     /// CMS_REGION_COALESCE chunks not yet handed out. (since 1.1)
     pub retained_bytes: u64,
+    /// 1 while the region is frozen (cms_region_freeze): its memory is mapped read-only. (since
+    /// 1.3)
+    pub frozen: u32,
+    /// 0 (since 1.3)
+    pub reserved4: u32,
 }
 
 impl Default for cms_region_info {
@@ -819,6 +826,9 @@ pub struct cms_region_stats {
     pub pause_ns: u64,
     /// Nanoseconds (monotonic) of its device's work in the calls that resumed it. (since 1.2)
     pub resume_ns: u64,
+    /// Content bytes its pauses did not copy because the region was frozen and its backup still
+    /// held that content (not in bytes_to_store). (since 1.3)
+    pub bytes_unchanged: u64,
 }
 
 impl Default for cms_region_stats {
@@ -1255,4 +1265,18 @@ extern "C" {
     /// CMS_ERR_OUT_OF_DEVICE_MEMORY when the device's free memory is less than bytes plus the
     /// request (cuMemGetInfo). Process-wide. Thread safety: Thread-safe (atomic). (since 1.2)
     pub fn cms_hook_memory_margin_set(bytes: u64) -> cms_status;
+
+    /// Makes the region's memory read-only for its device and its peer devices (cuMemSetAccess
+    /// CU_MEM_ACCESS_FLAGS_PROT_READ over every mapping, all or nothing; a paused region from its
+    /// next resume on), so that a pause whose retained backup still holds the content copies
+    /// nothing; cms_alloc into it fails with CMS_ERR_FROZEN. Not for CMS_REGION_SHAREABLE* regions.
+    /// A frozen region: CMS_OK, nothing done. Thread safety: Thread-safe; takes the region's lock
+    /// (waits for a pause, resume or swap of it in progress). (since 1.3)
+    pub fn cms_region_freeze(region: *mut cms_region) -> cms_status;
+
+    /// Makes a frozen region's memory read-write again (cuMemSetAccess, all or nothing); its next
+    /// pause copies everything. A region not frozen: CMS_OK, nothing done. Thread safety: Thread-
+    /// safe; takes the region's lock (waits for a pause, resume or swap of it in progress). (since
+    /// 1.3)
+    pub fn cms_region_thaw(region: *mut cms_region) -> cms_status;
 }
