@@ -38,6 +38,9 @@ type RegionStats struct {
 	// / resumed it (not divided among the regions of a call).
 	PauseNs  uint64
 	ResumeNs uint64
+	// BytesUnchanged: content bytes its pauses did not copy because the region was frozen
+	// and its backup still held them (since 1.3; not in BytesToStore).
+	BytesUnchanged uint64
 }
 
 // FailuresOf is the number of failed calls that ended with status s (negative, e.g.
@@ -71,6 +74,7 @@ func regionStats(c *C.cms_region_stats) RegionStats {
 		BytesFromStore: uint64(c.bytes_from_store),
 		PauseNs:        uint64(c.pause_ns),
 		ResumeNs:       uint64(c.resume_ns),
+		BytesUnchanged: uint64(c.bytes_unchanged),
 	}
 	for k := range s.FailuresByStatus {
 		s.FailuresByStatus[k] = uint64(c.failures_by_status[k])

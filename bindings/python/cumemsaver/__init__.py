@@ -44,6 +44,7 @@ from .api import (  # noqa: F401
     ProtocolError,
     Refused,
     Region,
+    RegionFrozen,
     RegionInfo,
     RegionPaused,
     RegionStats,

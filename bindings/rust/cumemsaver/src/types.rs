@@ -445,6 +445,8 @@ pub struct RegionInfo {
     /// Device bytes of freed allocations still held in handles shared with live
     /// neighbours (since 1.1).
     pub retained_bytes: u64,
+    /// Frozen: its memory is read-only ([`Region::freeze`](crate::Region::freeze); since 1.3).
+    pub frozen: bool,
 }
 
 /// Identity and cumulative counters of a region since its creation (`cms_region_stats`,
@@ -484,6 +486,9 @@ pub struct RegionStats {
     pub pause_ns: u64,
     /// Nanoseconds of its device's work in the calls that resumed it.
     pub resume_ns: u64,
+    /// Content bytes its pauses did not copy because the region was frozen and its
+    /// backup still held them (since 1.3; not in `bytes_to_store`).
+    pub bytes_unchanged: u64,
 }
 
 impl RegionStats {
@@ -522,6 +527,7 @@ impl RegionStats {
             bytes_from_store: s.bytes_from_store as u64,
             pause_ns: s.pause_ns as u64,
             resume_ns: s.resume_ns as u64,
+            bytes_unchanged: s.bytes_unchanged as u64,
         }
     }
 }
