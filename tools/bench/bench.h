@@ -11,6 +11,7 @@
  *                       own table and keys come from its file)
  *   bench_work.c        the workloads: (a)-(d), (f) and (h);
  *   bench_swap.c          (e), cms_swap;
+ *   bench_frozen.c        (k), a frozen HOST region against DISCARD;
  *   bench_disk.c          (g), the DISK policy, with the disk's floor;
  *   bench_multi.c         --devices: (a) and (c) on 1 and on N devices
  *   bench_multi_floor.c the driver's multi-device floor of (a)
@@ -61,6 +62,7 @@ enum {
 	BENCH_WI, /* (c) with CMS_REGION_RELEASE_HOST: every cycle a first cycle (issue 17 item 3)
 		   */
 	BENCH_WJ, /* (i) with CMS_REGION_HOST_PAGEABLE: pageable backups through staging */
+	BENCH_WK, /* (c) frozen (cms_region_freeze) against a DISCARD pause of its layout */
 	BENCH_NWORK
 };
 
@@ -383,6 +385,9 @@ int bench_host_fill(struct bench *b, const struct bench_work *w, const uint64_t 
  * --verify-full), then writes generation gen + 1 into the windows. Returns 0 or -1. */
 int bench_host_verify(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
 		      uint64_t first, uint64_t gen, unsigned int cycle);
+/* The same check without the write: memory that must not change (a frozen region). */
+int bench_host_check(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
+		     uint64_t first, uint64_t gen, unsigned int cycle);
 /* Every allocation of ptr[0..w->count) at its address, of w->size, in region, in state. */
 int bench_check_addresses(struct bench *b, struct bench_work *w, cms_context *ctx,
 			  cms_region *region, const uint64_t *ptr, uint32_t state, const char *when,
@@ -416,6 +421,14 @@ int bench_swap_run(struct bench *b, struct bench_work *w);
 void bench_swap_report(const struct bench *b, const struct bench_work *w);
 /* Writes (e)'s per-cycle times and first/median rows, then closes its JSON object. */
 void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f);
+
+/* ---- bench_frozen.c: workload (k), a frozen HOST region ---- */
+int bench_frozen_run(struct bench *b, struct bench_work *w);
+/* (k)'s own table: the frozen pause against a DISCARD pause of the same layout and the
+ * driver's release floor, the resume against the pinned host-to-device floor. */
+void bench_frozen_report(const struct bench *b, const struct bench_work *w);
+/* Writes (k)'s keys, then closes its JSON object. */
+void bench_frozen_json(const struct bench *b, const struct bench_work *w, FILE *f);
 
 /* ---- bench_disk.c: workload (g), the DISK policy ---- */
 /* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */

@@ -149,6 +149,8 @@ void bench_report_table(const struct bench *b)
 			continue; /* its own table, against the disk (bench_disk_report) */
 		if (i == BENCH_WE && w->implemented)
 			continue; /* its own table, aggregate GB/s (bench_swap_report) */
+		if (i == BENCH_WK && w->implemented)
+			continue; /* its own table, against DISCARD (bench_frozen_report) */
 		if (!w->implemented) {
 			if (w->selected)
 				printf("%-28s not implemented yet (no such feature in the "
@@ -239,6 +241,8 @@ void bench_report_table(const struct bench *b)
 		bench_swap_report(b, &b->work[BENCH_WE]);
 	if (b->work[BENCH_WG].implemented)
 		bench_disk_report(b, &b->work[BENCH_WG]);
+	if (b->work[BENCH_WK].implemented)
+		bench_frozen_report(b, &b->work[BENCH_WK]);
 	for (i = 0; i < BENCH_NWORK; i++)
 		if (b->work[i].ran)
 			ran++, reset += b->work[i].hwm_reset;
@@ -370,6 +374,10 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 		bench_disk_json(b, w, f);
 	if (w->id == 'e') { /* its own per-cycle and row keys; closes the object */
 		bench_swap_json(b, w, f);
+		return;
+	}
+	if (w->id == 'k') { /* the same */
+		bench_frozen_json(b, w, f);
 		return;
 	}
 	fputs(",\n     \"pause_ms\": [", f);

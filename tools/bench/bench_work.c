@@ -58,6 +58,8 @@ void bench_works_init(struct bench *b)
 		{ "16 x 1 GiB HOST, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		/* (i) with pageable backups (copies through page-locked staging) */
 		{ "16 x 1 GiB HOST, PAGEABLE, RELEASE_HOST", CMS_POLICY_HOST, 16, GIB, true, -1 },
+		/* (c) frozen: pauses that copy nothing, against DISCARD and the release floor */
+		{ "16 x 1 GiB HOST, frozen", CMS_POLICY_HOST, 16, GIB, true, BENCH_VB_1G },
 	};
 	static const struct {
 		const char *label;

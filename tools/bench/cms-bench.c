@@ -203,7 +203,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		case 'o':
 			if (bench_parse_only(b, optarg)) {
 				fprintf(stderr,
-					"cms-bench: bad --only '%s' (comma-separated a..j or "
+					"cms-bench: bad --only '%s' (comma-separated a..k or "
 					"floor)\n",
 					optarg);
 				return 2;
@@ -330,6 +330,8 @@ static void bench_run(struct bench *b)
 			bench_disk_run(b, w);
 		else if (i == BENCH_WE)
 			bench_swap_run(b, w);
+		else if (i == BENCH_WK)
+			bench_frozen_run(b, w);
 		else
 			bench_work_run(b, w);
 	}
