@@ -498,6 +498,46 @@ START_TEST(faults_sweep)
 }
 END_TEST
 
+/* A real GPU only (the driver enforces read-only mappings): a frozen 1 GiB allocation refuses
+ * cuMemcpyHtoD, keeps its content through cycles whose pauses copy 0 bytes. */
+START_TEST(gpu_gib)
+{
+	const uint64_t n = 1ull << 30;
+	cms_context *ctx;
+	cms_region *r;
+	cms_region_stats s0, s;
+	uint32_t word = 7;
+	uint64_t p;
+	int k;
+
+	if (t_is_sim())
+		return; /* the simulation: the same at small sizes (cycles_host, writes_fail) */
+	ctx = t_ctx();
+	r = region(ctx, "g", CMS_POLICY_HOST, 0);
+	ck_ok(cms_alloc(r, n, &p));
+	ck_assert_int_eq(t_fill(0, p, n, 42), 0);
+	ck_ok(cms_region_freeze(r));
+	ck_ok(cms_pause(ctx, "g", NULL, NULL)); /* copies: the first after the freeze */
+	ck_ok(cms_resume(ctx, "g", NULL, NULL));
+	for (k = 0; k < 2; k++) {
+		s0 = stats(r);
+		ck_ok(cms_pause(ctx, "g", NULL, NULL));
+		s = stats(r);
+		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, 0);
+		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, n);
+		ck_ok(cms_resume(ctx, "g", NULL, NULL));
+		ck_assert_uint_eq(info(r).frozen, 1);
+	}
+	ck_assert_int_eq(t_check(0, p, n, 42), -1);
+	/* last: a copy into read-only memory fails and changes nothing */
+	ck_assert_int_ne(t_write(0, p + n / 2, &word, sizeof(word)), 0);
+	ck_assert_int_eq(t_check(0, p, n, 42), -1);
+	ck_ok(cms_region_thaw(r));
+	ck_assert_int_eq(t_write(0, p, &word, sizeof(word)), 0);
+	cms_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
 	cms_context *ctx = t_ctx();
@@ -529,6 +569,7 @@ static Suite *make(void)
 	tcase_add_test(tc, freeze_paused);
 	tcase_add_test(tc, swap_and_stale);
 	tcase_add_test(tc, bad_arguments);
+	tcase_add_test(tc, gpu_gib);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tf, 600); /* simulation only: fault injection */
 	tcase_add_test(tf, faults_access);
