@@ -70,19 +70,12 @@ static cms_region *region(cms_context *ctx, const char *tag, uint32_t policy, ui
 
 static void fill_all(const uint64_t *p, uint32_t seed)
 {
-	size_t i;
-
-	for (i = 0; i < NA; i++)
-		ck_assert_int_eq(t_fill(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i), 0);
+	t_fill_each(0, p, sizes, NA, seed);
 }
 
 static void check_all(const uint64_t *p, uint32_t seed)
 {
-	size_t i;
-
-	for (i = 0; i < NA; i++)
-		ck_assert_msg(t_check(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i) == -1,
-			      "allocation %zu: content differs", i);
+	t_check_each(0, p, sizes, NA, seed);
 }
 
 /* cmssim_get_access (dlsym on the driver: the simulation). */

@@ -94,7 +94,7 @@ cms_status cms_abort(struct cms_work *w, cms_status st)
 	rb2 = cms_out_rollback(w, &all);
 	if (!rb)
 		rb = rb2;
-	rb2 = cms_out_refreeze(w);
+	rb2 = cms_work_refreeze(w->out, w->nout, true); /* the rollback mapped read-write */
 	if (!rb)
 		rb = rb2;
 	cms_out_drop_fresh(w);

@@ -155,6 +155,14 @@ bool cms_work_lacks_memory(const struct cms_alloc *a);
 /* CMS_OK, or CMS_XDEV_ABORTED when w should stop early: the other side of its swap failed
  * (w->stop), or another device of the call did (cms_xdev_check). */
 cms_status cms_work_stop_check(struct cms_work *w);
+/*
+ * The frozen regions of v[0..n) read-only again after the call mapped them read-write to
+ * restore (a resume: before its last vote, so that a failure is undone; a pause's rollback).
+ * All or nothing per region (vmm/access.c); tries all, returns the first failure. thaw: a
+ * region left all read-write by a failure is thawed (logged), so that the flag never claims
+ * read-only memory that is writable.
+ */
+cms_status cms_work_refreeze(struct cms_region **v, size_t n, bool thaw);
 /* The lanes of w's device: copy streams [first, first + count). */
 struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned count);
 
@@ -181,10 +189,6 @@ cms_status cms_out_guard(struct cms_work *w);
 cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l);
 /* After a rollback: forgets saves and storage this call made for allocations mapped again. */
 void cms_out_drop_fresh(struct cms_work *w);
-/* After a rollback: the frozen regions w pauses are read-only again (the rollback mapped
- * read-write to restore); a region whose mappings all stay read-write is thawed (logged).
- * Tries all; the first failure. */
-cms_status cms_out_refreeze(struct cms_work *w);
 
 /* ---- in.c: the steps that back memory ---- */
 /* Unmaps the guards of w->vi, then backs every allocation (one handle per run) and restores its
@@ -198,9 +202,6 @@ cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
 cms_status cms_in_undo(struct cms_work *w);
 /* Whether a region w resumes is frozen (its resume then restores synchronously). */
 bool cms_in_frozen(const struct cms_work *w);
-/* After the restores are done: the frozen regions w resumes become read-only (all or
- * nothing per region; before the last vote: it can fail, and cms_in_undo then unmaps). */
-cms_status cms_in_freeze(struct cms_work *w);
 
 /* ---- commit.c ---- */
 /* Commits w's out side (regions paused) and in side (regions active, epoch + 1). */

@@ -124,23 +124,6 @@ bool cms_in_frozen(const struct cms_work *w)
 	return false;
 }
 
-cms_status cms_in_freeze(struct cms_work *w)
-{
-	cms_status st;
-	size_t i;
-
-	for (i = 0; i < w->nin; i++) {
-		struct cms_region *r = w->in[i];
-
-		if (!r->frozen)
-			continue;
-		st = cms_vmm_region_access(r, r->peer_mask, false, r->peer_mask, true);
-		if (st)
-			return st;
-	}
-	return CMS_OK;
-}
-
 cms_status cms_in_undo(struct cms_work *w)
 {
 	cms_status first = CMS_OK, st;

@@ -165,30 +165,6 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 	return first;
 }
 
-cms_status cms_out_refreeze(struct cms_work *w)
-{
-	cms_status first = CMS_OK, st;
-	size_t i;
-
-	for (i = 0; i < w->nout; i++) {
-		struct cms_region *r = w->out[i];
-
-		if (!r->frozen)
-			continue;
-		st = cms_vmm_region_access(r, r->peer_mask, false, r->peer_mask, true);
-		if (st && !first)
-			first = st;
-		if (st && st != CMS_ERR_ROLLBACK_FAILED) { /* every mapping read-write */
-			r->frozen = false;
-			cms_log(w->ctx, CMS_LOG_ERROR,
-				"region \"%s\" thawed: not read-only again after a failed pause: "
-				"%s",
-				r->tag, cms_last_error());
-		}
-	}
-	return first;
-}
-
 void cms_out_drop_fresh(struct cms_work *w)
 {
 	size_t i;

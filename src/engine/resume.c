@@ -38,7 +38,7 @@ static cms_status resume_run(struct cms_work *w)
 	if (!st)
 		st = rb;
 	if (!st)
-		st = cms_in_freeze(w); /* frozen regions: read-only */
+		st = cms_work_refreeze(w->in, w->nin, false); /* frozen regions: read-only */
 	if (!st && !async)
 		st = cms_xdev_vote(w->xv); /* every device backed and restored: commit */
 	if (st) {

@@ -50,7 +50,7 @@ static cms_status in_side_run(struct in_side *s)
 	if (!st)
 		st = rb;
 	if (!st)
-		st = cms_in_freeze(w); /* frozen regions: read-only */
+		st = cms_work_refreeze(w->in, w->nin, false); /* frozen regions: read-only */
 	return st;
 }
 
