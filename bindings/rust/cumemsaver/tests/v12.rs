@@ -200,6 +200,7 @@ fn failures_of_reads_the_entry_of_a_status() {
         bytes_from_store: 0,
         pause_ns: 0,
         resume_ns: 0,
+        bytes_unchanged: 0,
     };
     assert_eq!(s.failures_of(ErrorKind::OutOfDeviceMemory.status()), 2);
     assert_eq!(s.failures_of(status::ALREADY_PAUSED), 0);
