@@ -1119,7 +1119,9 @@ typedef struct cms_resume_result {
  * Addresses stay reserved: pointers keep their values, but the memory must not
  * be accessed until a resume. Regions already paused are skipped. Importers of
  * published regions (cms_exporter_publish) drop their mappings first; after
- * the resume they map the memory again at the same addresses.
+ * the resume they map the memory again at the same addresses. Since 1.3 a
+ * frozen region's allocations whose retained backup still holds their content
+ * are not copied (cms_region_freeze).
  *
  * All or nothing, across every device of the call: on failure every allocation
  * touched is mapped again with its content (one whose memory was released
@@ -1174,7 +1176,9 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * region's epoch. Returns when the memory is ready for use from any stream or,
  * with CMS_RESUME_ASYNC, as soon as it is mapped, the restore ordered before
  * opts->stream. Regions already active are skipped. Importers of published
- * regions map the new memory at their same addresses.
+ * regions map the new memory at their same addresses. Since 1.3 a frozen
+ * region (cms_region_freeze) is made read-only once its restore is done, and a
+ * device with one is resumed synchronously even with CMS_RESUME_ASYNC.
  *
  * All or nothing, across every device of the call: on failure every allocation
  * touched stays paused with its backup. If undoing fails too, the status is
