@@ -716,7 +716,8 @@ CMS_API cms_status cms_region_freeze(cms_region *region);
  *   CMS_ERR_INVALID_ARGUMENT: region is NULL.
  *   CMS_ERR_ROLLBACK_FAILED: a cuMemSetAccess failed and making the mappings
  *     already changed read-only again failed too (the message names the
- *     allocation); the region stays frozen.
+ *     allocation); the region stays frozen, and its next pause copies
+ *     everything.
  *   driver statuses: cuMemSetAccess failed; nothing changed (still frozen).
  */
 CMS_API cms_status cms_region_thaw(cms_region *region);

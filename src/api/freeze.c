@@ -30,7 +30,10 @@ static cms_status set_frozen(struct cms_region *r, bool freeze)
 	if (st)
 		goto out;
 	st = cms_vmm_region_access(r, r->peer_mask, !freeze, r->peer_mask, freeze);
-	/* mixed after a failed rollback: the region keeps the state its old access had */
+	/* Mixed after a failed undo: the flag stays. A thaw's left some mappings writable while
+	 * frozen: no backup may count as the content then. */
+	if (st == CMS_ERR_ROLLBACK_FAILED && !freeze)
+		cms_store_stale(r);
 	if (st)
 		goto out;
 	r->frozen = freeze;

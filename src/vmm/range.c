@@ -3,8 +3,8 @@
  * range.c - the driver calls on a range of addresses with the properties of
  * a region: cuMemCreate of a physical handle, cuMemMap with cuMemSetAccess
  * (read-write; read-only for the zero handle of a guard, guard.c),
- * cuMemSetAccess alone (read-write, or read-only for a frozen region). The base of vmm.c (one
- * allocation) and run.c (a run of adjacent allocations).
+ * cuMemSetAccess alone (read-write, or read-only for a frozen region). The
+ * base of vmm.c (one allocation) and run.c (a run of adjacent allocations).
  */
 #include <string.h>
 
