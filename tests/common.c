@@ -186,6 +186,22 @@ T_UNCHECKED long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, 
 	return bad;
 }
 
+cms_region_info t_info(cms_region *r)
+{
+	cms_region_info i = { .struct_size = sizeof(i) };
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i;
+}
+
+cms_region_stats t_stats(cms_region *r)
+{
+	cms_region_stats s = { .struct_size = sizeof(s) };
+
+	ck_ok(cms_region_stats_get(r, &s));
+	return s;
+}
+
 void t_fill_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed)
 {
 	size_t i;

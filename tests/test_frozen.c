@@ -32,22 +32,6 @@ static uint64_t logical(void)
 	return n;
 }
 
-static cms_region_stats stats(cms_region *r)
-{
-	cms_region_stats s = { .struct_size = sizeof(s) };
-
-	ck_ok(cms_region_stats_get(r, &s));
-	return s;
-}
-
-static cms_region_info info(cms_region *r)
-{
-	cms_region_info i = { .struct_size = sizeof(i) };
-
-	ck_ok(cms_region_info_get(r, &i));
-	return i;
-}
-
 static char tmpdir[64];
 
 static cms_region *region(cms_context *ctx, const char *tag, uint32_t policy, uint64_t flags)
@@ -146,13 +130,13 @@ static void cycles(uint32_t policy, uint64_t flags)
 		ck_ok(cms_alloc(r, sizes[i], &p[i]));
 	fill_all(p, 10);
 	ck_ok(cms_region_freeze(r));
-	ck_assert_uint_eq(info(r).frozen, 1);
+	ck_assert_uint_eq(t_info(r).frozen, 1);
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 
 	/* the first pause after freezing an active region copies everything */
-	s0 = stats(r);
+	s0 = t_stats(r);
 	ck_ok(cms_pause(ctx, "w", NULL, &pr));
-	s = stats(r);
+	s = t_stats(r);
 	ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, logical());
 	ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, 0);
 	ck_assert_uint_eq(pr.bytes_backed_up, logical());
@@ -161,15 +145,15 @@ static void cycles(uint32_t policy, uint64_t flags)
 	check_all(p, 10);
 
 	for (k = 0; k < 2; k++) { /* the later ones copy nothing */
-		s0 = stats(r);
+		s0 = t_stats(r);
 		arm_copy_fault();
 		ck_ok(cms_pause(ctx, "w", NULL, &pr));
 		check_copy_fault_unmet();
-		s = stats(r);
+		s = t_stats(r);
 		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, 0);
 		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, logical());
 		ck_assert_uint_eq(pr.bytes_backed_up, 0);
-		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
+		ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
 		ck_ok(cms_resume(ctx, "w", NULL, NULL));
 		check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 		check_all(p, 10);
@@ -177,12 +161,12 @@ static void cycles(uint32_t policy, uint64_t flags)
 
 	/* thawed: writable, and the next pause copies the new content */
 	ck_ok(cms_region_thaw(r));
-	ck_assert_uint_eq(info(r).frozen, 0);
+	ck_assert_uint_eq(t_info(r).frozen, 0);
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 	fill_all(p, 20);
-	s0 = stats(r);
+	s0 = t_stats(r);
 	ck_ok(cms_pause(ctx, "w", NULL, NULL));
-	s = stats(r);
+	s = t_stats(r);
 	ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, logical());
 	ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, 0);
 	ck_ok(cms_resume(ctx, "w", NULL, NULL));
@@ -272,7 +256,7 @@ START_TEST(alloc_refused)
 	ck_ok(cms_hook_context_set(NULL));
 	ck_assert_str_eq(cms_status_name(CMS_ERR_FROZEN), "CMS_ERR_FROZEN");
 	ck_ok(cms_free(ctx, q)); /* a chunk member: the chunk stays mapped, read-only */
-	ck_assert_uint_eq(info(r).allocations, 1);
+	ck_assert_uint_eq(t_info(r).allocations, 1);
 	if (t_is_sim())
 		ck_assert_int_eq(access_of(p, 0), CU_MEM_ACCESS_FLAGS_PROT_READ);
 	ck_ok(cms_region_thaw(r));
@@ -300,17 +284,17 @@ START_TEST(freeze_paused)
 	ck_ok(cms_pause(ctx, "w", NULL, NULL));
 	ck_ok(cms_region_freeze(r));
 	ck_ok(cms_region_freeze(r)); /* frozen already: nothing */
-	ck_assert_uint_eq(info(r).frozen, 1);
+	ck_assert_uint_eq(t_info(r).frozen, 1);
 	ro.flags = CMS_RESUME_ASYNC;
 	ck_ok(cms_resume(ctx, "w", &ro, NULL));
-	ck_assert_uint_eq(info(r).restore_pending, 0);
+	ck_assert_uint_eq(t_info(r).restore_pending, 0);
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 	check_all(p, 3);
-	s0 = stats(r);
+	s0 = t_stats(r);
 	arm_copy_fault();
 	ck_ok(cms_pause(ctx, "w", NULL, NULL));
 	check_copy_fault_unmet();
-	s = stats(r);
+	s = t_stats(r);
 	ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, 0);
 	ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, logical());
 	ck_ok(cms_region_thaw(r)); /* paused: only the flag */
@@ -344,11 +328,11 @@ START_TEST(swap_and_stale)
 	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 	check_all(p, 7);
-	s0 = stats(a);
+	s0 = t_stats(a);
 	arm_copy_fault();
 	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL)); /* b was paused: nothing copied */
 	check_copy_fault_unmet();
-	s = stats(a);
+	s = t_stats(a);
 	ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, 0);
 	ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, logical());
 	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
@@ -356,9 +340,9 @@ START_TEST(swap_and_stale)
 
 	/* a flag change: the backups go or may go, the next pause copies */
 	ck_ok(cms_region_flags_set(a, CMS_REGION_HOST_PAGEABLE, CMS_REGION_HOST_PAGEABLE));
-	s0 = stats(a);
+	s0 = t_stats(a);
 	ck_ok(cms_pause(ctx, "a", NULL, NULL));
-	s = stats(a);
+	s = t_stats(a);
 	ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, logical());
 	ck_ok(cms_resume(ctx, "a", NULL, NULL));
 	check_all(p, 7);
@@ -366,9 +350,9 @@ START_TEST(swap_and_stale)
 	ck_ok(cms_range_discard(ctx, p[1], 4096));
 	ck_ok(cms_pause(ctx, "a", NULL, NULL));
 	ck_ok(cms_resume(ctx, "a", NULL, NULL));
-	s0 = stats(a);
+	s0 = t_stats(a);
 	ck_ok(cms_pause(ctx, "a", NULL, NULL));
-	s = stats(a);
+	s = t_stats(a);
 	ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, sizes[1]);
 	ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, logical() - sizes[1]);
 	ck_ok(cms_resume(ctx, "a", NULL, NULL));
@@ -397,14 +381,14 @@ START_TEST(faults_access)
 		ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", i, 999), 0);
 		ck_assert_int_ne(cms_region_freeze(r), CMS_OK);
 		t_sim()->clear_faults();
-		ck_assert_uint_eq(info(r).frozen, 0);
+		ck_assert_uint_eq(t_info(r).frozen, 0);
 		check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 	}
 	ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", 3, 999), 0);
 	ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", 4, 999), 0); /* the undo fails too */
 	ck_status(cms_region_freeze(r), CMS_ERR_ROLLBACK_FAILED);
 	t_sim()->clear_faults();
-	ck_assert_uint_eq(info(r).frozen, 0);
+	ck_assert_uint_eq(t_info(r).frozen, 0);
 	ck_ok(cms_region_thaw(r));	/* not frozen: nothing */
 	for (i = 0, n = 0; i < NA; i++) /* mixed: the one whose undo failed is read-only */
 		n += access_of(p[i], 0) == CU_MEM_ACCESS_FLAGS_PROT_READ;
@@ -414,13 +398,13 @@ START_TEST(faults_access)
 		ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", i, 999), 0);
 		ck_assert_int_ne(cms_region_thaw(r), CMS_OK);
 		t_sim()->clear_faults();
-		ck_assert_uint_eq(info(r).frozen, 1);
+		ck_assert_uint_eq(t_info(r).frozen, 1);
 		check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 	}
 	ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", 2, 999), 0);
 	ck_assert_int_ne(cms_region_peer_devices_set(r, 0x2), CMS_OK);
 	t_sim()->clear_faults();
-	ck_assert_uint_eq(info(r).peer_device_mask, 0);
+	ck_assert_uint_eq(t_info(r).peer_device_mask, 0);
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 	check_access(p, 1, CU_MEM_ACCESS_FLAGS_PROT_NONE);
 	check_all(p, 5);
@@ -433,10 +417,10 @@ START_TEST(faults_access)
 	ck_assert_int_eq(t_sim()->fail_call("cuMemSetAccess", 4, 999), 0);
 	ck_status(cms_region_thaw(r), CMS_ERR_ROLLBACK_FAILED);
 	t_sim()->clear_faults();
-	ck_assert_uint_eq(info(r).frozen, 1);
-	s0 = stats(r);
+	ck_assert_uint_eq(t_info(r).frozen, 1);
+	s0 = t_stats(r);
 	ck_ok(cms_pause(ctx, "w", NULL, NULL));
-	ck_assert_uint_eq(stats(r).bytes_to_store - s0.bytes_to_store, logical());
+	ck_assert_uint_eq(t_stats(r).bytes_to_store - s0.bytes_to_store, logical());
 	ck_ok(cms_resume(ctx, "w", NULL, NULL));
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 	check_all(p, 5);
@@ -476,8 +460,8 @@ static void sweep(uint64_t flags)
 			break;
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED, "pause call %llu: %s",
 			      (unsigned long long)nth, cms_last_error());
-		ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
-		ck_assert_uint_eq(info(r).frozen, 1);
+		ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(t_info(r).frozen, 1);
 		check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 		check_all(p, 9);
 		ck_assert_int_ne(t_write(0, p[0], &nth, 4), 0);
@@ -490,10 +474,10 @@ static void sweep(uint64_t flags)
 			break;
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED, "resume call %llu: %s",
 			      (unsigned long long)nth, cms_last_error());
-		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
-		ck_assert_uint_eq(info(r).backed_bytes, 0);
+		ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
+		ck_assert_uint_eq(t_info(r).backed_bytes, 0);
 	}
-	ck_assert_uint_eq(info(r).frozen, 1);
+	ck_assert_uint_eq(t_info(r).frozen, 1);
 	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
 	check_all(p, 9);
 	ck_ok(cms_region_thaw(r));
@@ -530,13 +514,13 @@ START_TEST(gpu_gib)
 	ck_ok(cms_pause(ctx, "g", NULL, NULL)); /* copies: the first after the freeze */
 	ck_ok(cms_resume(ctx, "g", NULL, NULL));
 	for (k = 0; k < 2; k++) {
-		s0 = stats(r);
+		s0 = t_stats(r);
 		ck_ok(cms_pause(ctx, "g", NULL, NULL));
-		s = stats(r);
+		s = t_stats(r);
 		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, 0);
 		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, n);
 		ck_ok(cms_resume(ctx, "g", NULL, NULL));
-		ck_assert_uint_eq(info(r).frozen, 1);
+		ck_assert_uint_eq(t_info(r).frozen, 1);
 	}
 	ck_assert_int_eq(t_check(0, p, n, 42), -1);
 	/* last: a copy into read-only memory fails and changes nothing */
@@ -557,7 +541,7 @@ START_TEST(bad_arguments)
 	ck_status(cms_region_thaw(NULL), CMS_ERR_INVALID_ARGUMENT);
 	r = region(ctx, "s", CMS_POLICY_HOST, CMS_REGION_SHAREABLE);
 	ck_status(cms_region_freeze(r), CMS_ERR_NOT_SUPPORTED);
-	ck_assert_uint_eq(info(r).frozen, 0);
+	ck_assert_uint_eq(t_info(r).frozen, 0);
 	ck_ok(cms_region_thaw(r)); /* not frozen: nothing */
 	ck_assert_int_lt(CMS_STATUS_MIN, CMS_ERR_IO);
 	ck_assert_str_eq(cms_status_name(CMS_ERR_FROZEN), "CMS_ERR_FROZEN");
