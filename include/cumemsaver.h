@@ -195,6 +195,8 @@ typedef int32_t cms_status;
 #define CMS_ERR_REFUSED (-24)
 /* Since 1.1: a system call on a socket or file failed (the message names it and errno). */
 #define CMS_ERR_IO (-25)
+/* Since 1.3: the region is frozen: its memory is read-only (cms_region_freeze). */
+#define CMS_ERR_FROZEN (-26)
 /*
  * Since 1.3: content restored differs from the content paused: the checksum
  * of a CMS_REGION_VERIFY allocation's restored device content is not the one
@@ -670,6 +672,9 @@ typedef struct cms_region_info {
 	 * Not part of physical_bytes or backed_bytes.
 	 */
 	uint64_t retained_bytes;
+	/* Since 1.3: 1 while the region is frozen (cms_region_freeze). */
+	uint32_t frozen;
+	uint32_t reserved4; /* 0 */
 } cms_region_info;
 
 /*
@@ -700,6 +705,8 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
  *   device_mask: bit d for device ordinal d; 0: only the region's own device.
  *                Each bit must name an existing device, not the region's own,
  *                that can access the region's device (cuDeviceCanAccessPeer).
+ * Since 1.3, while the region is frozen (cms_region_freeze), the devices get
+ * read-only access.
  * Threads: thread-safe; waits for a pause or resume of the region in progress.
  * CUDA: cuDeviceGetCount, cuDeviceGet, cuDeviceCanAccessPeer, cuMemSetAccess.
  * Returns:
@@ -714,6 +721,66 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
  *   driver statuses: cuMemSetAccess failed; nothing changed.
  */
 CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t device_mask);
+
+/*
+ * cms_region_freeze (since 1.3) - makes the region's memory read-only, so
+ * that pauses of content that does not change (weights) copy nothing.
+ * Every mapping of the region (its allocations, coalesced runs and chunks)
+ * becomes read-only for its device and its peer devices, all or nothing: a
+ * copy into it fails, a kernel writing to it faults (an illegal address: the
+ * context is lost), so a write never changes content silently. On a paused
+ * region only the flag is set now: its next resume maps read-only.
+ * While frozen:
+ *   - a pause saves an allocation without copying it when its retained backup
+ *     (CMS_POLICY_HOST without CMS_REGION_RELEASE_HOST, CMS_POLICY_DISK) still
+ *     holds its content: the backup was saved by a pause of the frozen region,
+ *     or restored whole by a resume of it (no range declared content-free by
+ *     cms_range_discard). The first pause after freezing an active region
+ *     copies everything (the memory may have changed since the last resume);
+ *     the later ones copy only allocations without such a backup.
+ *     cms_region_stats.bytes_unchanged counts the bytes not copied.
+ *   - a resume (also the resume side of cms_swap) maps read-write, restores,
+ *     waits for its copies, then makes the memory read-only before it returns;
+ *     CMS_RESUME_ASYNC is served synchronously (restore_pending stays 0).
+ *   - cms_alloc (and hooked allocations into the region) fails with
+ *     CMS_ERR_FROZEN; cms_free works; peer devices added get read-only access.
+ * cms_region_thaw ends it. cms_region_info.frozen reports it.
+ * Freezing a frozen region returns CMS_OK and does nothing.
+ * Threads: thread-safe; waits for a pause, resume or swap of the region in
+ * progress (and for an asynchronous resume's copies into it).
+ * CUDA: cuMemSetAccess (CU_MEM_ACCESS_FLAGS_PROT_READ), cuStreamSynchronize
+ * (an asynchronous restore in flight).
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: region is NULL.
+ *   CMS_ERR_NOT_SUPPORTED: the region is CMS_REGION_SHAREABLE or
+ *     CMS_REGION_SHAREABLE_FABRIC (importers map it read-write themselves).
+ *   CMS_ERR_ROLLBACK_FAILED: a cuMemSetAccess failed and giving read-write
+ *     access back to the mappings already changed failed too (the message
+ *     names the allocation); the region is not frozen.
+ *   driver statuses: cuMemSetAccess failed; nothing changed.
+ */
+CMS_API cms_status cms_region_freeze(cms_region *region);
+
+/*
+ * cms_region_thaw (since 1.3) - ends cms_region_freeze: the region's memory
+ * becomes read-write again for its device and its peer devices (all or
+ * nothing; a paused region: from its next resume on), and no backup counts as
+ * holding the content any more: the next pause copies everything. Thawing a
+ * region that is not frozen returns CMS_OK and does nothing.
+ * Threads: thread-safe; waits for a pause, resume or swap of the region in
+ * progress.
+ * CUDA: cuMemSetAccess (CU_MEM_ACCESS_FLAGS_PROT_READWRITE).
+ * Returns:
+ *   CMS_OK
+ *   CMS_ERR_INVALID_ARGUMENT: region is NULL.
+ *   CMS_ERR_ROLLBACK_FAILED: a cuMemSetAccess failed and making the mappings
+ *     already changed read-only again failed too (the message names the
+ *     allocation); the region stays frozen, and its next pause copies
+ *     everything.
+ *   driver statuses: cuMemSetAccess failed; nothing changed (still frozen).
+ */
+CMS_API cms_status cms_region_thaw(cms_region *region);
 
 /*
  * cms_region_disk_dir_set (since 1.1) - chooses the directory where a
@@ -798,6 +865,7 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
  *   CMS_ERR_INVALID_ARGUMENT: region or ptr is NULL; size is 0 or overflows
  *     when rounded up to the granularity; the region is being destroyed.
  *   CMS_ERR_PAUSED: the region is paused.
+ *   CMS_ERR_FROZEN (since 1.3): the region is frozen (cms_region_freeze).
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY: no device memory or address space left.
  *   CMS_ERR_ROLLBACK_FAILED: undoing a failed step failed too; what is left
  *     stays in the region (freed with it) and no pointer is returned.
@@ -1123,7 +1191,9 @@ typedef struct cms_resume_result {
  * Addresses stay reserved: pointers keep their values, but the memory must not
  * be accessed until a resume. Regions already paused are skipped. Importers of
  * published regions (cms_exporter_publish) drop their mappings first; after
- * the resume they map the memory again at the same addresses.
+ * the resume they map the memory again at the same addresses. Since 1.3 a
+ * frozen region's allocations whose retained backup still holds their content
+ * are not copied (cms_region_freeze).
  *
  * All or nothing, across every device of the call: on failure every allocation
  * touched is mapped again with its content (one whose memory was released
@@ -1182,7 +1252,9 @@ CMS_API cms_status cms_pause(cms_context *ctx, const char *tag, const cms_pause_
  * region's epoch. Returns when the memory is ready for use from any stream or,
  * with CMS_RESUME_ASYNC, as soon as it is mapped, the restore ordered before
  * opts->stream. Regions already active are skipped. Importers of published
- * regions map the new memory at their same addresses.
+ * regions map the new memory at their same addresses. Since 1.3 a frozen
+ * region (cms_region_freeze) is made read-only once its restore is done, and a
+ * device with one is resumed synchronously even with CMS_RESUME_ASYNC.
  *
  * All or nothing, across every device of the call: on failure every allocation
  * touched stays paused with its backup. If undoing fails too, the status is
@@ -1419,6 +1491,12 @@ typedef struct cms_region_stats {
 	 */
 	uint64_t bytes_verified;
 	uint64_t verify_ns;
+	/*
+	 * Since 1.3: content bytes its pauses did not copy because the region was
+	 * frozen and its backup still held that content (cms_region_freeze); not
+	 * in bytes_to_store.
+	 */
+	uint64_t bytes_unchanged;
 } cms_region_stats;
 
 /*

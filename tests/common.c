@@ -186,6 +186,40 @@ T_UNCHECKED long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, 
 	return bad;
 }
 
+cms_region_info t_info(cms_region *r)
+{
+	cms_region_info i = { .struct_size = sizeof(i) };
+
+	ck_ok(cms_region_info_get(r, &i));
+	return i;
+}
+
+cms_region_stats t_stats(cms_region *r)
+{
+	cms_region_stats s = { .struct_size = sizeof(s) };
+
+	ck_ok(cms_region_stats_get(r, &s));
+	return s;
+}
+
+void t_fill_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(t_fill(dev, p[i], sizes[i] & ~3ull, seed + (uint32_t)i), 0);
+}
+
+void t_check_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ck_assert_msg(t_check(dev, p[i], sizes[i] & ~3ull, seed + (uint32_t)i) == -1,
+			      "allocation %zu at 0x%llx: content differs", i,
+			      (unsigned long long)p[i]);
+}
+
 T_UNCHECKED int t_is_zero(int dev, uint64_t ptr, size_t n)
 {
 	unsigned char *buf = malloc(n);

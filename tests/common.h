@@ -60,6 +60,13 @@ int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed);
 long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed);
 /* t_check over the words outside bytes [lo, hi) (multiples of 4): the first mismatch or -1. */
 long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi);
+/* cms_region_info_get / cms_region_stats_get of r, asserted CMS_OK. */
+cms_region_info t_info(cms_region *r);
+cms_region_stats t_stats(cms_region *r);
+/* t_fill of each allocation p[i] of sizes[i] bytes (rounded down to 4) with seed + i, i < n. */
+void t_fill_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed);
+/* Asserts that each holds what t_fill_each(dev, p, sizes, n, seed) wrote. */
+void t_check_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed);
 /* Returns 1 when all n bytes are zero. */
 int t_is_zero(int dev, uint64_t ptr, size_t n);
 uint32_t t_pattern(uint32_t seed, size_t i);

@@ -47,6 +47,12 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 				   "region \"%s\" is paused: resume it before allocating", r->tag);
 		goto err_unlock;
 	}
+	if (r->frozen) {
+		st = cms_set_error(CMS_ERR_FROZEN,
+				   "region \"%s\" is frozen (read-only): thaw it before allocating",
+				   r->tag);
+		goto err_unlock;
+	}
 	st = cms_vmm_reserve(a); /* a CMS_REGION_COALESCE region's chunk may back it too */
 	if (st)
 		goto err_unlock;

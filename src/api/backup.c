@@ -127,6 +127,8 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 		cms_store_release_kept(r, next & CMS_REGION_RELEASE_HOST);
 	}
 	r->flags = next;
+	if (changed) /* what it keeps may have gone: a frozen region's next pause copies */
+		cms_store_stale(r);
 	cms_prepare_kick(r); /* CMS_REGION_PREPARE without CMS_REGION_RELEASE_HOST: again */
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": flags 0x%llx", r->tag,
 		(unsigned long long)next);

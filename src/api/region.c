@@ -340,6 +340,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.granularity = region->ctx->devices[region->device].granularity;
 	o.handle_types = region->handle_types;
 	o.peer_device_mask = region->peer_mask;
+	o.frozen = region->frozen;
 	pthread_mutex_unlock(&region->lock);
 	cms_copy_out(info, &o, sizeof(o));
 	return CMS_OK;
@@ -348,11 +349,9 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t device_mask)
 {
 	struct cms_region *r = region;
-	struct cms_alloc *a, *b;
 	cms_context *ctx;
-	char why[512];
 	uint64_t old;
-	cms_status st, rb = CMS_OK;
+	cms_status st;
 
 	if (!r)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
@@ -365,37 +364,16 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 		return st;
 	pthread_mutex_lock(&r->lock);
 	old = r->peer_mask;
-	for (a = r->allocs; a && old != device_mask; a = a->next) {
-		if (!a->mapped ||
-		    (cms_alloc_vmm(a)->run && !cms_run_is_last(a))) /* once per run (run.c) */
-			continue;
-		st = cms_vmm_set_access(a, device_mask, old);
-		if (st)
-			break;
-	}
-	if (st) { /* the allocations before a get their old access back */
-		cms_last_error_message(why, sizeof(why));
-		for (b = r->allocs; b != a; b = b->next) {
-			char why2[256];
-
-			if (!b->mapped || (cms_alloc_vmm(b)->run && !cms_run_is_last(b)) ||
-			    !cms_vmm_set_access(b, old, device_mask) || rb)
-				continue;
-			cms_last_error_message(why2, sizeof(why2));
-			rb = cms_set_error(CMS_ERR_ROLLBACK_FAILED,
-					   "%s; restoring the access of 0x%llx failed too: %s", why,
-					   (unsigned long long)b->base, why2);
-		}
-		if (!rb)
-			cms_set_error(st, "%s", why);
-	}
-	if (!st || rb)
+	/* all or nothing (vmm/access.c); read-only while frozen */
+	if (old != device_mask)
+		st = cms_vmm_region_access(r, old, r->frozen, device_mask, r->frozen);
+	if (!st || st == CMS_ERR_ROLLBACK_FAILED)
 		r->peer_mask = device_mask;
 	pthread_mutex_unlock(&r->lock);
 	if (!st)
 		cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\" on device %d: peer devices 0x%llx",
 			r->tag, r->device, (unsigned long long)device_mask);
-	return rb ? rb : st;
+	return st;
 }
 
 CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir)

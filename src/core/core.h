@@ -214,6 +214,7 @@ struct cms_counters {
 	uint64_t pause_ns, resume_ns;
 	uint64_t bytes_prepared, prepare_ns; /* CMS_REGION_PREPARE (store/prepare.c; since 1.3) */
 	uint64_t bytes_verified, verify_ns;  /* CMS_REGION_VERIFY (since 1.3) */
+	uint64_t bytes_unchanged;	     /* since 1.3 */
 };
 
 struct cms_region {
@@ -237,6 +238,9 @@ struct cms_region {
 	struct cms_region *prev, *next;
 	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
 	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
+	/* cms_region_freeze (since 1.3): every mapping read-only for the device and the peers,
+	 * except while a resume or a pause's rollback restores into it (engine); lock. */
+	bool frozen;
 	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
 };
 
@@ -442,8 +446,9 @@ void cms_hook_defaults_free(cms_context *ctx);
 struct cms_counted {
 	uint64_t released, backed, to_store, from_store; /* bytes */
 	uint64_t verified;				 /* bytes its resume checked */
-	uint64_t ns;					 /* its device's work */
-	uint64_t verify_ns;				 /* of it checksumming */
+	uint64_t unchanged; /* out: bytes of current backups, not copied (cms_region_freeze) */
+	uint64_t ns;	    /* its device's work */
+	uint64_t verify_ns; /* of it checksumming */
 };
 /* r was paused (out) or resumed (!out) by a committed call; swap: by cms_swap. */
 void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c);

@@ -43,6 +43,7 @@ static const struct status_desc statuses[] = {
 	{ CMS_ERR_LAYOUT_CHANGED, "CMS_ERR_LAYOUT_CHANGED", "exported layout changed" },
 	{ CMS_ERR_REFUSED, "CMS_ERR_REFUSED", "request refused" },
 	{ CMS_ERR_IO, "CMS_ERR_IO", "system call failed" },
+	{ CMS_ERR_FROZEN, "CMS_ERR_FROZEN", "region is frozen (read-only)" },
 	{ CMS_ERR_VERIFY_FAILED, "CMS_ERR_VERIFY_FAILED",
 	  "content restored differs from the content paused" },
 };

@@ -16,6 +16,7 @@ void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct
 		k->pauses++;
 		k->bytes_released += c->released;
 		k->bytes_to_store += c->to_store;
+		k->bytes_unchanged += c->unchanged;
 		k->pause_ns += c->ns;
 		k->verify_ns += c->verify_ns;
 	} else {
@@ -68,4 +69,5 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *o)
 	o->prepare_ns = k->prepare_ns;
 	o->bytes_verified = k->bytes_verified;
 	o->verify_ns = k->verify_ns;
+	o->bytes_unchanged = k->bytes_unchanged;
 }

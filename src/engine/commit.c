@@ -15,13 +15,28 @@ void cms_commit(struct cms_work *w, bool async)
 
 	/* Out: released runs become separate allocations until the next resume. */
 	cms_run_dissolve(w->vo, w->no);
-	for (i = 0; i < w->no; i++)
-		cms_alloc_store(w->vo[i])->fresh_buffer = false;
+	for (i = 0; i < w->no; i++) {
+		struct cms_alloc *o = w->vo[i];
+
+		cms_alloc_store(o)->fresh_buffer = false;
+		/* frozen: saved (or kept) while read-only, the backup is the content */
+		cms_alloc_store(o)->current = o->region->frozen && o->saved && !o->ndiscarded;
+	}
 	for (i = 0; i < w->nout; i++)
 		__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
 
-	/* In: the device holds the content; a saved copy is stale (also of allocations an
-	 * earlier failed call left mapped). */
+	/* In: a frozen region's backups restored whole are the content (current; one the store
+	 * does not keep after the resume is moot: cms_store_current). */
+	for (i = 0; i < w->nin; i++)
+		if (!w->in[i]->frozen)
+			cms_store_stale(w->in[i]);
+	for (i = 0; i < w->ni; i++) {
+		struct cms_alloc *v = w->vi[i];
+
+		cms_alloc_store(v)->current = v->region->frozen && v->saved && !v->ndiscarded;
+	}
+	/* The device holds the content; a saved copy is stale (also of allocations an earlier
+	 * failed call left mapped). */
 	for (i = 0; i < w->ni; i++)
 		cms_alloc_set_saved(w->vi[i], false);
 	for (i = 0; i < w->nin; i++)
@@ -69,6 +84,7 @@ cms_status cms_abort(struct cms_work *w, cms_status st)
 	struct cms_lanes all = cms_work_lanes(w, 0, CMS_COPY_STREAMS);
 	char saved[512];
 	cms_status rb, rb2;
+	size_t i;
 
 	cms_last_error_message(saved, sizeof(saved));
 	/* Copies may still run into or out of the memory. Not a rollback step: a failure here
@@ -78,7 +94,12 @@ cms_status cms_abort(struct cms_work *w, cms_status st)
 	rb2 = cms_out_rollback(w, &all);
 	if (!rb)
 		rb = rb2;
+	rb2 = cms_work_refreeze(w->out, w->nout, true); /* the rollback mapped read-write */
+	if (!rb)
+		rb = rb2;
 	cms_out_drop_fresh(w);
+	for (i = 0; i < w->nout + w->nin; i++) /* a failed call: no backup is current */
+		cms_store_stale(i < w->nout ? w->out[i] : w->in[i - w->nout]);
 	if (rb)
 		pause_incomplete(w);
 	return cms_rollback_status(w->ctx, st, saved, rb, w->call->sched->name);

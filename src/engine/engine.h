@@ -171,6 +171,14 @@ bool cms_work_lacks_memory(const struct cms_alloc *a);
 /* CMS_OK, or CMS_XDEV_ABORTED when w should stop early: the other side of its swap failed
  * (w->stop), or another device of the call did (cms_xdev_check). */
 cms_status cms_work_stop_check(struct cms_work *w);
+/*
+ * The frozen regions of v[0..n) read-only again after the call mapped them read-write to
+ * restore (a resume: before its last vote, so that a failure is undone; a pause's rollback).
+ * All or nothing per region (vmm/access.c); tries all, returns the first failure. thaw: a
+ * region left all read-write by a failure is thawed (logged), so that the flag never claims
+ * read-only memory that is writable.
+ */
+cms_status cms_work_refreeze(struct cms_region **v, size_t n, bool thaw);
 /* The lanes of w's device: copy streams [first, first + count). */
 struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned count);
 
@@ -208,6 +216,8 @@ cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
 /* Undo: unmaps and releases what the call made for w->vi, guards CMS_REGION_GUARD
  * allocations again; tries all. */
 cms_status cms_in_undo(struct cms_work *w);
+/* Whether a region w resumes is frozen (its resume then restores synchronously). */
+bool cms_in_frozen(const struct cms_work *w);
 
 /* ---- verify.c: verified backups (CMS_REGION_VERIFY) ---- */
 /* Out side, before any save: checksums the device content of w->vo's mapped allocations of

@@ -319,6 +319,7 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 		if (out && cms_work_holds_memory(a)) {
 			c->released += cms_alloc_vmm(a)->handle ? a->physical : 0;
 			c->to_store += cms_store_copy_bytes(a, true);
+			c->unchanged += cms_store_unchanged_bytes(a);
 		} else if (!out && cms_work_lacks_memory(a)) {
 			c->backed += a->physical;
 			c->from_store += cms_store_copy_bytes(a, false);

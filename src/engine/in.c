@@ -114,6 +114,16 @@ out:
 	return st;
 }
 
+bool cms_in_frozen(const struct cms_work *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nin; i++)
+		if (w->in[i]->frozen)
+			return true;
+	return false;
+}
+
 cms_status cms_in_undo(struct cms_work *w)
 {
 	cms_status first = CMS_OK, st;

@@ -28,6 +28,9 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 	bool active = a->region->state == CMS_STATE_ACTIVE;
 	cms_status st;
 
+	/* A free that fails may leave it mapped read-write again, or with new memory: its backup
+	 * is not the content any more (cms_region_freeze). */
+	cms_alloc_store(a)->current = false;
 	st = cms_region_settle(a->region); /* no copy may still run into it */
 	if (!st && cms_run_keeps(a)) {
 		/* Its neighbours share its physical handle: its bytes stay in their run until the
@@ -61,6 +64,8 @@ cms_status cms_alloc_release(struct cms_alloc *a)
 		cms_log(ctx, CMS_LOG_ERROR,
 			"0x%llx: not backed again after a failed free; the next resume backs it",
 			(unsigned long long)a->base);
+	else if (active)
+		cms_vmm_refreeze(a);
 	return st;
 }
 

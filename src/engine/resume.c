@@ -7,8 +7,9 @@
  *   2. create a physical handle for each (one per run), map it, and restore
  *      its content per policy while the next ones are backed (in.c)
  *   3. async resume: make the caller's stream wait for the copies; else
- *      synchronize them and check the content of CMS_REGION_VERIFY regions
- *      against the checksums of their pause (verify.c; not async: api/)
+ *      synchronize them, check the content of CMS_REGION_VERIFY regions
+ *      against the checksums of their pause (verify.c; not async: api/), then
+ *      make frozen regions read-only (a frozen region's resume is never async)
  *   4. vote (every device backed and restored), commit: states, epochs
  * On failure everything this call created or mapped is undone and every
  * allocation stays paused with its stored content.
@@ -19,7 +20,8 @@ static cms_status resume_run(struct cms_work *w)
 {
 	struct cms_lanes all = cms_work_lanes(w, 0, CMS_COPY_STREAMS);
 	const cms_resume_options *o = w->call->ro;
-	bool async = (o->flags & CMS_RESUME_ASYNC) != 0;
+	/* a frozen region becomes read-only after its copies: synchronous */
+	bool async = (o->flags & CMS_RESUME_ASYNC) && !cms_in_frozen(w);
 	cms_status st, rb;
 
 	w->failed_in = true; /* any failure is on the in side */
@@ -38,6 +40,8 @@ static cms_status resume_run(struct cms_work *w)
 		st = rb;
 	if (!st && !async) /* CMS_REGION_VERIFY: the restored content is the paused one */
 		st = cms_verify_in(w, cms_lane_at(&all, 0));
+	if (!st)
+		st = cms_work_refreeze(w->in, w->nin, false); /* frozen regions: read-only */
 	if (!st && !async)
 		st = cms_xdev_vote(w->xv); /* every device backed and restored: commit */
 	if (st) {

@@ -51,6 +51,8 @@ static cms_status in_side_run(struct in_side *s)
 		st = rb;
 	if (!st) /* CMS_REGION_VERIFY: the restored content is the paused one */
 		st = cms_verify_in(w, cms_lane_at(&l, 0));
+	if (!st)
+		st = cms_work_refreeze(w->in, w->nin, false); /* frozen regions: read-only */
 	return st;
 }
 

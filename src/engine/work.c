@@ -105,6 +105,30 @@ uint64_t cms_work_free_bytes(struct cms_work *w)
 	return f;
 }
 
+cms_status cms_work_refreeze(struct cms_region **v, size_t n, bool thaw)
+{
+	cms_status first = CMS_OK, st;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct cms_region *r = v[i];
+
+		if (!r->frozen)
+			continue;
+		st = cms_vmm_region_access(r, r->peer_mask, false, r->peer_mask, true);
+		if (st && !first)
+			first = st;
+		if (st && thaw && st != CMS_ERR_ROLLBACK_FAILED) { /* every mapping read-write */
+			r->frozen = false;
+			cms_log(r->ctx, CMS_LOG_ERROR,
+				"region \"%s\" thawed: not read-only again after a failed pause: "
+				"%s",
+				r->tag, cms_last_error());
+		}
+	}
+	return first;
+}
+
 struct cms_lanes cms_work_lanes(struct cms_work *w, unsigned first, unsigned count)
 {
 	struct cms_lanes l = { .ctx = w->ctx, .dev = w->dev, .first = first, .count = count };

@@ -81,9 +81,32 @@ static cms_status each_policy(struct cms_lanes *l, struct cms_alloc **v, size_t 
 	return st;
 }
 
-static bool is_mapped(const struct cms_alloc *a)
+bool cms_store_current(const struct cms_alloc *a)
 {
-	return a->mapped;
+	const struct cms_store_ops *ops = cms_store_of(a->region);
+	void *host;
+
+	return cms_alloc_store(a)->current && a->mapped && ops->save && ops->backup_held &&
+	       ops->backup_held(a, &host);
+}
+
+uint64_t cms_store_unchanged_bytes(const struct cms_alloc *a)
+{
+	return cms_store_current(a) ? cms_span_live_bytes(a, 0, a->size) : 0;
+}
+
+void cms_store_stale(struct cms_region *r)
+{
+	struct cms_alloc *a;
+
+	for (a = r->allocs; a; a = a->next)
+		cms_alloc_store(a)->current = false;
+}
+
+/* A mapped allocation whose content the store does not hold already. */
+static bool needs_copy(const struct cms_alloc *a)
+{
+	return a->mapped && !cms_store_current(a);
 }
 
 static list_op pick_save(const struct cms_store_ops *ops, bool sync)
@@ -99,7 +122,10 @@ cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, b
 	for (i = 0; i < n; i++) /* a buffer being made ahead (prepare.c): waited for, used */
 		if (!i || v[i]->region != v[i - 1]->region)
 			cms_store_prepare_take(v[i]->region, false);
-	return each_policy(l, v, n, pick_save, sync, is_mapped, bytes);
+	for (i = 0; i < n; i++) /* frozen: the backup holds the content (no copy) */
+		if (cms_store_current(v[i]))
+			cms_alloc_set_saved(v[i], true);
+	return each_policy(l, v, n, pick_save, sync, needs_copy, bytes);
 }
 
 bool cms_store_save_ready(struct cms_alloc **v, size_t n)
@@ -109,7 +135,7 @@ bool cms_store_save_ready(struct cms_alloc **v, size_t n)
 	for (i = 0; i < n; i++) {
 		const struct cms_store_ops *ops = cms_store_of(v[i]->region);
 
-		if (v[i]->mapped && ops->save &&
+		if (needs_copy(v[i]) && ops->save &&
 		    (ops->save_sync || !ops->save_ready || !ops->save_ready(v[i])))
 			return false;
 	}
@@ -229,12 +255,14 @@ uint64_t cms_store_progress_bytes(const struct cms_alloc *a, bool out)
 {
 	const struct cms_store_ops *ops = cms_store_of(a->region);
 
+	if (out && cms_store_current(a))
+		return 0;
 	return ops->progress_bytes ? ops->progress_bytes(a, out) : 0;
 }
 
 uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out)
 {
-	if (!cms_store_of(a->region)->save)
+	if (!cms_store_of(a->region)->save || (out && cms_store_current(a)))
 		return 0;
 	return (out ? a->mapped : a->saved) ? cms_span_live_bytes(a, 0, a->size) : 0;
 }

@@ -27,6 +27,13 @@ struct cms_store_alloc {
 	bool prepared;	   /* the slice was made ahead (prepare.c) and holds no content yet */
 	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
 	uint64_t disk_off;
+	/* Frozen region (cms_region_freeze): the backup its storage holds (backup_held) equals
+	 * the device content and cannot diverge, so a pause need not copy it. Set by the engine's
+	 * commit (a pause of the frozen region saved it, or a resume of it restored it whole);
+	 * cleared by a thaw, a flags change, a failed call and a resume of a region not frozen.
+	 * Meaningless, and never used, while the store holds no backup of it (cms_store_current).
+	 */
+	bool current;
 };
 
 /* The store's part of a region; under the region's lock. */
@@ -145,11 +152,13 @@ const struct cms_store_ops *cms_store_at(uint32_t i);
 
 /* CMS_OK, or the first region of regions[0..n) whose policy's check fails. */
 cms_status cms_store_check(struct cms_region **regions, size_t n);
-/* Calls save for the mapped allocations of each policy of v[0..n) whose save_sync is sync. */
+/* Calls save for the mapped allocations of each policy of v[0..n) whose save_sync is sync;
+ * those with a current backup (cms_store_current) are marked saved without a copy. */
 cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, bool sync,
 			  uint64_t *bytes);
 /* Whether pausing v[0..n) may release memory while copies run: every mapped allocation's
- * policy saves asynchronously into storage it already has, or keeps nothing. */
+ * policy saves asynchronously into storage it already has, or keeps nothing, or its backup is
+ * current (cms_store_current). */
 bool cms_store_save_ready(struct cms_alloc **v, size_t n);
 /* Whether a's policy saves asynchronously (copies left running on the lanes). */
 bool cms_store_saves_async(const struct cms_alloc *a);
@@ -194,8 +203,18 @@ void cms_store_call_done(struct cms_region **regions, size_t n);
 uint64_t cms_store_progress_bytes(const struct cms_alloc *a, bool out);
 
 /* Content bytes of a that a pause (out: a is mapped) or resume (!out: a is saved) copies to or
- * from its store; 0 for a policy that keeps nothing (counters, cms_region_stats). */
+ * from its store; 0 for a policy that keeps nothing and for a pause of a current backup
+ * (counters, cms_region_stats). */
 uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out);
+
+/* ---- store.c: backups of frozen regions (cms_region_freeze) ---- */
+/* Whether a pause may save mapped allocation a without a copy: its current flag is set and its
+ * policy holds a backup of it now (backup_held: HOST slices kept, DISK slots kept). */
+bool cms_store_current(const struct cms_alloc *a);
+/* Content bytes a pause of a does not copy because its backup is current (bytes_unchanged). */
+uint64_t cms_store_unchanged_bytes(const struct cms_alloc *a);
+/* No backup of r's allocations is current any more (thaw, flags change). */
+void cms_store_stale(struct cms_region *r);
 
 /* ---- piece.c: the live pieces of a copy (content-free ranges left out, core/span.c) ---- */
 

@@ -3,8 +3,8 @@
  * range.c - the driver calls on a range of addresses with the properties of
  * a region: cuMemCreate of a physical handle, cuMemMap with cuMemSetAccess
  * (read-write; read-only for the zero handle of a guard, guard.c),
- * cuMemSetAccess alone. The base of vmm.c (one allocation) and run.c (a run
- * of adjacent allocations).
+ * cuMemSetAccess alone (read-write, or read-only for a frozen region). The
+ * base of vmm.c (one allocation) and run.c (a run of adjacent allocations).
  */
 #include <string.h>
 
@@ -67,9 +67,11 @@ out:
 }
 
 cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-				uint64_t mask, uint64_t revoke)
+				uint64_t mask, uint64_t revoke, bool read_only)
 {
-	return set_access(r, base, len, mask, revoke, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+	return set_access(r, base, len, mask, revoke,
+			  read_only ? CU_MEM_ACCESS_FLAGS_PROT_READ :
+				      CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 }
 
 /* cuMemMap of the first len bytes of handle over [base, base + len), then cuMemSetAccess. */

@@ -214,9 +214,9 @@ void cms_run_dissolve(struct cms_alloc **v, size_t n)
 			dissolve(cms_alloc_vmm(v[i])->run);
 }
 
-cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke)
+cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke, bool read_only)
 {
-	return cms_vmm_access_range(run->region, run->base, run->len, mask, revoke);
+	return cms_vmm_access_range(run->region, run->base, run->len, mask, revoke, read_only);
 }
 
 bool cms_run_keeps(const struct cms_alloc *a)

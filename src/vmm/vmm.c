@@ -65,11 +65,19 @@ out:
 	return st;
 }
 
-cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke)
+cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke, bool read_only)
 {
 	if (cms_alloc_vmm(a)->run)
-		return cms_run_set_access(cms_alloc_vmm(a)->run, mask, revoke);
-	return cms_vmm_access_range(a->region, a->base, a->physical, mask, revoke);
+		return cms_run_set_access(cms_alloc_vmm(a)->run, mask, revoke, read_only);
+	return cms_vmm_access_range(a->region, a->base, a->physical, mask, revoke, read_only);
+}
+
+void cms_vmm_refreeze(struct cms_alloc *a)
+{
+	if (a->region->frozen && a->mapped && cms_vmm_set_access(a, a->region->peer_mask, 0, true))
+		cms_log(a->region->ctx, CMS_LOG_ERROR,
+			"0x%llx: mapped read-write in frozen region \"%s\" after a failed free: %s",
+			(unsigned long long)a->base, a->region->tag, cms_last_error());
 }
 
 cms_status cms_vmm_map(struct cms_alloc *a)
@@ -145,6 +153,8 @@ cms_status cms_vmm_unback(struct cms_alloc *a)
 				"0x%llx: not mapped again after a failed release; a later call "
 				"retries",
 				(unsigned long long)a->base);
+		else
+			cms_vmm_refreeze(a);
 		cms_set_error(st, "%s", why);
 	}
 	return st;

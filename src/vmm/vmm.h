@@ -109,7 +109,7 @@ cms_status cms_run_release(struct cms_run *run);
  * the arena. After a commit or an undo. No driver call. */
 void cms_run_dissolve(struct cms_alloc **v, size_t n);
 /* cuMemSetAccess over the whole run (see cms_vmm_set_access). */
-cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke);
+cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke, bool read_only);
 /* Whether freeing a leaves its bytes in its run (other members are live). */
 bool cms_run_keeps(const struct cms_alloc *a);
 /* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
@@ -168,16 +168,32 @@ cms_status cms_vmm_map_range_read(const struct cms_region *r, CUdeviceptr base, 
 				  CUmemGenericAllocationHandle handle);
 /* cuMemSetAccess over a mapped range (see cms_vmm_set_access). */
 cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-				uint64_t mask, uint64_t revoke);
+				uint64_t mask, uint64_t revoke, bool read_only);
 /* cuMemCreate into a->handle (which must be 0) with the region's properties. */
 cms_status cms_vmm_create(struct cms_alloc *a);
 /* cuMemRelease of a->handle if held; a->handle = 0 on success. */
 cms_status cms_vmm_release(struct cms_alloc *a);
 /* cuMemMap of a->handle at a->base + cuMemSetAccess read-write; sets mapped. */
 cms_status cms_vmm_map(struct cms_alloc *a);
-/* cuMemSetAccess of a mapped allocation: its region's device and the devices of mask
- * read-write, those of revoke not in mask none. On failure nothing changed. */
-cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke);
+/* cuMemSetAccess of a mapped allocation (its whole run): its region's device and the devices
+ * of mask read-write (read-only when read_only), those of revoke not in mask none. On failure
+ * nothing changed. */
+cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke, bool read_only);
+/* After a->region's mapping of a was made again outside a resume (a failed free): read-only
+ * when the region is frozen (cms_region_freeze); best effort, logged. */
+void cms_vmm_refreeze(struct cms_alloc *a);
+
+/* ---- access.c: the access of a whole region's mappings (region lock held) ---- */
+/*
+ * Changes the access of every mapping of r (each allocation mapped, a run once: allocations,
+ * coalesced runs, chunks with their tails) from old_mask read-only or not (old_ro) to mask
+ * read-only or not (ro): see cms_vmm_set_access, revoking the devices of old_mask not in
+ * mask. All or nothing: on failure the mappings already changed get their old access back,
+ * and if that fails too, CMS_ERR_ROLLBACK_FAILED names the allocation (the mappings are then
+ * mixed: some changed).
+ */
+cms_status cms_vmm_region_access(struct cms_region *r, uint64_t old_mask, bool old_ro,
+				 uint64_t mask, bool ro);
 /* cuMemUnmap if mapped; clears mapped on success. */
 cms_status cms_vmm_unmap(struct cms_alloc *a);
 /* Whatever is missing of handle + mapping (a member carved from a mapped chunk's tail only

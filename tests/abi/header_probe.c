@@ -70,6 +70,8 @@ _Static_assert(CMS_ERR_REFUSED == -24, "CMS_ERR_REFUSED == -24");
 _Static_assert(sizeof(CMS_ERR_REFUSED) == sizeof(cms_status), "CMS_ERR_REFUSED has the size of cms_status");
 _Static_assert(CMS_ERR_IO == -25, "CMS_ERR_IO == -25");
 _Static_assert(sizeof(CMS_ERR_IO) == sizeof(cms_status), "CMS_ERR_IO has the size of cms_status");
+_Static_assert(CMS_ERR_FROZEN == -26, "CMS_ERR_FROZEN == -26");
+_Static_assert(sizeof(CMS_ERR_FROZEN) == sizeof(cms_status), "CMS_ERR_FROZEN has the size of cms_status");
 _Static_assert(CMS_ERR_VERIFY_FAILED == -27, "CMS_ERR_VERIFY_FAILED == -27");
 _Static_assert(sizeof(CMS_ERR_VERIFY_FAILED) == sizeof(cms_status), "CMS_ERR_VERIFY_FAILED has the size of cms_status");
 
@@ -264,7 +266,7 @@ _Static_assert(offsetof(cms_region_options, policy) == 12, "offsetof(cms_region_
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_options *)0)->policy, uint32_t *), "cms_region_options.policy is uint32_t");
 _Static_assert(offsetof(cms_region_options, flags) == 16, "offsetof(cms_region_options, flags) == 16");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_options *)0)->flags, uint64_t *), "cms_region_options.flags is uint64_t");
-_Static_assert(sizeof(cms_region_info) == 200, "sizeof(cms_region_info) == 200");
+_Static_assert(sizeof(cms_region_info) == 208, "sizeof(cms_region_info) == 208");
 _Static_assert(offsetof(cms_region_info, struct_size) == 0, "offsetof(cms_region_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->struct_size, size_t *), "cms_region_info.struct_size is size_t");
 _Static_assert(offsetof(cms_region_info, tag) == 8, "offsetof(cms_region_info, tag) == 8");
@@ -309,6 +311,10 @@ _Static_assert(offsetof(cms_region_info, pinned_bytes) == 184, "offsetof(cms_reg
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->pinned_bytes, uint64_t *), "cms_region_info.pinned_bytes is uint64_t");
 _Static_assert(offsetof(cms_region_info, retained_bytes) == 192, "offsetof(cms_region_info, retained_bytes) == 192");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->retained_bytes, uint64_t *), "cms_region_info.retained_bytes is uint64_t");
+_Static_assert(offsetof(cms_region_info, frozen) == 200, "offsetof(cms_region_info, frozen) == 200");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->frozen, uint32_t *), "cms_region_info.frozen is uint32_t");
+_Static_assert(offsetof(cms_region_info, reserved4) == 204, "offsetof(cms_region_info, reserved4) == 204");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_info *)0)->reserved4, uint32_t *), "cms_region_info.reserved4 is uint32_t");
 _Static_assert(sizeof(cms_pointer_info) == 56, "sizeof(cms_pointer_info) == 56");
 _Static_assert(offsetof(cms_pointer_info, struct_size) == 0, "offsetof(cms_pointer_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_pointer_info *)0)->struct_size, size_t *), "cms_pointer_info.struct_size is size_t");
@@ -494,7 +500,7 @@ _Static_assert(offsetof(cms_control_options, nallowed_uids) == 40, "offsetof(cms
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->nallowed_uids, uint32_t *), "cms_control_options.nallowed_uids is uint32_t");
 _Static_assert(offsetof(cms_control_options, reserved) == 44, "offsetof(cms_control_options, reserved) == 44");
 _Static_assert(CMS_PROBE_TYPE(&((cms_control_options *)0)->reserved, uint32_t *), "cms_control_options.reserved is uint32_t");
-_Static_assert(sizeof(cms_region_stats) == 464, "sizeof(cms_region_stats) == 464");
+_Static_assert(sizeof(cms_region_stats) == 472, "sizeof(cms_region_stats) == 472");
 _Static_assert(offsetof(cms_region_stats, struct_size) == 0, "offsetof(cms_region_stats, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->struct_size, size_t *), "cms_region_stats.struct_size is size_t");
 _Static_assert(offsetof(cms_region_stats, tag) == 8, "offsetof(cms_region_stats, tag) == 8");
@@ -539,6 +545,8 @@ _Static_assert(offsetof(cms_region_stats, bytes_verified) == 448, "offsetof(cms_
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_verified, uint64_t *), "cms_region_stats.bytes_verified is uint64_t");
 _Static_assert(offsetof(cms_region_stats, verify_ns) == 456, "offsetof(cms_region_stats, verify_ns) == 456");
 _Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->verify_ns, uint64_t *), "cms_region_stats.verify_ns is uint64_t");
+_Static_assert(offsetof(cms_region_stats, bytes_unchanged) == 464, "offsetof(cms_region_stats, bytes_unchanged) == 464");
+_Static_assert(CMS_PROBE_TYPE(&((cms_region_stats *)0)->bytes_unchanged, uint64_t *), "cms_region_stats.bytes_unchanged is uint64_t");
 _Static_assert(sizeof(cms_backup_info) == 40, "sizeof(cms_backup_info) == 40");
 _Static_assert(offsetof(cms_backup_info, struct_size) == 0, "offsetof(cms_backup_info, struct_size) == 0");
 _Static_assert(CMS_PROBE_TYPE(&((cms_backup_info *)0)->struct_size, size_t *), "cms_backup_info.struct_size is size_t");
@@ -615,6 +623,8 @@ _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default_set, cms_status (*)(int32
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default, cms_region *(*)(int32_t)), "cms_hook_region_default prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_region_default_template_set, cms_status (*)(const char *, const cms_region_options *, const char *)), "cms_hook_region_default_template_set prototype");
 _Static_assert(CMS_PROBE_TYPE(&cms_hook_memory_margin_set, cms_status (*)(uint64_t)), "cms_hook_memory_margin_set prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_region_freeze, cms_status (*)(cms_region *)), "cms_region_freeze prototype");
+_Static_assert(CMS_PROBE_TYPE(&cms_region_thaw, cms_status (*)(cms_region *)), "cms_region_thaw prototype");
 
 int main(void)
 {
@@ -680,6 +690,8 @@ int main(void)
 	cms_region *(*p_cms_hook_region_default)(int32_t) = cms_hook_region_default;
 	cms_status (*p_cms_hook_region_default_template_set)(const char *, const cms_region_options *, const char *) = cms_hook_region_default_template_set;
 	cms_status (*p_cms_hook_memory_margin_set)(uint64_t) = cms_hook_memory_margin_set;
+	cms_status (*p_cms_region_freeze)(cms_region *) = cms_region_freeze;
+	cms_status (*p_cms_region_thaw)(cms_region *) = cms_region_thaw;
 	(void)p_cms_version;
 	(void)p_cms_version_string;
 	(void)p_cms_status_name;
@@ -741,7 +753,9 @@ int main(void)
 	(void)p_cms_hook_region_default;
 	(void)p_cms_hook_region_default_template_set;
 	(void)p_cms_hook_memory_margin_set;
-	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 80, 61);
+	(void)p_cms_region_freeze;
+	(void)p_cms_region_thaw;
+	printf("header_probe: %d structs, %d constants and statuses, %d functions match abi/cumemsaver.json\n", 16, 81, 63);
 	return 0;
 }
 /* clang-format on */

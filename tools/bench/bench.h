@@ -11,6 +11,7 @@
  *                       own table and keys come from its file)
  *   bench_work.c        the workloads: (a)-(d), (f) and (h);
  *   bench_swap.c          (e), cms_swap;
+ *   bench_frozen.c        (o), a frozen HOST region against DISCARD;
  *   bench_disk.c          (g), the DISK policy, with the disk's floor;
  *   bench_nonret.c        (k), non-retaining HOST pauses against their floor;
  *   bench_multi.c         --devices: (a) and (c) on 1 and on N devices
@@ -67,6 +68,7 @@ enum {
 	BENCH_WL, /* (c) with CMS_REGION_PREPARE: backups prepared ahead (issue 27 item 2) */
 	BENCH_WM, /* (c) with CMS_REGION_VERIFY: verified backups (issue 27 item 4) */
 	BENCH_WN, /* (d) with CMS_REGION_VERIFY */
+	BENCH_WO, /* (c) frozen (cms_region_freeze) against a DISCARD pause of its layout */
 	BENCH_NWORK
 };
 
@@ -418,6 +420,9 @@ int bench_host_fill(struct bench *b, const struct bench_work *w, const uint64_t 
  * --verify-full), then writes generation gen + 1 into the windows. Returns 0 or -1. */
 int bench_host_verify(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
 		      uint64_t first, uint64_t gen, unsigned int cycle);
+/* The same check without the write: memory that must not change (a frozen region). */
+int bench_host_check(struct bench *b, const struct bench_work *w, const uint64_t *ptr,
+		     uint64_t first, uint64_t gen, unsigned int cycle);
 /* Every allocation of ptr[0..w->count) at its address, of w->size, in region, in state. */
 int bench_check_addresses(struct bench *b, struct bench_work *w, cms_context *ctx,
 			  cms_region *region, const uint64_t *ptr, uint32_t state, const char *when,
@@ -472,6 +477,14 @@ int bench_swap_run(struct bench *b, struct bench_work *w);
 void bench_swap_report(const struct bench *b, const struct bench_work *w);
 /* Writes (e)'s per-cycle times and first/median rows, then closes its JSON object. */
 void bench_swap_json(const struct bench *b, const struct bench_work *w, FILE *f);
+
+/* ---- bench_frozen.c: workload (o), a frozen HOST region ---- */
+int bench_frozen_run(struct bench *b, struct bench_work *w);
+/* (o)'s own table: the frozen pause against a DISCARD pause of the same layout and the
+ * driver's release floor, the resume against the pinned host-to-device floor. */
+void bench_frozen_report(const struct bench *b, const struct bench_work *w);
+/* Writes (o)'s keys, then closes its JSON object. */
+void bench_frozen_json(const struct bench *b, const struct bench_work *w, FILE *f);
 
 /* ---- bench_disk.c: workload (g), the DISK policy ---- */
 /* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */

@@ -221,6 +221,8 @@ void bench_report_table(const struct bench *b)
 			continue; /* its own table, aggregate GB/s (bench_swap_report) */
 		if (i == BENCH_WK)
 			continue; /* its own table, a row per size (bench_nonret_report) */
+		if (i == BENCH_WO && w->implemented)
+			continue; /* its own table, against DISCARD (bench_frozen_report) */
 		if (!w->implemented) {
 			if (w->selected)
 				printf("%-28s not implemented yet (no such feature in the "
@@ -313,6 +315,8 @@ void bench_report_table(const struct bench *b)
 	if (b->work[BENCH_WG].implemented)
 		bench_disk_report(b, &b->work[BENCH_WG]);
 	bench_nonret_report(b, &b->work[BENCH_WK]);
+	if (b->work[BENCH_WO].implemented)
+		bench_frozen_report(b, &b->work[BENCH_WO]);
 	for (i = 0; i < BENCH_NWORK; i++)
 		if (b->work[i].ran && i != BENCH_WK)
 			ran++, reset += b->work[i].hwm_reset;
@@ -459,6 +463,10 @@ static void json_work(FILE *f, const struct bench *b, const struct bench_work *w
 	}
 	if (w->id == 'k') { /* a row per layout and size; closes the object */
 		bench_nonret_json(b, w, f);
+		return;
+	}
+	if (w->id == 'o') { /* its own keys; closes the object */
+		bench_frozen_json(b, w, f);
 		return;
 	}
 	fputs(",\n     \"pause_ms\": [", f);

@@ -66,6 +66,8 @@ void bench_works_init(struct bench *b)
 		/* (c) and (d) with verified backups: what the checksums cost */
 		{ "16 x 1 GiB HOST, VERIFY", CMS_POLICY_HOST, 16, GIB, true, -1 },
 		{ "2048 x 8 MiB HOST, VERIFY", CMS_POLICY_HOST, 2048, 8 * MIB, true, -1 },
+		/* (c) frozen: pauses that copy nothing, against DISCARD and the release floor */
+		{ "16 x 1 GiB HOST, frozen", CMS_POLICY_HOST, 16, GIB, true, BENCH_VB_1G },
 	};
 	static const struct {
 		const char *label;

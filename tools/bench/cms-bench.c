@@ -203,7 +203,7 @@ static int bench_parse(struct bench *b, int argc, char **argv)
 		case 'o':
 			if (bench_parse_only(b, optarg)) {
 				fprintf(stderr,
-					"cms-bench: bad --only '%s' (comma-separated a..n or "
+					"cms-bench: bad --only '%s' (comma-separated a..o or "
 					"floor)\n",
 					optarg);
 				return 2;
@@ -332,6 +332,8 @@ static void bench_run(struct bench *b)
 			bench_swap_run(b, w);
 		else if (i == BENCH_WK)
 			bench_nonret_run(b, w);
+		else if (i == BENCH_WO)
+			bench_frozen_run(b, w);
 		else
 			bench_work_run(b, w);
 	}

@@ -674,6 +674,7 @@ type RegionInfo struct {
 	PeerDeviceMask uint64      // bit d: device d has access (since 1.1)
 	PinnedBytes    uint64      // of HostBytes, page-locked with cuMemHostRegister (since 1.1)
 	RetainedBytes  uint64      // freed allocations' bytes kept in shared handles (since 1.1)
+	Frozen         bool        // read-only (Region.Freeze; since 1.3)
 }
 
 // Info is a consistent snapshot of the region (cms_region_info_get).
@@ -705,6 +706,7 @@ func (r *Region) Info() (RegionInfo, error) {
 		PeerDeviceMask: uint64(i.peer_device_mask),
 		PinnedBytes:    uint64(i.pinned_bytes),
 		RetainedBytes:  uint64(i.retained_bytes),
+		Frozen:         i.frozen != 0,
 	}, nil
 }
 

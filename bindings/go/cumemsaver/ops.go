@@ -123,8 +123,28 @@ func (r *Region) SetDiskDir(dir string) error {
 	})
 }
 
+// Freeze makes the region's memory read-only for its device and peers (cms_region_freeze,
+// since 1.3): writes fail, allocations into it fail with ErrFrozen, and a pause whose retained
+// backup still holds the content copies nothing (the first pause after freezing an active
+// region copies). A paused region becomes read-only at its resume. Freezing a frozen region
+// does nothing.
+func (r *Region) Freeze() error {
+	return r.with(func(raw *C.cms_region) error {
+		return call("cms_region_freeze", func() C.cms_status { return c_cms_region_freeze(raw) })
+	})
+}
+
+// Thaw ends Freeze: read-write again, the next pause copies everything (cms_region_thaw,
+// since 1.3). Thawing a region not frozen does nothing.
+func (r *Region) Thaw() error {
+	return r.with(func(raw *C.cms_region) error {
+		return call("cms_region_thaw", func() C.cms_status { return c_cms_region_thaw(raw) })
+	})
+}
+
 // SetPeerDevices gives the devices of mask (bit d: device d) read-write access to the
-// region's memory (cms_region_peer_devices_set); 0: only the region's own device.
+// region's memory (cms_region_peer_devices_set); 0: only the region's own device. While
+// frozen, read-only access.
 func (r *Region) SetPeerDevices(mask uint64) error {
 	return r.with(func(raw *C.cms_region) error {
 		return call("cms_region_peer_devices_set", func() C.cms_status {

@@ -48,6 +48,9 @@ type RegionStats struct {
 	// the calls that paused or resumed it.
 	BytesVerified uint64
 	VerifyNs      uint64
+	// BytesUnchanged: content bytes its pauses did not copy because the region was frozen
+	// and its backup still held them (since 1.3; not in BytesToStore).
+	BytesUnchanged uint64
 }
 
 // FailuresOf is the number of failed calls that ended with status s (negative, e.g.
@@ -85,6 +88,7 @@ func regionStats(c *C.cms_region_stats) RegionStats {
 		PrepareNs:      uint64(c.prepare_ns),
 		BytesVerified:  uint64(c.bytes_verified),
 		VerifyNs:       uint64(c.verify_ns),
+		BytesUnchanged: uint64(c.bytes_unchanged),
 	}
 	for k := range s.FailuresByStatus {
 		s.FailuresByStatus[k] = uint64(c.failures_by_status[k])

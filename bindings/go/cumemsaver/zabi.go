@@ -96,6 +96,9 @@ const (
 	// ErrIo is CMS_ERR_IO (since 1.1): A system call on a socket or file failed (the message names it
 	// and errno).
 	ErrIo Status = -25
+	// ErrFrozen is CMS_ERR_FROZEN (since 1.3): The region is frozen: its memory is read-only
+	// (cms_region_freeze).
+	ErrFrozen Status = -26
 	// ErrVerifyFailed is CMS_ERR_VERIFY_FAILED (since 1.3): Content restored differs from the content
 	// paused: a CMS_REGION_VERIFY region's checksum did not match after its restore; the resume was
 	// rolled back and the region stays paused with its backup.
@@ -924,4 +927,14 @@ func c_cms_hook_region_default_template_set(tag *C.char, opts *C.cms_region_opti
 // c_cms_hook_memory_margin_set calls cms_hook_memory_margin_set (since 1.2).
 func c_cms_hook_memory_margin_set(bytes C.uint64_t) C.cms_status {
 	return C.cms_hook_memory_margin_set(bytes)
+}
+
+// c_cms_region_freeze calls cms_region_freeze (since 1.3).
+func c_cms_region_freeze(region *C.cms_region) C.cms_status {
+	return C.cms_region_freeze(region)
+}
+
+// c_cms_region_thaw calls cms_region_thaw (since 1.3).
+func c_cms_region_thaw(region *C.cms_region) C.cms_status {
+	return C.cms_region_thaw(region)
 }

@@ -45,6 +45,7 @@ from .api import (  # noqa: F401
     REGION_VERIFY,
     Refused,
     Region,
+    RegionFrozen,
     RegionInfo,
     RegionPaused,
     RegionStats,

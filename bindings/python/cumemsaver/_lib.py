@@ -231,6 +231,7 @@ CMS_ERR_DISCONNECTED = -22  # since 1.1
 CMS_ERR_LAYOUT_CHANGED = -23  # since 1.1
 CMS_ERR_REFUSED = -24  # since 1.1
 CMS_ERR_IO = -25  # since 1.1
+CMS_ERR_FROZEN = -26  # since 1.3
 CMS_ERR_VERIFY_FAILED = -27  # since 1.3
 STATUS_NAMES = {
     0: "CMS_OK",
@@ -259,6 +260,7 @@ STATUS_NAMES = {
     -23: "CMS_ERR_LAYOUT_CHANGED",
     -24: "CMS_ERR_REFUSED",
     -25: "CMS_ERR_IO",
+    -26: "CMS_ERR_FROZEN",
     -27: "CMS_ERR_VERIFY_FAILED",
 }
 
@@ -327,6 +329,8 @@ class cms_region_info(ctypes.Structure):
         ("peer_device_mask", ctypes.c_uint64),
         ("pinned_bytes", ctypes.c_uint64),
         ("retained_bytes", ctypes.c_uint64),
+        ("frozen", ctypes.c_uint32),
+        ("reserved4", ctypes.c_uint32),
     ]
 
 
@@ -532,6 +536,7 @@ class cms_region_stats(ctypes.Structure):
         ("prepare_ns", ctypes.c_uint64),
         ("bytes_verified", ctypes.c_uint64),
         ("verify_ns", ctypes.c_uint64),
+        ("bytes_unchanged", ctypes.c_uint64),
     ]
 
 
@@ -613,6 +618,8 @@ FIELD_SINCE = {
         "peer_device_mask": "1.1",
         "pinned_bytes": "1.1",
         "retained_bytes": "1.1",
+        "frozen": "1.3",
+        "reserved4": "1.3",
     },
     "cms_pointer_info": {
         "struct_size": "1.0",
@@ -746,6 +753,7 @@ FIELD_SINCE = {
         "prepare_ns": "1.3",
         "bytes_verified": "1.3",
         "verify_ns": "1.3",
+        "bytes_unchanged": "1.3",
     },
     "cms_backup_info": {
         "struct_size": "1.2",
@@ -854,6 +862,8 @@ FUNCTIONS = {
         [_c.c_char_p, P(cms_region_options), _c.c_char_p],
     ),
     "cms_hook_memory_margin_set": (cms_status, [_c.c_uint64]),
+    "cms_region_freeze": (cms_status, [cms_region_p]),
+    "cms_region_thaw": (cms_status, [cms_region_p]),
 }
 # The release each function appeared in.
 SINCE = {
@@ -918,6 +928,8 @@ SINCE = {
     "cms_hook_region_default": "1.2",
     "cms_hook_region_default_template_set": "1.2",
     "cms_hook_memory_margin_set": "1.2",
+    "cms_region_freeze": "1.3",
+    "cms_region_thaw": "1.3",
 }
 del P, _c
 

@@ -229,6 +229,10 @@ class IOFailure(CumemsaverError):
     """CMS_ERR_IO: a system call on a socket or file failed."""
 
 
+class RegionFrozen(CumemsaverError):
+    """CMS_ERR_FROZEN: the region is frozen (read-only); thaw it first (since 1.3)."""
+
+
 class VerifyFailed(CumemsaverError):
     """CMS_ERR_VERIFY_FAILED (since 1.3): a verified region's restored content differs from
     what its pause checksummed; the resume was rolled back (paused, backup kept)."""
@@ -260,6 +264,7 @@ ERRORS = {
     L.CMS_ERR_LAYOUT_CHANGED: LayoutChanged,
     L.CMS_ERR_REFUSED: Refused,
     L.CMS_ERR_IO: IOFailure,
+    L.CMS_ERR_FROZEN: RegionFrozen,
     L.CMS_ERR_VERIFY_FAILED: VerifyFailed,
 }
 
@@ -452,6 +457,7 @@ class RegionInfo:
     peer_device_mask: int  # since 1.1: devices given access besides the region's own (mask)
     pinned_bytes: int  # since 1.1: bytes of host_bytes page-locked with cuMemHostRegister
     retained_bytes: int  # since 1.1: bytes of freed allocations kept in shared handles
+    frozen: bool  # since 1.3: read-only (Region.freeze)
 
     @property
     def paused(self) -> bool:
@@ -503,6 +509,7 @@ class RegionStats:
     prepare_ns: int = 0
     bytes_verified: int = 0  # since 1.3: bytes its resumes checked (verify=True)
     verify_ns: int = 0  # since 1.3: its device's time checksumming, at pauses and resumes
+    bytes_unchanged: int = 0  # since 1.3: not copied, a frozen region's backup held them
 
 
 def _stats(c) -> RegionStats:
@@ -1082,6 +1089,24 @@ class Region:
         InvalidArgument (another bit), RegionPaused (HOST_PAGEABLE changed while paused)."""
         _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))
 
+    def freeze(self) -> None:
+        """Makes the region's memory read-only for its device and peers (cms_region_freeze,
+        since 1.3): writes fail, cms_alloc raises RegionFrozen, and a pause whose retained
+        backup still holds the content copies nothing (the first pause after freezing an
+        active region copies). A paused region becomes read-only at its resume. Raises
+        NotSupported for a shareable region. Freezing a frozen region does nothing."""
+        _call("cms_region_freeze", self._h())
+
+    def thaw(self) -> None:
+        """Ends freeze(): read-write again, the next pause copies everything
+        (cms_region_thaw, since 1.3). Thawing a region not frozen does nothing."""
+        _call("cms_region_thaw", self._h())
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the region is frozen (cms_region_info.frozen, since 1.3)."""
+        return self.info().frozen
+
     def set_disk_dir(self, directory: Optional[PathLike]) -> None:
         """Chooses the directory where this Policy.DISK region keeps its content while paused
         (cms_region_disk_dir_set): its file is created there and unlinked at once. None
@@ -1100,6 +1125,7 @@ class Region:
             policy=_enum_or_int(Policy, info.policy),
             state=_enum_or_int(State, info.state),
             restore_pending=bool(info.restore_pending),
+            frozen=bool(info.frozen),
         )
 
     def stats(self) -> RegionStats:

@@ -238,6 +238,8 @@ pub const CMS_ERR_LAYOUT_CHANGED: cms_status = -23;
 pub const CMS_ERR_REFUSED: cms_status = -24;
 /// A system call on a socket or file failed (the message names it and errno). (since 1.1)
 pub const CMS_ERR_IO: cms_status = -25;
+/// The region is frozen: its memory is read-only (cms_region_freeze). (since 1.3)
+pub const CMS_ERR_FROZEN: cms_status = -26;
 /// Content restored differs from the content paused: a CMS_REGION_VERIFY region's checksum did not
 /// match after its restore; the resume was rolled back and the region stays paused with its backup.
 /// (since 1.3)
@@ -416,6 +418,11 @@ pub struct cms_region_info {
     /// until the next pause or until the neighbours are freed; since 1.2 also the tails of
     /// CMS_REGION_COALESCE chunks not yet handed out. (since 1.1)
     pub retained_bytes: u64,
+    /// 1 while the region is frozen (cms_region_freeze): its memory is mapped read-only. (since
+    /// 1.3)
+    pub frozen: u32,
+    /// 0 (since 1.3)
+    pub reserved4: u32,
 }
 
 impl Default for cms_region_info {
@@ -845,6 +852,9 @@ pub struct cms_region_stats {
     /// Nanoseconds (monotonic) its device spent checksumming in the calls that paused or resumed it
     /// (CMS_REGION_VERIFY). (since 1.3)
     pub verify_ns: u64,
+    /// Content bytes its pauses did not copy because the region was frozen and its backup still
+    /// held that content (not in bytes_to_store). (since 1.3)
+    pub bytes_unchanged: u64,
 }
 
 impl Default for cms_region_stats {
@@ -1281,4 +1291,18 @@ extern "C" {
     /// CMS_ERR_OUT_OF_DEVICE_MEMORY when the device's free memory is less than bytes plus the
     /// request (cuMemGetInfo). Process-wide. Thread safety: Thread-safe (atomic). (since 1.2)
     pub fn cms_hook_memory_margin_set(bytes: u64) -> cms_status;
+
+    /// Makes the region's memory read-only for its device and its peer devices (cuMemSetAccess
+    /// CU_MEM_ACCESS_FLAGS_PROT_READ over every mapping, all or nothing; a paused region from its
+    /// next resume on), so that a pause whose retained backup still holds the content copies
+    /// nothing; cms_alloc into it fails with CMS_ERR_FROZEN. Not for CMS_REGION_SHAREABLE* regions.
+    /// A frozen region: CMS_OK, nothing done. Thread safety: Thread-safe; takes the region's lock
+    /// (waits for a pause, resume or swap of it in progress). (since 1.3)
+    pub fn cms_region_freeze(region: *mut cms_region) -> cms_status;
+
+    /// Makes a frozen region's memory read-write again (cuMemSetAccess, all or nothing); its next
+    /// pause copies everything. A region not frozen: CMS_OK, nothing done. Thread safety: Thread-
+    /// safe; takes the region's lock (waits for a pause, resume or swap of it in progress). (since
+    /// 1.3)
+    pub fn cms_region_thaw(region: *mut cms_region) -> cms_status;
 }

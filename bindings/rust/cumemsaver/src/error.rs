@@ -107,6 +107,8 @@ error_kinds! {
     LayoutChanged = CMS_ERR_LAYOUT_CHANGED / LAYOUT_CHANGED,
     Refused = CMS_ERR_REFUSED / REFUSED,
     Io = CMS_ERR_IO / IO,
+    /// The region is frozen (read-only): thaw it first (since 1.3).
+    Frozen = CMS_ERR_FROZEN / FROZEN,
     /// (1.3) A verified region's restored content differs from what its pause checksummed.
     VerifyFailed = CMS_ERR_VERIFY_FAILED / VERIFY_FAILED,
 }

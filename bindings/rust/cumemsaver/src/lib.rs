@@ -704,6 +704,7 @@ impl Region {
             peer_device_mask: i.peer_device_mask as u64,
             pinned_bytes: i.pinned_bytes as u64,
             retained_bytes: i.retained_bytes as u64,
+            frozen: i.frozen != 0,
         })
     }
 
@@ -732,8 +733,24 @@ impl Region {
         check(unsafe { sys::cms_region_flags_set(self.raw.as_ptr(), mask, flags) })
     }
 
+    /// Makes the region's memory read-only for its device and peers
+    /// (`cms_region_freeze`, since 1.3): writes fail, allocations into it fail with
+    /// [`ErrorKind::Frozen`], and a pause whose retained backup still holds the content
+    /// copies nothing (the first pause after freezing an active region copies). A paused
+    /// region becomes read-only at its resume. Freezing a frozen region does nothing.
+    pub fn freeze(&self) -> Result<()> {
+        check(unsafe { sys::cms_region_freeze(self.raw.as_ptr()) })
+    }
+
+    /// Ends [`Region::freeze`]: read-write again, the next pause copies everything
+    /// (`cms_region_thaw`, since 1.3). Thawing a region not frozen does nothing.
+    pub fn thaw(&self) -> Result<()> {
+        check(unsafe { sys::cms_region_thaw(self.raw.as_ptr()) })
+    }
+
     /// Gives the devices of `device_mask` (bit d: device d) read-write access to the
     /// region's memory (`cms_region_peer_devices_set`); 0: only the region's device.
+    /// While frozen, read-only access.
     pub fn set_peer_devices(&self, device_mask: u64) -> Result<()> {
         check(unsafe { sys::cms_region_peer_devices_set(self.raw.as_ptr(), device_mask) })
     }

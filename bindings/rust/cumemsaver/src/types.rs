@@ -454,6 +454,8 @@ pub struct RegionInfo {
     /// Device bytes of freed allocations still held in handles shared with live
     /// neighbours (since 1.1).
     pub retained_bytes: u64,
+    /// Frozen: its memory is read-only ([`Region::freeze`](crate::Region::freeze); since 1.3).
+    pub frozen: bool,
 }
 
 /// Identity and cumulative counters of a region since its creation (`cms_region_stats`,
@@ -503,6 +505,9 @@ pub struct RegionStats {
     pub bytes_verified: u64,
     /// (1.3) Nanoseconds its device spent checksumming in the calls that paused or resumed it.
     pub verify_ns: u64,
+    /// Content bytes its pauses did not copy because the region was frozen and its
+    /// backup still held them (since 1.3; not in `bytes_to_store`).
+    pub bytes_unchanged: u64,
 }
 
 impl RegionStats {
@@ -545,6 +550,7 @@ impl RegionStats {
             prepare_ns: s.prepare_ns as u64,
             bytes_verified: s.bytes_verified as u64,
             verify_ns: s.verify_ns as u64,
+            bytes_unchanged: s.bytes_unchanged as u64,
         }
     }
 }

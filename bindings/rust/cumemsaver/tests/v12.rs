@@ -204,6 +204,7 @@ fn failures_of_reads_the_entry_of_a_status() {
         prepare_ns: 0,
         bytes_verified: 0,
         verify_ns: 0,
+        bytes_unchanged: 0,
     };
     assert_eq!(s.failures_of(ErrorKind::OutOfDeviceMemory.status()), 2);
     assert_eq!(s.failures_of(status::ALREADY_PAUSED), 0);

@@ -76,6 +76,10 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("sizeof cms_region_info.pinned_bytes", field_size!(cms_region_info, pinned_bytes) as i128),
         ("offsetof cms_region_info.retained_bytes", field_offset!(cms_region_info, retained_bytes) as i128),
         ("sizeof cms_region_info.retained_bytes", field_size!(cms_region_info, retained_bytes) as i128),
+        ("offsetof cms_region_info.frozen", field_offset!(cms_region_info, frozen) as i128),
+        ("sizeof cms_region_info.frozen", field_size!(cms_region_info, frozen) as i128),
+        ("offsetof cms_region_info.reserved4", field_offset!(cms_region_info, reserved4) as i128),
+        ("sizeof cms_region_info.reserved4", field_size!(cms_region_info, reserved4) as i128),
         ("sizeof cms_pointer_info", size_of::<cms_pointer_info>() as i128),
         ("alignof cms_pointer_info", align_of::<cms_pointer_info>() as i128),
         ("offsetof cms_pointer_info.struct_size", field_offset!(cms_pointer_info, struct_size) as i128),
@@ -318,6 +322,8 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("sizeof cms_region_stats.bytes_verified", field_size!(cms_region_stats, bytes_verified) as i128),
         ("offsetof cms_region_stats.verify_ns", field_offset!(cms_region_stats, verify_ns) as i128),
         ("sizeof cms_region_stats.verify_ns", field_size!(cms_region_stats, verify_ns) as i128),
+        ("offsetof cms_region_stats.bytes_unchanged", field_offset!(cms_region_stats, bytes_unchanged) as i128),
+        ("sizeof cms_region_stats.bytes_unchanged", field_size!(cms_region_stats, bytes_unchanged) as i128),
         ("sizeof cms_backup_info", size_of::<cms_backup_info>() as i128),
         ("alignof cms_backup_info", align_of::<cms_backup_info>() as i128),
         ("offsetof cms_backup_info.struct_size", field_offset!(cms_backup_info, struct_size) as i128),
@@ -411,6 +417,7 @@ pub fn rust_values() -> Vec<(&'static str, i128)> {
         ("const CMS_ERR_LAYOUT_CHANGED", CMS_ERR_LAYOUT_CHANGED as i128),
         ("const CMS_ERR_REFUSED", CMS_ERR_REFUSED as i128),
         ("const CMS_ERR_IO", CMS_ERR_IO as i128),
+        ("const CMS_ERR_FROZEN", CMS_ERR_FROZEN as i128),
         ("const CMS_ERR_VERIFY_FAILED", CMS_ERR_VERIFY_FAILED as i128),
     ]
 }
@@ -480,9 +487,11 @@ pub fn function_addresses() -> Vec<(&'static str, usize)> {
         ("cms_hook_region_default", cms_hook_region_default as *const () as usize),
         ("cms_hook_region_default_template_set", cms_hook_region_default_template_set as *const () as usize),
         ("cms_hook_memory_margin_set", cms_hook_memory_margin_set as *const () as usize),
+        ("cms_region_freeze", cms_region_freeze as *const () as usize),
+        ("cms_region_thaw", cms_region_thaw as *const () as usize),
     ]
 }
 
 pub const STRUCT_COUNT: usize = 16;
-pub const CONST_COUNT: usize = 80;
-pub const FUNCTION_COUNT: usize = 61;
+pub const CONST_COUNT: usize = 81;
+pub const FUNCTION_COUNT: usize = 63;

@@ -81,6 +81,10 @@ int main(void)
 	P("sizeof cms_region_info.pinned_bytes", sizeof(((const cms_region_info *)0)->pinned_bytes));
 	P("offsetof cms_region_info.retained_bytes", offsetof(cms_region_info, retained_bytes));
 	P("sizeof cms_region_info.retained_bytes", sizeof(((const cms_region_info *)0)->retained_bytes));
+	P("offsetof cms_region_info.frozen", offsetof(cms_region_info, frozen));
+	P("sizeof cms_region_info.frozen", sizeof(((const cms_region_info *)0)->frozen));
+	P("offsetof cms_region_info.reserved4", offsetof(cms_region_info, reserved4));
+	P("sizeof cms_region_info.reserved4", sizeof(((const cms_region_info *)0)->reserved4));
 	P("sizeof cms_pointer_info", sizeof(cms_pointer_info));
 	P("alignof cms_pointer_info", _Alignof(cms_pointer_info));
 	P("offsetof cms_pointer_info.struct_size", offsetof(cms_pointer_info, struct_size));
@@ -323,6 +327,8 @@ int main(void)
 	P("sizeof cms_region_stats.bytes_verified", sizeof(((const cms_region_stats *)0)->bytes_verified));
 	P("offsetof cms_region_stats.verify_ns", offsetof(cms_region_stats, verify_ns));
 	P("sizeof cms_region_stats.verify_ns", sizeof(((const cms_region_stats *)0)->verify_ns));
+	P("offsetof cms_region_stats.bytes_unchanged", offsetof(cms_region_stats, bytes_unchanged));
+	P("sizeof cms_region_stats.bytes_unchanged", sizeof(((const cms_region_stats *)0)->bytes_unchanged));
 	P("sizeof cms_backup_info", sizeof(cms_backup_info));
 	P("alignof cms_backup_info", _Alignof(cms_backup_info));
 	P("offsetof cms_backup_info.struct_size", offsetof(cms_backup_info, struct_size));
@@ -416,6 +422,7 @@ int main(void)
 	P("const CMS_ERR_LAYOUT_CHANGED", CMS_ERR_LAYOUT_CHANGED);
 	P("const CMS_ERR_REFUSED", CMS_ERR_REFUSED);
 	P("const CMS_ERR_IO", CMS_ERR_IO);
+	P("const CMS_ERR_FROZEN", CMS_ERR_FROZEN);
 	P("const CMS_ERR_VERIFY_FAILED", CMS_ERR_VERIFY_FAILED);
 	return 0;
 }
