@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# GPU calls for issue 27 item 1 (non-retaining HOST pauses: host memory for the live extents
-# only, cms-bench (k)): two phases, each under the device tool's 10-minute limit. Carry .deps
-# (Check), .base (`git archive eb53c4c | tar -x -C .base`: the library before the change; the
-# same cms-bench binary runs on it through LD_LIBRARY_PATH, the ABI being the same) and .peer
-# (../shared/peer). Set CMS_COMMIT: the device copy's .git may lag.
-#   bench: test_host_live.gpu; cms-bench (k) and (i) on this library, on .base's, on this one
-#          again (new, old, new: the noise shows next to the difference)
-#   model: gpu-model-bench.py (dropin, dropin-retain, saver, peer, peer-retain) on this library,
-#          the dropin on .base's; then (k) under CMS_TUNABLES host_group=256M and threads:15
-# Logs: $OUT/logs; the tables are printed.
+# GPU calls for issue 27 (release 1.3: non-retaining live extents, CMS_REGION_PREPARE, frozen
+# regions, CMS_REGION_VERIFY): three phases, each under the device tool's 10-minute limit, on
+# one warm machine (chain the calls). Carry .deps (Check), .base and .peer:
+#   .deps/check  apt-get download check libsubunit-dev libsubunit0; dpkg -x each into it
+#   .base        git archive eb53c4c | tar -x -C .base   (1.3 begun, none of issue 27's work)
+#   .peer        cp -r ../shared/peer .peer
+# Set CMS_COMMIT (the device copy's .git may lag). Logs: $OUT/logs (tarred); tables printed.
+#   suite: f.sh suite (every gpu ctest: test_frozen, test_verify, test_prepare, test_host_live,
+#          conformance_1_2 among them; demo; IPC demos; Python GPU tests; the peer's suite)
+#   bench: cms-bench --only a,c,d,k,l,m,n,o twice (the floors of each workload are measured in
+#          the same run), then .base's own cms-bench (c),(i) for the before figure
+#   model: gpu-model-bench.py on this library (dropin, dropin-retain, saver, peer,
+#          peer-retain), the dropin on .base's library (ctypes: no 1.3 symbol needed), then (k)
+#          under CMS_TUNABLES host_group=256M and threads:15
+# The new cms-bench cannot run on .base's library: it calls cms_region_freeze (CMS_1.3).
+phase=${1:?usage: g.sh suite|bench|model}
+if [ "$phase" = suite ]; then
+	exec bash "$(dirname "$0")/f.sh" suite
+fi
 . "$(dirname "$0")/common.sh"
-phase=${1:?usage: g.sh bench|model}
 logs=$out/logs
-base=$PWD/build-base
+base=$PWD/build-old # f.sh suite builds .base there; built here when missing
 mkdir -p "$logs"
 if [ -d .base ] && [ ! -e "$base/libcumemsaver.so.1" ]; then
 	{ cmake -S .base -B "$base" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_BUILD_TESTS=OFF &&
@@ -24,26 +32,23 @@ limit() {
 	local l=$((budget - SECONDS - 10))
 	if [ "$l" -lt 60 ]; then echo 0; elif [ "$l" -lt "$1" ]; then echo "$l"; else echo "$1"; fi
 }
-# bench_k NAME [VAR=VALUE...]: cms-bench (k),(i) in env VAR=VALUE..., its (k) table printed
-bench_k() {
-	local name=$1 t
-	shift
-	t=$(limit 200)
+# bench NAME BIN ONLY [VAR=VALUE...]: BIN --only ONLY in env VAR=VALUE..., its tables printed
+bench() {
+	local name=$1 bin=$2 only=$3 t
+	shift 3
+	t=$(limit 240)
 	[ "$t" -eq 0 ] && { echo "== bench $name: skipped, $((budget - SECONDS)) s left"; return; }
-	env "$@" timeout "$t" "$build/bin/cms-bench" --gpu --only "${ONLY:-k,i}" --cycles 6 \
+	env "$@" timeout "$t" "$bin" --gpu --only "$only" --cycles "${BENCH_CYCLES:-6}" --disk-dir /tmp \
 		--json "$logs/bench-$name.json" >"$logs/bench-$name.txt" 2>&1
-	echo "== bench $name ($*): rc=$?"
-	sed -n '/^(k) non-retaining/,/^$/p' "$logs/bench-$name.txt"
-	grep -E "^\(i\)|^ +median +pause" "$logs/bench-$name.txt" | head -n 4 | cut -c1-100
+	echo "== bench $name ($only $*): rc=$?"
+	sed -n '/^results:/,$p' "$logs/bench-$name.txt" | head -n 120
 }
 case "$phase" in
 bench)
-	(cd "$build" && timeout 120 ctest --output-on-failure -R '^test_host_live\.gpu$') \
-		>"$logs/ctest-host-live.txt" 2>&1
-	echo "== test_host_live.gpu: rc=$?"; grep -E "tests passed|Failed|Assert" "$logs/ctest-host-live.txt"
-	bench_k new-1
-	[ -e "$base/libcumemsaver.so.1" ] && bench_k old LD_LIBRARY_PATH="$base"
-	bench_k new-2
+	bench new-1 "$build/bin/cms-bench" "${ONLY:-a,c,d,k,l,m,n,o}"
+	bench new-2 "$build/bin/cms-bench" "${ONLY:-a,c,d,k,l,m,n,o}"
+	old=$(find "$base" -name cms-bench -type f -perm -u+x 2>/dev/null | head -n1)
+	[ -n "$old" ] && bench old "$old" c,i
 	;;
 model)
 	peer=(--peer-dir /tmp/peer-site --peer-tarball .peer/torch_memory_saver-4a43c97.tar.gz)
@@ -59,9 +64,10 @@ model)
 			--out "$logs/model-old" >"$logs/model-old.txt" 2>&1
 		echo "== model (.base's library, dropin): rc=$?"; sed -n '/^impl | pause/,$p' "$logs/model-old.txt"
 	fi
-	ONLY=k bench_k group256 CMS_TUNABLES=host_group=256M
-	ONLY=k bench_k threads15 CMS_TUNABLES=threads:15
+	bench group256 "$build/bin/cms-bench" k CMS_TUNABLES=host_group=256M
+	bench threads15 "$build/bin/cms-bench" k CMS_TUNABLES=threads:15
 	;;
-*) echo "usage: g.sh bench|model"; exit 2 ;;
+*) echo "usage: g.sh suite|bench|model"; exit 2 ;;
 esac
-tar -czf "$out/logs.tgz" -C "$out" logs
+tar -czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
+echo "phase $phase done in $SECONDS s"
