@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_interplay.c - the 1.3 features together (simulation): a frozen region
+ * with CMS_REGION_VERIFY (the pause that copies nothing still checksums, the
+ * resume still checks: a backup changed while paused is caught), a region
+ * frozen while its backups are prepared ahead (CMS_REGION_PREPARE: a prepared
+ * buffer holds no content, so the first pause after the freeze copies), a
+ * prepared region switched to CMS_REGION_RELEASE_HOST with declared
+ * content-free tails and back, verified; a context destroyed while its
+ * preparation thread works and its checksum kernel is loaded (ASan: no leak;
+ * TSan: no race).
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+#define NA 4
+/* In 64 KiB granules (CMS_SIM_GRANULARITY=64K): the last two form a run of the region. */
+static const uint64_t sizes[NA] = { 64 * 1024, 200 * 1024, 1 * MiB + 4096, 256 * 1024 };
+
+static uint64_t logical(void)
+{
+	return sizes[0] + sizes[1] + sizes[2] + sizes[3];
+}
+
+static cms_region *region(cms_context *ctx, const char *tag, uint64_t flags)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_region *r = NULL;
+
+	o.policy = CMS_POLICY_HOST;
+	o.flags = flags;
+	ck_ok(cms_region_create(ctx, tag, &o, &r));
+	return r;
+}
+
+static void alloc_fill(cms_region *r, uint64_t *p, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < NA; i++)
+		ck_ok(cms_alloc(r, sizes[i], &p[i]));
+	t_fill_each(0, p, sizes, NA, seed);
+}
+
+/* The host byte of the HOST backup that backs ptr (region paused). */
+static unsigned char *host_byte(cms_context *ctx, uint64_t ptr)
+{
+	cms_backup_info b = { .struct_size = sizeof(b) };
+
+	ck_ok(cms_backup_get(ctx, ptr, &b));
+	ck_assert_uint_eq(b.state, CMS_BACKUP_CURRENT);
+	ck_assert_ptr_nonnull(b.host);
+	return (unsigned char *)b.host + (ptr - b.base);
+}
+
+/* Waits (at most 60 s) until r's host buffers hold at least bytes; whether they did. */
+static bool wait_prepared(cms_region *r, uint64_t bytes)
+{
+	struct timespec ts = { 0, 2000000 };
+	int i;
+
+	for (i = 0; i < 30000; i++) {
+		if (t_info(r).host_bytes >= bytes)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+/* Frozen and verified: every pause checksums (also the ones that copy nothing), every resume
+ * checks; a backup changed while paused fails the resume, rolled back, still frozen. */
+START_TEST(frozen_verified)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "fv", CMS_REGION_VERIFY);
+	cms_region_stats s0, s;
+	uint64_t p[NA], at;
+	int k;
+
+	alloc_fill(r, p, 40);
+	ck_ok(cms_region_freeze(r));
+	for (k = 0; k < 3; k++) { /* the first copies, the others do not */
+		s0 = t_stats(r);
+		ck_ok(cms_pause(ctx, "fv", NULL, NULL));
+		ck_ok(cms_resume(ctx, "fv", NULL, NULL));
+		s = t_stats(r);
+		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, k ? 0 : logical());
+		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, k ? logical() : 0);
+		ck_assert_uint_eq(s.bytes_verified - s0.bytes_verified, logical()); /* resumes */
+		t_check_each(0, p, sizes, NA, 40);
+	}
+	/* a pause that copies nothing, then its backup changed: the resume must not take it */
+	ck_ok(cms_pause(ctx, "fv", NULL, NULL));
+	at = p[2] + 777;
+	*host_byte(ctx, at) ^= 0x10;
+	ck_status(cms_resume(ctx, "fv", NULL, NULL), CMS_ERR_VERIFY_FAILED);
+	ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(t_info(r).frozen, 1);
+	ck_assert_uint_eq(t_info(r).backed_bytes, 0);
+	*host_byte(ctx, at) ^= 0x10;
+	ck_ok(cms_resume(ctx, "fv", NULL, NULL));
+	t_check_each(0, p, sizes, NA, 40);
+	ck_assert_int_ne(t_write(0, p[0], &at, 4), 0); /* read-only again */
+	/* restored whole after the failed one: current again, the next pause copies nothing */
+	s0 = t_stats(r);
+	ck_ok(cms_pause(ctx, "fv", NULL, NULL));
+	ck_assert_uint_eq(t_stats(r).bytes_unchanged - s0.bytes_unchanged, logical());
+	ck_ok(cms_resume(ctx, "fv", NULL, NULL));
+	t_check_each(0, p, sizes, NA, 40);
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
+/* Frozen while (or after) its backups are prepared ahead: a prepared buffer holds no content,
+ * so the first pause after the freeze copies everything; the later ones nothing. */
+START_TEST(frozen_prepared)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "fp", CMS_REGION_PREPARE | CMS_REGION_VERIFY);
+	cms_region_stats s0, s;
+	uint64_t p[NA];
+	int k;
+
+	alloc_fill(r, p, 50);
+	if (_i == 0) /* frozen while the thread may be making the buffers */
+		ck_ok(cms_region_freeze(r));
+	ck_assert(wait_prepared(r, logical()));
+	if (_i == 1) /* frozen once they are made */
+		ck_ok(cms_region_freeze(r));
+	for (k = 0; k < 2; k++) {
+		s0 = t_stats(r);
+		ck_ok(cms_pause(ctx, "fp", NULL, NULL));
+		ck_ok(cms_resume(ctx, "fp", NULL, NULL));
+		s = t_stats(r);
+		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, k ? 0 : logical());
+		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, k ? logical() : 0);
+		t_check_each(0, p, sizes, NA, 50);
+	}
+	ck_ok(cms_region_thaw(r));
+	t_fill_each(0, p, sizes, NA, 51);
+	ck_ok(cms_pause(ctx, "fp", NULL, NULL));
+	ck_ok(cms_resume(ctx, "fp", NULL, NULL));
+	t_check_each(0, p, sizes, NA, 51);
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
+/* A prepared, verified region switched to CMS_REGION_RELEASE_HOST with content-free tails
+ * (short slices), paused and resumed, switched back (prepared again, full slices): the live
+ * content each time, only live bytes checked. */
+START_TEST(prepared_release_host)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "pr", CMS_REGION_PREPARE | CMS_REGION_VERIFY);
+	const uint64_t cut = 128 * 1024; /* the tail of p[2] declared content-free */
+	uint64_t p[NA], live = logical() - cut;
+	cms_region_stats s0;
+	int k;
+
+	alloc_fill(r, p, 60);
+	ck_assert(wait_prepared(r, logical()));
+	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, CMS_REGION_RELEASE_HOST));
+	ck_assert_uint_eq(t_info(r).host_bytes, 0);
+	for (k = 0; k < 2; k++) { /* a declaration lasts one cycle */
+		ck_ok(cms_range_discard(ctx, p[2] + sizes[2] - cut, cut));
+		s0 = t_stats(r);
+		ck_ok(cms_pause(ctx, "pr", NULL, NULL));
+		ck_assert_uint_lt(t_info(r).host_bytes, logical()); /* short slice */
+		ck_ok(cms_resume(ctx, "pr", NULL, NULL));
+		ck_assert_uint_eq(t_stats(r).bytes_verified - s0.bytes_verified, live);
+		ck_assert_uint_eq(t_info(r).host_bytes, 0);
+		ck_assert_int_eq(t_check_except(0, p[2], sizes[2], 62, sizes[2] - cut, sizes[2]),
+				 -1);
+	}
+	/* back: prepared again (full slices), the tail live again and written */
+	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
+	t_fill_each(0, p, sizes, NA, 70);
+	ck_assert(wait_prepared(r, logical()));
+	ck_ok(cms_pause(ctx, "pr", NULL, NULL));
+	ck_ok(cms_resume(ctx, "pr", NULL, NULL));
+	t_check_each(0, p, sizes, NA, 70);
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
+/* A context destroyed while its thread prepares new buffers and the checksum kernel of its
+ * device is loaded: nothing left (buffers, registrations, modules). */
+START_TEST(destroy_while_preparing)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "dp", CMS_REGION_PREPARE | CMS_REGION_VERIFY);
+	uint64_t p[NA], q;
+	int k;
+
+	alloc_fill(r, p, 80);
+	ck_ok(cms_pause(ctx, "dp", NULL, NULL)); /* loads the kernel */
+	ck_ok(cms_resume(ctx, "dp", NULL, NULL));
+	for (k = 0; k < 8; k++) /* kicks: the thread has work when the destroy comes */
+		ck_ok(cms_alloc(r, 4 * MiB, &q));
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+	ck_assert_uint_eq(t_counters().modules, 0);
+}
+END_TEST
+
+static Suite *make(void)
+{
+	Suite *s = suite_create("interplay");
+	TCase *tc = tcase_create("interplay");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, frozen_verified);
+	tcase_add_loop_test(tc, frozen_prepared, 0, 2);
+	tcase_add_test(tc, prepared_release_host);
+	tcase_add_test(tc, destroy_while_preparing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_main(make, T_NEEDS_SIM);
+}
