@@ -10,15 +10,12 @@
  * preparation thread works and its checksum kernel is loaded (ASan: no leak;
  * TSan: no race).
  */
-#include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
-#include <time.h>
 
 #include "common.h"
 
 #define NA 4
-/* In 64 KiB granules (CMS_SIM_GRANULARITY=64K): the last two form a run of the region. */
+/* Not all multiples of the 64 KiB granule (CMS_SIM_GRANULARITY=64K). */
 static const uint64_t sizes[NA] = { 64 * 1024, 200 * 1024, 1 * MiB + 4096, 256 * 1024 };
 
 static uint64_t logical(void)
@@ -26,14 +23,14 @@ static uint64_t logical(void)
 	return sizes[0] + sizes[1] + sizes[2] + sizes[3];
 }
 
+/* A HOST region with flags (device 0). */
 static cms_region *region(cms_context *ctx, const char *tag, uint64_t flags)
 {
-	cms_region_options o = CMS_REGION_OPTIONS_INIT;
-	cms_region *r = NULL;
+	cms_region *r;
 
-	o.policy = CMS_POLICY_HOST;
-	o.flags = flags;
-	ck_ok(cms_region_create(ctx, tag, &o, &r));
+	t_region_flags = flags;
+	r = t_region(ctx, tag, 0, CMS_POLICY_HOST);
+	t_region_flags = 0;
 	return r;
 }
 
@@ -46,29 +43,34 @@ static void alloc_fill(cms_region *r, uint64_t *p, uint32_t seed)
 	t_fill_each(0, p, sizes, NA, seed);
 }
 
-/* The host byte of the HOST backup that backs ptr (region paused). */
-static unsigned char *host_byte(cms_context *ctx, uint64_t ptr)
+/* A last pause and resume of r (the context's only region): the content of seed; then the
+ * context goes, nothing left. */
+static void cycle_end(cms_context *ctx, cms_region *r, const uint64_t *p, uint32_t seed)
 {
-	cms_backup_info b = { .struct_size = sizeof(b) };
-
-	ck_ok(cms_backup_get(ctx, ptr, &b));
-	ck_assert_uint_eq(b.state, CMS_BACKUP_CURRENT);
-	ck_assert_ptr_nonnull(b.host);
-	return (unsigned char *)b.host + (ptr - b.base);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	t_check_each(0, p, sizes, NA, seed);
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
 }
 
-/* Waits (at most 60 s) until r's host buffers hold at least bytes; whether they did. */
-static bool wait_prepared(cms_region *r, uint64_t bytes)
+/* n pauses and resumes of frozen r: the first copies everything, the later ones nothing;
+ * each resume checks every byte (CMS_REGION_VERIFY) and the content is seed's. */
+static void frozen_cycles(cms_region *r, const uint64_t *p, int n, uint32_t seed)
 {
-	struct timespec ts = { 0, 2000000 };
-	int i;
+	cms_region_stats s0, s;
+	int k;
 
-	for (i = 0; i < 30000; i++) {
-		if (t_info(r).host_bytes >= bytes)
-			return true;
-		nanosleep(&ts, NULL);
+	for (k = 0; k < n; k++) {
+		s0 = t_stats(r);
+		ck_ok(cms_region_pause(r, NULL, NULL));
+		ck_ok(cms_region_resume(r, NULL, NULL));
+		s = t_stats(r);
+		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, k ? 0 : logical());
+		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, k ? logical() : 0);
+		ck_assert_uint_eq(s.bytes_verified - s0.bytes_verified, logical()); /* resumes */
+		t_check_each(0, p, sizes, NA, seed);
 	}
-	return false;
 }
 
 /* Frozen and verified: every pause checksums (also the ones that copy nothing), every resume
@@ -77,31 +79,21 @@ START_TEST(frozen_verified)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, "fv", CMS_REGION_VERIFY);
-	cms_region_stats s0, s;
+	cms_region_stats s0;
 	uint64_t p[NA], at;
-	int k;
 
 	alloc_fill(r, p, 40);
 	ck_ok(cms_region_freeze(r));
-	for (k = 0; k < 3; k++) { /* the first copies, the others do not */
-		s0 = t_stats(r);
-		ck_ok(cms_pause(ctx, "fv", NULL, NULL));
-		ck_ok(cms_resume(ctx, "fv", NULL, NULL));
-		s = t_stats(r);
-		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, k ? 0 : logical());
-		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, k ? logical() : 0);
-		ck_assert_uint_eq(s.bytes_verified - s0.bytes_verified, logical()); /* resumes */
-		t_check_each(0, p, sizes, NA, 40);
-	}
+	frozen_cycles(r, p, 3, 40);
 	/* a pause that copies nothing, then its backup changed: the resume must not take it */
 	ck_ok(cms_pause(ctx, "fv", NULL, NULL));
 	at = p[2] + 777;
-	*host_byte(ctx, at) ^= 0x10;
+	*t_host_byte(ctx, at) ^= 0x10;
 	ck_status(cms_resume(ctx, "fv", NULL, NULL), CMS_ERR_VERIFY_FAILED);
 	ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
 	ck_assert_uint_eq(t_info(r).frozen, 1);
 	ck_assert_uint_eq(t_info(r).backed_bytes, 0);
-	*host_byte(ctx, at) ^= 0x10;
+	*t_host_byte(ctx, at) ^= 0x10;
 	ck_ok(cms_resume(ctx, "fv", NULL, NULL));
 	t_check_each(0, p, sizes, NA, 40);
 	ck_assert_int_ne(t_write(0, p[0], &at, 4), 0); /* read-only again */
@@ -122,32 +114,18 @@ START_TEST(frozen_prepared)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, "fp", CMS_REGION_PREPARE | CMS_REGION_VERIFY);
-	cms_region_stats s0, s;
 	uint64_t p[NA];
-	int k;
 
 	alloc_fill(r, p, 50);
 	if (_i == 0) /* frozen while the thread may be making the buffers */
 		ck_ok(cms_region_freeze(r));
-	ck_assert(wait_prepared(r, logical()));
+	ck_assert(t_wait_host_bytes(r, logical(), 0));
 	if (_i == 1) /* frozen once they are made */
 		ck_ok(cms_region_freeze(r));
-	for (k = 0; k < 2; k++) {
-		s0 = t_stats(r);
-		ck_ok(cms_pause(ctx, "fp", NULL, NULL));
-		ck_ok(cms_resume(ctx, "fp", NULL, NULL));
-		s = t_stats(r);
-		ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store, k ? 0 : logical());
-		ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, k ? logical() : 0);
-		t_check_each(0, p, sizes, NA, 50);
-	}
+	frozen_cycles(r, p, 2, 50);
 	ck_ok(cms_region_thaw(r));
 	t_fill_each(0, p, sizes, NA, 51);
-	ck_ok(cms_pause(ctx, "fp", NULL, NULL));
-	ck_ok(cms_resume(ctx, "fp", NULL, NULL));
-	t_check_each(0, p, sizes, NA, 51);
-	ck_ok(cms_context_destroy(ctx));
-	t_nothing_left(1);
+	cycle_end(ctx, r, p, 51);
 }
 END_TEST
 
@@ -164,7 +142,7 @@ START_TEST(prepared_release_host)
 	int k;
 
 	alloc_fill(r, p, 60);
-	ck_assert(wait_prepared(r, logical()));
+	ck_assert(t_wait_host_bytes(r, logical(), 0));
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, CMS_REGION_RELEASE_HOST));
 	ck_assert_uint_eq(t_info(r).host_bytes, 0);
 	for (k = 0; k < 2; k++) { /* a declaration lasts one cycle */
@@ -181,12 +159,8 @@ START_TEST(prepared_release_host)
 	/* back: prepared again (full slices), the tail live again and written */
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
 	t_fill_each(0, p, sizes, NA, 70);
-	ck_assert(wait_prepared(r, logical()));
-	ck_ok(cms_pause(ctx, "pr", NULL, NULL));
-	ck_ok(cms_resume(ctx, "pr", NULL, NULL));
-	t_check_each(0, p, sizes, NA, 70);
-	ck_ok(cms_context_destroy(ctx));
-	t_nothing_left(1);
+	ck_assert(t_wait_host_bytes(r, logical(), 0));
+	cycle_end(ctx, r, p, 70);
 }
 END_TEST
 
