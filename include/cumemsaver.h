@@ -820,7 +820,10 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * whose cuMemHostUnregister fails is kept (logged) and the call still
  * succeeds. Since 1.3, on a CMS_REGION_PREPARE region setting
  * CMS_REGION_RELEASE_HOST also stops its preparation (a buffer being made is
- * given back; waits for it) and clearing it prepares again.
+ * given back; waits for it) and clearing it prepares again. On a frozen
+ * region (since 1.3) a change of CMS_REGION_RELEASE_HOST or
+ * CMS_REGION_HOST_PAGEABLE makes the next pause copy everything; one of
+ * CMS_REGION_VERIFY does not.
  * cms_region_info.flags reports the flags.
  *   mask:  the flags to change; only those above.
  *   flags: their new values; no bit outside mask.

@@ -108,6 +108,37 @@ START_TEST(frozen_verified)
 }
 END_TEST
 
+/* CMS_REGION_VERIFY changed on a frozen region keeps its backups current (the flag changes
+ * no backup): the next pause still copies nothing, and with the flag set again the resume
+ * checks the backup that pause did not copy. */
+START_TEST(frozen_verify_toggled)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "ft", CMS_REGION_VERIFY);
+	cms_region_stats s0;
+	uint64_t p[NA];
+
+	alloc_fill(r, p, 45);
+	ck_ok(cms_region_freeze(r));
+	frozen_cycles(r, p, 2, 45);
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0));
+	s0 = t_stats(r);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_uint_eq(t_stats(r).bytes_unchanged - s0.bytes_unchanged, logical());
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	t_check_each(0, p, sizes, NA, 45);
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
+	s0 = t_stats(r);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_uint_eq(t_stats(r).bytes_unchanged - s0.bytes_unchanged, logical());
+	*t_host_byte(ctx, p[1] + 5) ^= 0x01;
+	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
+	*t_host_byte(ctx, p[1] + 5) ^= 0x01;
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	cycle_end(ctx, r, p, 45);
+}
+END_TEST
+
 /* Frozen while (or after) its backups are prepared ahead: a prepared buffer holds no content,
  * so the first pause after the freeze copies everything; the later ones nothing. */
 START_TEST(frozen_prepared)
@@ -191,6 +222,7 @@ static Suite *make(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, frozen_verified);
+	tcase_add_test(tc, frozen_verify_toggled);
 	tcase_add_loop_test(tc, frozen_prepared, 0, 2);
 	tcase_add_test(tc, prepared_release_host);
 	tcase_add_test(tc, destroy_while_preparing);
