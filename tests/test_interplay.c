@@ -2,13 +2,14 @@
 /*
  * test_interplay.c - the 1.3 features together (simulation): a frozen region
  * with CMS_REGION_VERIFY (the pause that copies nothing still checksums, the
- * resume still checks: a backup changed while paused is caught), a region
- * frozen while its backups are prepared ahead (CMS_REGION_PREPARE: a prepared
- * buffer holds no content, so the first pause after the freeze copies), a
- * prepared region switched to CMS_REGION_RELEASE_HOST with declared
- * content-free tails and back, verified; a context destroyed while its
- * preparation thread works and its checksum kernel is loaded (ASan: no leak;
- * TSan: no race).
+ * resume still checks: a backup changed while paused is caught), the flag
+ * changed on a frozen region (its backups stay current), cms_swap between a
+ * frozen verified region and another verified one, a region frozen while its
+ * backups are prepared ahead (CMS_REGION_PREPARE: a prepared buffer holds no
+ * content, so the first pause after the freeze copies), a prepared region
+ * switched to CMS_REGION_RELEASE_HOST with declared content-free tails and
+ * back, verified; a context destroyed while its preparation thread works and
+ * its checksum kernel is loaded (ASan: no leak; TSan: no race).
  */
 #include <stdio.h>
 
@@ -139,6 +140,49 @@ START_TEST(frozen_verify_toggled)
 }
 END_TEST
 
+/* cms_swap between a frozen verified region and a verified one that is not frozen: the frozen
+ * side's pauses copy nothing after its first, each resume side checks; a backup of the frozen
+ * side changed while it is out fails the swap back, both sides rolled back (the other one
+ * active with its content, the frozen one paused), and the next swap restores it read-only. */
+START_TEST(swap_frozen_verified)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *a = region(ctx, "a", CMS_REGION_VERIFY);
+	cms_region *b = region(ctx, "b", CMS_REGION_VERIFY | CMS_REGION_COALESCE);
+	uint64_t pa[NA], pb[NA];
+	cms_region_stats s0;
+	int k;
+
+	alloc_fill(a, pa, 90);
+	alloc_fill(b, pb, 95);
+	ck_ok(cms_region_freeze(a));
+	ck_ok(cms_region_pause(b, NULL, NULL));
+	for (k = 0; k < 2; k++) {
+		s0 = t_stats(a);
+		ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL));
+		ck_assert_uint_eq(t_stats(a).bytes_unchanged - s0.bytes_unchanged,
+				  k ? logical() : 0);
+		t_check_each(0, pb, sizes, NA, 95);
+		ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
+		t_check_each(0, pa, sizes, NA, 90);
+		ck_assert_int_ne(t_write(0, pa[3], &k, 4), 0); /* read-only after the swap */
+	}
+	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL)); /* a copies nothing */
+	*t_host_byte(ctx, pa[1] + 4096) ^= 0x02;
+	ck_status(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL), CMS_ERR_VERIFY_FAILED);
+	ck_assert_uint_eq(t_info(a).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(t_info(b).state, CMS_STATE_ACTIVE);
+	t_check_each(0, pb, sizes, NA, 95);
+	*t_host_byte(ctx, pa[1] + 4096) ^= 0x02;
+	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
+	t_check_each(0, pa, sizes, NA, 90);
+	ck_assert_int_ne(t_write(0, pa[0], &k, 4), 0);
+	ck_assert_uint_eq(t_info(a).frozen, 1);
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
 /* Frozen while (or after) its backups are prepared ahead: a prepared buffer holds no content,
  * so the first pause after the freeze copies everything; the later ones nothing. */
 START_TEST(frozen_prepared)
@@ -223,6 +267,7 @@ static Suite *make(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, frozen_verified);
 	tcase_add_test(tc, frozen_verify_toggled);
+	tcase_add_test(tc, swap_frozen_verified);
 	tcase_add_loop_test(tc, frozen_prepared, 0, 2);
 	tcase_add_test(tc, prepared_release_host);
 	tcase_add_test(tc, destroy_while_preparing);
