@@ -521,8 +521,8 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * pageable and the pause tries to page-lock it) fails no call, is logged at
  * CMS_LOG_DEBUG, and leaves the work to the pause. cms_region_flags_set may
  * set CMS_REGION_RELEASE_HOST later: preparation stops, the prepared buffers
- * are given back at once, and it starts again with the next cms_alloc after
- * the flag is cleared. cms_region_stats_get or cms_region_info_get show when
+ * are given back at once, and it starts again when the flag is cleared (on an
+ * active region: at once). cms_region_stats_get or cms_region_info_get show when
  * it is done (host_bytes covers every allocation).
  */
 #define CMS_REGION_PREPARE 0x100ull
