@@ -758,7 +758,8 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  *   CMS_ERR_ROLLBACK_FAILED: a cuMemSetAccess failed and giving read-write
  *     access back to the mappings already changed failed too (the message
  *     names the allocation); the region is not frozen.
- *   driver statuses: cuMemSetAccess failed; nothing changed.
+ *   driver statuses: waiting for an asynchronous restore failed, or
+ *     cuMemSetAccess failed; nothing changed.
  */
 CMS_API cms_status cms_region_freeze(cms_region *region);
 

@@ -183,6 +183,35 @@ START_TEST(swap_frozen_verified)
 }
 END_TEST
 
+/* A freeze right after an asynchronous resume waits for its copies first: when that wait
+ * fails, the freeze fails and changes nothing (not frozen, writable); then it succeeds. */
+START_TEST(freeze_after_async_resume)
+{
+	cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "fa", 0);
+	uint64_t p[NA];
+	cms_status st;
+
+	alloc_fill(r, p, 85);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ro.flags = CMS_RESUME_ASYNC;
+	ck_ok(cms_region_resume(r, &ro, NULL));
+	ck_assert_int_eq(t_sim()->fail_call("cuStreamSynchronize", 1, 999), 0);
+	st = cms_region_freeze(r);
+	t_sim()->clear_faults();
+	ck_assert_msg(st < 0 && st != CMS_ERR_ROLLBACK_FAILED, "freeze: %s", cms_status_name(st));
+	ck_assert_uint_eq(t_info(r).frozen, 0);
+	ck_assert_int_eq(t_write(0, p[0], &st, 4), 0); /* still writable */
+	ck_assert_int_eq(t_fill(0, p[0], sizes[0], 85), 0);
+	ck_ok(cms_region_freeze(r));
+	ck_assert_uint_eq(t_info(r).frozen, 1);
+	t_check_each(0, p, sizes, NA, 85);
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
 /* Frozen while (or after) its backups are prepared ahead: a prepared buffer holds no content,
  * so the first pause after the freeze copies everything; the later ones nothing. */
 START_TEST(frozen_prepared)
@@ -268,6 +297,7 @@ static Suite *make(void)
 	tcase_add_test(tc, frozen_verified);
 	tcase_add_test(tc, frozen_verify_toggled);
 	tcase_add_test(tc, swap_frozen_verified);
+	tcase_add_test(tc, freeze_after_async_resume);
 	tcase_add_loop_test(tc, frozen_prepared, 0, 2);
 	tcase_add_test(tc, prepared_release_host);
 	tcase_add_test(tc, destroy_while_preparing);
