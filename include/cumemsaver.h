@@ -521,8 +521,8 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * pageable and the pause tries to page-lock it) fails no call, is logged at
  * CMS_LOG_DEBUG, and leaves the work to the pause. cms_region_flags_set may
  * set CMS_REGION_RELEASE_HOST later: preparation stops, the prepared buffers
- * are given back at once, and it starts again with the next cms_alloc after
- * the flag is cleared. cms_region_stats_get or cms_region_info_get show when
+ * are given back at once, and it starts again when the flag is cleared (on an
+ * active region: at once). cms_region_stats_get or cms_region_info_get show when
  * it is done (host_bytes covers every allocation).
  */
 #define CMS_REGION_PREPARE 0x100ull
@@ -758,7 +758,8 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
  *   CMS_ERR_ROLLBACK_FAILED: a cuMemSetAccess failed and giving read-write
  *     access back to the mappings already changed failed too (the message
  *     names the allocation); the region is not frozen.
- *   driver statuses: cuMemSetAccess failed; nothing changed.
+ *   driver statuses: waiting for an asynchronous restore failed, or
+ *     cuMemSetAccess failed; nothing changed.
  */
 CMS_API cms_status cms_region_freeze(cms_region *region);
 
@@ -820,7 +821,10 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * whose cuMemHostUnregister fails is kept (logged) and the call still
  * succeeds. Since 1.3, on a CMS_REGION_PREPARE region setting
  * CMS_REGION_RELEASE_HOST also stops its preparation (a buffer being made is
- * given back; waits for it) and clearing it prepares again.
+ * given back; waits for it) and clearing it prepares again. On a frozen
+ * region (since 1.3) a change of CMS_REGION_RELEASE_HOST or
+ * CMS_REGION_HOST_PAGEABLE makes the next pause copy everything; one of
+ * CMS_REGION_VERIFY does not.
  * cms_region_info.flags reports the flags.
  *   mask:  the flags to change; only those above.
  *   flags: their new values; no bit outside mask.

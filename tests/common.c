@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct cms_driver drv;
@@ -200,6 +201,31 @@ cms_region_stats t_stats(cms_region *r)
 
 	ck_ok(cms_region_stats_get(r, &s));
 	return s;
+}
+
+unsigned char *t_host_byte(cms_context *ctx, uint64_t ptr)
+{
+	cms_backup_info b = { .struct_size = sizeof(b) };
+
+	ck_ok(cms_backup_get(ctx, ptr, &b));
+	ck_assert_uint_eq(b.state, CMS_BACKUP_CURRENT);
+	ck_assert_ptr_nonnull(b.host);
+	return (unsigned char *)b.host + (ptr - b.base);
+}
+
+int t_wait_host_bytes(cms_region *r, uint64_t bytes, int pinned)
+{
+	struct timespec ts = { 0, 2000000 };
+	int i;
+
+	for (i = 0; i < 30000; i++) {
+		cms_region_info in = t_info(r);
+
+		if (in.host_bytes >= bytes && (!pinned || in.pinned_bytes == in.host_bytes))
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
 }
 
 void t_fill_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed)

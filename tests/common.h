@@ -63,6 +63,11 @@ long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, s
 /* cms_region_info_get / cms_region_stats_get of r, asserted CMS_OK. */
 cms_region_info t_info(cms_region *r);
 cms_region_stats t_stats(cms_region *r);
+/* The host byte of the HOST backup that backs ptr (its region paused: CMS_BACKUP_CURRENT). */
+unsigned char *t_host_byte(cms_context *ctx, uint64_t ptr);
+/* Waits (at most 60 s) until r's host buffers hold at least bytes, page-locked when pinned
+ * (CMS_REGION_PREPARE's background thread); whether they did. */
+int t_wait_host_bytes(cms_region *r, uint64_t bytes, int pinned);
 /* t_fill of each allocation p[i] of sizes[i] bytes (rounded down to 4) with seed + i, i < n. */
 void t_fill_each(int dev, const uint64_t *p, const uint64_t *sizes, size_t n, uint32_t seed);
 /* Asserts that each holds what t_fill_each(dev, p, sizes, n, seed) wrote. */

@@ -488,7 +488,10 @@ static void sweep(uint64_t flags)
 
 START_TEST(faults_sweep)
 {
-	sweep(_i ? CMS_REGION_COALESCE | CMS_REGION_CHUNKS : 0);
+	static const uint64_t flags[] = { 0, CMS_REGION_COALESCE | CMS_REGION_CHUNKS,
+					  CMS_REGION_VERIFY }; /* checksum kernel calls too */
+
+	sweep(flags[_i]);
 }
 END_TEST
 
@@ -567,7 +570,7 @@ static Suite *make(void)
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tf, 600); /* simulation only: fault injection */
 	tcase_add_test(tf, faults_access);
-	tcase_add_loop_test(tf, faults_sweep, 0, 2);
+	tcase_add_loop_test(tf, faults_sweep, 0, 3);
 	suite_add_tcase(s, tf);
 	return s;
 }

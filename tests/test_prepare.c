@@ -60,23 +60,6 @@ static uint64_t page_round(uint64_t n)
 	return (n + pg - 1) & ~(pg - 1);
 }
 
-/* Waits (at most 60 s) until r's host buffers hold at least bytes, page-locked when pinned;
- * whether they did. */
-static bool wait_prepared(cms_region *r, uint64_t bytes, bool pinned)
-{
-	struct timespec ts = { 0, 2000000 };
-	int i;
-
-	for (i = 0; i < 30000; i++) {
-		cms_region_info in = info(r);
-
-		if (in.host_bytes >= bytes && (!pinned || in.pinned_bytes == in.host_bytes))
-			return true;
-		nanosleep(&ts, NULL);
-	}
-	return false;
-}
-
 static const uint64_t sizes[] = { 64 * KIB, 3 * MIB + 4096, 192 * KIB, 700 * KIB, 100, 2 * MIB };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
@@ -143,7 +126,7 @@ START_TEST(first_pause_only_copies)
 	cms_region_stats s;
 
 	total = alloc_all(r, p, 11);
-	ck_assert_msg(wait_prepared(r, total, true),
+	ck_assert_msg(t_wait_host_bytes(r, total, true),
 		      "host_bytes %llu pinned %llu: the allocations' %llu bytes were not "
 		      "prepared",
 		      (unsigned long long)info(r).host_bytes,
@@ -187,7 +170,7 @@ START_TEST(hooked_allocations)
 	ck_ok(cms_hook_alloc(100 * KIB, 0, &b));
 	ck_ok(cms_hook_region_pop());
 	ck_assert_int_eq(t_fill(0, a, 3 * MIB, 3), 0);
-	ck_assert(wait_prepared(r, 3 * MIB + page_round(100 * KIB), true));
+	ck_assert(t_wait_host_bytes(r, 3 * MIB + page_round(100 * KIB), true));
 	ck_assert_uint_eq(stats(r).bytes_prepared, info(r).host_bytes);
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
@@ -206,7 +189,7 @@ START_TEST(pageable_prepared)
 	uint64_t p[NSIZES], total, buffers = 0;
 
 	total = alloc_all(r, p, 21);
-	ck_assert(wait_prepared(r, total, false));
+	ck_assert(t_wait_host_bytes(r, total, false));
 	ck_assert_uint_eq(info(r).pinned_bytes, 0);
 	if (t_sim())
 		buffers = t_counters().host_buffers;
@@ -235,7 +218,7 @@ START_TEST(register_refused)
 	r = region(ctx, "refused", CMS_REGION_PREPARE);
 	ck_assert_int_eq(sim->fail_call("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
 	total = alloc_all(r, p, 31);
-	ck_assert(wait_prepared(r, total, false));
+	ck_assert(t_wait_host_bytes(r, total, false));
 	ck_assert_int_eq(sim->armed_faults(), 0);
 	ck_assert_uint_lt(info(r).pinned_bytes, info(r).host_bytes);
 	ck_ok(cms_region_pause(r, NULL, NULL));
@@ -273,7 +256,7 @@ START_TEST(no_host_memory)
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	check_all(p, 41);
 	ck_ok(cms_alloc(r, MIB, &q));
-	ck_assert(wait_prepared(r, total + MIB, true));
+	ck_assert(t_wait_host_bytes(r, total + MIB, true));
 	ck_ok(cms_context_destroy(ctx));
 	ck_assert_uint_eq(t_counters().host_buffers, 0);
 	ck_assert_uint_eq(t_counters().host_registrations, 0);
@@ -290,7 +273,7 @@ START_TEST(release_host_later)
 	uint64_t p[NSIZES], q, total;
 
 	total = alloc_all(r, p, 51);
-	ck_assert(wait_prepared(r, total, true));
+	ck_assert(t_wait_host_bytes(r, total, true));
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, CMS_REGION_RELEASE_HOST));
 	ck_assert_uint_eq(info(r).host_bytes, 0);
 	ck_assert_uint_eq(info(r).pinned_bytes, 0);
@@ -298,7 +281,7 @@ START_TEST(release_host_later)
 	nanosleep(&ts, NULL);
 	ck_assert_uint_eq(info(r).host_bytes, 0);
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
-	ck_assert(wait_prepared(r, total + MIB, true));
+	ck_assert(t_wait_host_bytes(r, total + MIB, true));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	check_all(p, 51);
@@ -326,7 +309,7 @@ START_TEST(fork_while_preparing)
 			      1);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
-	ck_assert(wait_prepared(r, total, true));
+	ck_assert(t_wait_host_bytes(r, total, true));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	check_all(p, 95);
@@ -437,7 +420,7 @@ START_TEST(gpu_one_gib)
 	r = region(ctx, "gib", CMS_REGION_PREPARE);
 	ck_ok(cms_alloc(r, size, &p));
 	ck_assert_int_eq(t_fill(0, p, size, 7), 0);
-	ck_assert(wait_prepared(r, size, true));
+	ck_assert(t_wait_host_bytes(r, size, true));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, size, 7), -1);

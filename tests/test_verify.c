@@ -85,17 +85,6 @@ static uint64_t modules(void)
 	return t_is_sim() ? t_counters().modules : 0;
 }
 
-/* The host byte of a HOST backup that backs ptr (region paused). */
-static unsigned char *host_byte(cms_context *ctx, uint64_t ptr)
-{
-	cms_backup_info b = { .struct_size = sizeof(b) };
-
-	ck_ok(cms_backup_get(ctx, ptr, &b));
-	ck_assert_uint_eq(b.state, CMS_BACKUP_CURRENT);
-	ck_assert_ptr_nonnull(b.host);
-	return (unsigned char *)b.host + (ptr - b.base);
-}
-
 /* Flips the bits of the DISK backup byte at file offset off: the region's file is unlinked,
  * but open in this process (/proc/self/fd). */
 static void flip_disk_byte(off_t off)
@@ -199,7 +188,7 @@ static void corrupt(uint32_t policy)
 	base_bytes = info(r).backed_bytes;
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	if (policy == CMS_POLICY_HOST)
-		*host_byte(ctx, at) ^= 0xff; /* "writing changes what a resume restores" */
+		*t_host_byte(ctx, at) ^= 0xff; /* "writing changes what a resume restores" */
 	else
 		flip_disk_byte(12345);
 	want ^= 0xff;
@@ -252,8 +241,8 @@ START_TEST(discarded_excluded)
 	alloc_fill(r, p, 40);
 	ck_ok(cms_range_discard(ctx, p[1] + lo, hi - lo));
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	*host_byte(ctx, p[1] + lo) ^= 0xff; /* inside the declared range */
-	*host_byte(ctx, p[1] + hi - 1) ^= 0xff;
+	*t_host_byte(ctx, p[1] + lo) ^= 0xff; /* inside the declared range */
+	*t_host_byte(ctx, p[1] + hi - 1) ^= 0xff;
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_uint_eq(stats(r).bytes_verified, sizes[0] + sizes[1] - (hi - lo) + sizes[2]);
 	ck_assert_int_eq(t_check_except(0, p[1], sizes[1], 41, 4096, 2 * MiB + 8), -1);
@@ -262,9 +251,9 @@ START_TEST(discarded_excluded)
 	ck_assert_int_eq(t_fill(0, p[1], sizes[1], 41), 0);
 	ck_ok(cms_range_discard(ctx, p[1] + lo, hi - lo));
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	*host_byte(ctx, p[1] + hi) ^= 0xff; /* the first byte after it */
+	*t_host_byte(ctx, p[1] + hi) ^= 0xff; /* the first byte after it */
 	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
-	*host_byte(ctx, p[1] + hi) ^= 0xff; /* put back */
+	*t_host_byte(ctx, p[1] + hi) ^= 0xff; /* put back */
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check_except(0, p[1], sizes[1], 41, 4096, 2 * MiB + 8), -1);
 	ck_ok(cms_context_destroy(ctx));
@@ -285,13 +274,13 @@ START_TEST(swap_checks)
 	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL)); /* a checksummed, b checked */
 	ck_content(pb, 60);
 	ck_assert_uint_eq(stats(b).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
-	*host_byte(ctx, pa[2] + 7) ^= 0x01;
+	*t_host_byte(ctx, pa[2] + 7) ^= 0x01;
 	ck_status(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL), CMS_ERR_VERIFY_FAILED);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "region \"a\""));
 	ck_assert_uint_eq(info(a).state, CMS_STATE_PAUSED);
 	ck_assert_uint_eq(info(b).state, CMS_STATE_ACTIVE);
 	ck_content(pb, 60); /* the pause side rolled back */
-	*host_byte(ctx, pa[2] + 7) ^= 0x01;
+	*t_host_byte(ctx, pa[2] + 7) ^= 0x01;
 	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
 	ck_content(pa, 50);
 	ck_ok(cms_context_destroy(ctx));
@@ -318,11 +307,11 @@ START_TEST(many_allocations)
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_uint_eq(stats(r).bytes_verified, (uint64_t)N * 4096);
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	*host_byte(ctx, p[N - 1] + 100) ^= 0x80;
+	*t_host_byte(ctx, p[N - 1] + 100) ^= 0x80;
 	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
 	snprintf(hex, sizeof(hex), "0x%llx:", (unsigned long long)p[N - 1]);
 	ck_assert_msg(strstr(cms_last_error(), hex), "%s lacks %s", cms_last_error(), hex);
-	*host_byte(ctx, p[N - 1] + 100) ^= 0x80;
+	*t_host_byte(ctx, p[N - 1] + 100) ^= 0x80;
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	for (i = 0; i < N; i++)
 		ck_assert_int_eq(t_check(0, p[i], 4096, (uint32_t)i), -1);
@@ -358,7 +347,7 @@ START_TEST(flag_rules)
 	ck_assert_uint_eq(modules(), 0); /* no flag, no kernel */
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
 	ck_assert_uint_eq(info(r).flags, CMS_REGION_VERIFY);
-	*host_byte(ctx, p[0] + 1) ^= 0x10; /* not checksummed by that pause: not seen */
+	*t_host_byte(ctx, p[0] + 1) ^= 0x10; /* not checksummed by that pause: not seen */
 	ro.flags = CMS_RESUME_ASYNC;
 	ck_status(cms_region_resume(r, &ro, NULL), CMS_ERR_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "CMS_RESUME_ASYNC"));
@@ -372,7 +361,7 @@ START_TEST(flag_rules)
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
-	*host_byte(ctx, p[2] + 3) ^= 0x10;
+	*t_host_byte(ctx, p[2] + 3) ^= 0x10;
 	ck_ok(cms_region_resume(r, NULL, NULL)); /* nothing to check it against */
 	ck_assert_uint_eq(stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
 	ck_ok(cms_context_destroy(ctx));
@@ -573,9 +562,9 @@ START_TEST(big_round_trip)
 	st = stats(r);
 	ck_assert_uint_eq(st.bytes_verified, size);
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	*host_byte(ctx, p + size - 1) ^= 0x01;
+	*t_host_byte(ctx, p + size - 1) ^= 0x01;
 	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
-	*host_byte(ctx, p + size - 1) ^= 0x01;
+	*t_host_byte(ctx, p + size - 1) ^= 0x01;
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, size, 5), -1);
 	fprintf(stderr, "big_round_trip: %llu MiB, verify_ns %llu over 2 pauses and 2 resumes\n",
@@ -618,12 +607,12 @@ START_TEST(two_devices)
 		ck_assert_uint_eq(modules(), 2);
 	ck_ok(cms_resume(ctx, "m", NULL, NULL));
 	ck_ok(cms_pause(ctx, "m", NULL, NULL));
-	*host_byte(ctx, p[1][0] + 99) ^= 0x04;
+	*t_host_byte(ctx, p[1][0] + 99) ^= 0x04;
 	ck_status(cms_resume(ctx, "m", NULL, NULL), CMS_ERR_VERIFY_FAILED);
 	ck_assert_uint_eq(info(r[0]).state, CMS_STATE_PAUSED);
 	ck_assert_uint_eq(info(r[1]).state, CMS_STATE_PAUSED);
 	ck_assert_uint_eq(info(r[0]).backed_bytes, 0);
-	*host_byte(ctx, p[1][0] + 99) ^= 0x04;
+	*t_host_byte(ctx, p[1][0] + 99) ^= 0x04;
 	ck_ok(cms_resume(ctx, "m", NULL, NULL));
 	for (d = 0; d < 2; d++) {
 		size_t i;

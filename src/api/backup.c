@@ -127,7 +127,9 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 		cms_store_release_kept(r, next & CMS_REGION_RELEASE_HOST);
 	}
 	r->flags = next;
-	if (changed) /* what it keeps may have gone: a frozen region's next pause copies */
+	/* What it keeps may have gone: a frozen region's next pause copies. CMS_REGION_VERIFY
+	 * changes no backup (the next pause checksums the memory, copied or not). */
+	if (changed & ~(uint64_t)CMS_REGION_VERIFY)
 		cms_store_stale(r);
 	cms_prepare_kick(r); /* CMS_REGION_PREPARE without CMS_REGION_RELEASE_HOST: again */
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": flags 0x%llx", r->tag,

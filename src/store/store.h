@@ -30,8 +30,9 @@ struct cms_store_alloc {
 	/* Frozen region (cms_region_freeze): the backup its storage holds (backup_held) equals
 	 * the device content and cannot diverge, so a pause need not copy it. Set by the engine's
 	 * commit (a pause of the frozen region saved it, or a resume of it restored it whole);
-	 * cleared by a thaw, a flags change, a failed call and a resume of a region not frozen.
-	 * Meaningless, and never used, while the store holds no backup of it (cms_store_current).
+	 * cleared by a thaw, a retention flags change, a failed call and a resume of a region not
+	 * frozen. Meaningless, and never used, while the store holds no backup of it
+	 * (cms_store_current).
 	 */
 	bool current;
 };
@@ -213,7 +214,7 @@ uint64_t cms_store_copy_bytes(const struct cms_alloc *a, bool out);
 bool cms_store_current(const struct cms_alloc *a);
 /* Content bytes a pause of a does not copy because its backup is current (bytes_unchanged). */
 uint64_t cms_store_unchanged_bytes(const struct cms_alloc *a);
-/* No backup of r's allocations is current any more (thaw, flags change). */
+/* No backup of r's allocations is current any more (thaw, retention flags change). */
 void cms_store_stale(struct cms_region *r);
 
 /* ---- piece.c: the live pieces of a copy (content-free ranges left out, core/span.c) ---- */

@@ -5,8 +5,8 @@
  * the same layout measured in the same run (issue 27 item 3: the pause of a
  * frozen region within 1.2x of it, the resume at >= 0.95x of the link).
  *
- * First the DISCARD region "bench_k_discard" (the same allocations, no
- * content) runs its cycles and is destroyed; then "bench_k" is filled with the
+ * First the DISCARD region "bench_o_discard" (the same allocations, no
+ * content) runs its cycles and is destroyed; then "bench_o" is filled with the
  * pattern of bench_work.c, frozen, and cycled: its first pause copies
  * everything (the memory may have changed since it was mapped), every later
  * one copies nothing (cms_region_stats: bytes_to_store unchanged,
@@ -78,9 +78,11 @@ static int discard_cycles(struct bench *b, struct bench_work *w, cms_context *ct
 	cms_region *r = NULL;
 	uint64_t t0, t1, t2;
 	unsigned int c;
+	char tag[32];
 
 	snprintf(b->step, sizeof(b->step), "(%c) DISCARD cycles", w->id);
-	if (make_region(b, w, ctx, "bench_k_discard", CMS_POLICY_DISCARD, &r, ptr))
+	snprintf(tag, sizeof(tag), "bench_%c_discard", w->id);
+	if (make_region(b, w, ctx, tag, CMS_POLICY_DISCARD, &r, ptr))
 		return -1;
 	for (c = 0; c < b->cycles; c++) {
 		t0 = bench_now_ns();
@@ -196,7 +198,7 @@ int bench_frozen_run(struct bench *b, struct bench_work *w)
 	cms_region *r = NULL;
 	cms_context *ctx = NULL;
 	uint64_t *ptr = NULL, t0;
-	char what[64], b1[32], b2[32], b3[32];
+	char what[64], b1[32], b2[32], b3[32], tag[32];
 	unsigned int c;
 	cms_status st;
 	int rc = -1;
@@ -228,7 +230,8 @@ int bench_frozen_run(struct bench *b, struct bench_work *w)
 		goto fail;
 
 	snprintf(b->step, sizeof(b->step), "(%c) setup", w->id);
-	if (make_region(b, w, ctx, "bench_k", CMS_POLICY_HOST, &r, ptr))
+	snprintf(tag, sizeof(tag), "bench_%c", w->id);
+	if (make_region(b, w, ctx, tag, CMS_POLICY_HOST, &r, ptr))
 		goto fail;
 	bench_choose_window(b, w);
 	t0 = bench_now_ns();

@@ -37,13 +37,15 @@ int bench_prepare_before(struct bench *b, struct bench_work *w, cms_context *ctx
 	cms_region_options ro = CMS_REGION_OPTIONS_INIT;
 	cms_region *scratch;
 	uint64_t t0, t, moved = 0, step;
+	char tag[32];
 
 	l->bytes = LOAD_BYTES / b->scale;
 	if (l->bytes < b->granularity)
 		l->bytes = b->granularity;
 	ro.device = BENCH_DEVICE;
 	ro.policy = CMS_POLICY_DISCARD;
-	BENCH_CMS(b, err, cms_region_create, ctx, "bench_k_load", &ro, &scratch);
+	snprintf(tag, sizeof(tag), "bench_%c_load", w->id);
+	BENCH_CMS(b, err, cms_region_create, ctx, tag, &ro, &scratch);
 	BENCH_CMS(b, err, cms_alloc, scratch, l->bytes, &l->src);
 	BENCH_CMS(b, err, cms_alloc, scratch, l->bytes, &l->dst);
 	BENCH_CU(b, err, cuStreamCreate, &l->stream, CU_STREAM_NON_BLOCKING);
