@@ -19,14 +19,6 @@
 #define KIB 1024ull
 #define NA 48
 
-static cms_region_info info(cms_region *r)
-{
-	cms_region_info i = { .struct_size = sizeof(i) };
-
-	ck_ok(cms_region_info_get(r, &i));
-	return i;
-}
-
 /* A model-like pool: segments of 1..40 granules; segment i keeps a live head of live[i] bytes
  * (4 KiB multiples; 0: all free) and declares the rest free; every fourth also has a free block
  * in the middle of its head. */
@@ -38,7 +30,7 @@ struct pool {
 
 static void pool_make(cms_context *ctx, cms_region *r, struct pool *p)
 {
-	uint64_t g = info(r).granularity;
+	uint64_t g = t_info(r).granularity;
 	int i;
 
 	memset(p, 0, sizeof(*p));
@@ -90,7 +82,7 @@ START_TEST(release_host_backs_live_extents)
 	pool_make(ctx, r, &p);
 	ck_assert_uint_lt(p.live_extent_pages, p.total / 2 + p.total / 4);
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	ri = info(r);
+	ri = t_info(r);
 	/* Host memory for the live extents, not the segments' 2x. */
 	ck_assert_uint_eq(ri.host_bytes, p.live_extent_pages);
 	ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
@@ -122,7 +114,7 @@ START_TEST(release_host_backs_live_extents)
 	}
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	pool_check(&p);
-	ck_assert_uint_eq(info(r).host_bytes, 0);
+	ck_assert_uint_eq(t_info(r).host_bytes, 0);
 	/* The next cycle does the same (the declarations went with the resume: declared again). */
 	for (i = 0; i < NA; i++) {
 		if (p.live[i] < p.size[i])
@@ -131,7 +123,7 @@ START_TEST(release_host_backs_live_extents)
 			ck_ok(cms_range_discard(ctx, p.ptr[i] + 4 * KIB, p.hole[i]));
 	}
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).host_bytes, p.live_extent_pages);
+	ck_assert_uint_eq(t_info(r).host_bytes, p.live_extent_pages);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	pool_check(&p);
 	for (i = 0; i < NA; i++)
@@ -155,7 +147,7 @@ START_TEST(retaining_backs_whole_allocations)
 
 	pool_make(ctx, r, &p);
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).host_bytes, p.total);
+	ck_assert_uint_eq(t_info(r).host_bytes, p.total);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	pool_check(&p);
 	for (i = 0; i < NA; i++)
@@ -179,17 +171,17 @@ START_TEST(retained_short_slice_replaced)
 	t_region_flags = CMS_REGION_RELEASE_HOST;
 	r = t_region(ctx, "pair", 0, CMS_POLICY_HOST);
 	t_region_flags = 0;
-	g = info(r).granularity;
+	g = t_info(r).granularity;
 	ck_ok(cms_alloc(r, 4 * g, &a));
 	ck_ok(cms_alloc(r, 4 * g, &b));
 	ck_assert_int_eq(t_fill(0, a, 4 * g, 1), 0);
 	ck_assert_int_eq(t_fill(0, b, 4 * g, 2), 0);
 	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).host_bytes, 5 * g);
+	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g);
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).host_bytes, 5 * g); /* retained, a's slice short */
+	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g); /* retained, a's slice short */
 	ck_assert_int_eq(t_fill(0, a, 4 * g, 3), 0);
 	ck_assert_int_eq(t_fill(0, b, 4 * g, 4), 0);
 	ck_ok(cms_region_pause(r, NULL, NULL));
@@ -220,22 +212,22 @@ START_TEST(retained_short_slice_unregister_fails)
 	t_region_flags = CMS_REGION_RELEASE_HOST;
 	r = t_region(ctx, "one", 0, CMS_POLICY_HOST);
 	t_region_flags = 0;
-	g = info(r).granularity;
+	g = t_info(r).granularity;
 	ck_ok(cms_alloc(r, 4 * g, &a));
 	ck_assert_int_eq(t_fill(0, a, 4 * g, 1), 0);
 	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).pinned_bytes, g);
+	ck_assert_uint_eq(t_info(r).pinned_bytes, g);
 	ck_assert_int_eq(t_fill(0, a, 4 * g, 2), 0);
 	ck_assert_int_eq(t_sim()->fail_call("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN), 0);
 	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_DRIVER);
-	ck_assert_int_eq(info(r).state, CMS_STATE_ACTIVE);
-	ck_assert_uint_eq(info(r).pinned_bytes, g); /* the short slice kept */
+	ck_assert_int_eq(t_info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(t_info(r).pinned_bytes, g); /* the short slice kept */
 	ck_assert_int_eq(t_check(0, a, 4 * g, 2), -1);
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).host_bytes, 4 * g);
+	ck_assert_uint_eq(t_info(r).host_bytes, 4 * g);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, a, 4 * g, 2), -1);
 	ck_ok(cms_free(ctx, a));

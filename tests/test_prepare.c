@@ -26,22 +26,6 @@
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 
-static cms_region_info info(cms_region *r)
-{
-	cms_region_info i = { .struct_size = sizeof(i) };
-
-	ck_ok(cms_region_info_get(r, &i));
-	return i;
-}
-
-static cms_region_stats stats(cms_region *r)
-{
-	cms_region_stats s = { .struct_size = sizeof(s) };
-
-	ck_ok(cms_region_stats_get(r, &s));
-	return s;
-}
-
 static cms_region *region(cms_context *ctx, const char *tag, uint64_t flags)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
@@ -105,10 +89,10 @@ START_TEST(flag_rules)
 	ck_status(cms_region_create(ctx, "bad", &o, &bad), CMS_ERR_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "CMS_REGION_RELEASE_HOST"));
 	r = region(ctx, "prepared", CMS_REGION_PREPARE);
-	ck_assert_uint_eq(info(r).flags, CMS_REGION_PREPARE);
+	ck_assert_uint_eq(t_info(r).flags, CMS_REGION_PREPARE);
 	/* Chosen at creation only. */
 	ck_status(cms_region_flags_set(r, CMS_REGION_PREPARE, 0), CMS_ERR_INVALID_ARGUMENT);
-	ck_assert_uint_eq(info(r).flags, CMS_REGION_PREPARE);
+	ck_assert_uint_eq(t_info(r).flags, CMS_REGION_PREPARE);
 	ck_assert_ptr_nonnull(
 		region(ctx, "pageable", CMS_REGION_PREPARE | CMS_REGION_HOST_PAGEABLE));
 	ck_ok(cms_context_destroy(ctx));
@@ -129,11 +113,11 @@ START_TEST(first_pause_only_copies)
 	ck_assert_msg(t_wait_host_bytes(r, total, true),
 		      "host_bytes %llu pinned %llu: the allocations' %llu bytes were not "
 		      "prepared",
-		      (unsigned long long)info(r).host_bytes,
-		      (unsigned long long)info(r).pinned_bytes, (unsigned long long)total);
-	s = stats(r);
+		      (unsigned long long)t_info(r).host_bytes,
+		      (unsigned long long)t_info(r).pinned_bytes, (unsigned long long)total);
+	s = t_stats(r);
 	ck_assert_uint_ge(s.bytes_prepared, total);
-	ck_assert_uint_eq(s.bytes_prepared, info(r).host_bytes);
+	ck_assert_uint_eq(s.bytes_prepared, t_info(r).host_bytes);
 	ck_assert_uint_gt(s.prepare_ns, 0);
 	/* A prepared buffer holds no content yet: no backup to read before the first pause. */
 	ck_status(cms_backup_get(ctx, p[1], &bi), CMS_ERR_NOT_PAUSED);
@@ -171,7 +155,7 @@ START_TEST(hooked_allocations)
 	ck_ok(cms_hook_region_pop());
 	ck_assert_int_eq(t_fill(0, a, 3 * MIB, 3), 0);
 	ck_assert(t_wait_host_bytes(r, 3 * MIB + page_round(100 * KIB), true));
-	ck_assert_uint_eq(stats(r).bytes_prepared, info(r).host_bytes);
+	ck_assert_uint_eq(t_stats(r).bytes_prepared, t_info(r).host_bytes);
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, a, 3 * MIB, 3), -1);
@@ -190,13 +174,13 @@ START_TEST(pageable_prepared)
 
 	total = alloc_all(r, p, 21);
 	ck_assert(t_wait_host_bytes(r, total, false));
-	ck_assert_uint_eq(info(r).pinned_bytes, 0);
+	ck_assert_uint_eq(t_info(r).pinned_bytes, 0);
 	if (t_sim())
 		buffers = t_counters().host_buffers;
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	if (t_sim()) /* the staging only, freed when the pause ends */
 		ck_assert_uint_eq(t_counters().host_buffers, buffers);
-	ck_assert_uint_eq(info(r).pinned_bytes, 0);
+	ck_assert_uint_eq(t_info(r).pinned_bytes, 0);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	check_all(p, 21);
 	ck_ok(cms_context_destroy(ctx));
@@ -220,9 +204,9 @@ START_TEST(register_refused)
 	total = alloc_all(r, p, 31);
 	ck_assert(t_wait_host_bytes(r, total, false));
 	ck_assert_int_eq(sim->armed_faults(), 0);
-	ck_assert_uint_lt(info(r).pinned_bytes, info(r).host_bytes);
+	ck_assert_uint_lt(t_info(r).pinned_bytes, t_info(r).host_bytes);
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).pinned_bytes, info(r).host_bytes); /* by the pause */
+	ck_assert_uint_eq(t_info(r).pinned_bytes, t_info(r).host_bytes); /* by the pause */
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	check_all(p, 31);
 	ck_ok(cms_context_destroy(ctx));
@@ -252,7 +236,7 @@ START_TEST(no_host_memory)
 		nanosleep(&ts, NULL);
 	ck_assert_int_eq(sim->armed_faults(), 0);
 	ck_ok(cms_region_pause(r, NULL, NULL)); /* whatever the background left */
-	ck_assert_uint_ge(info(r).host_bytes, total);
+	ck_assert_uint_ge(t_info(r).host_bytes, total);
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	check_all(p, 41);
 	ck_ok(cms_alloc(r, MIB, &q));
@@ -275,11 +259,11 @@ START_TEST(release_host_later)
 	total = alloc_all(r, p, 51);
 	ck_assert(t_wait_host_bytes(r, total, true));
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, CMS_REGION_RELEASE_HOST));
-	ck_assert_uint_eq(info(r).host_bytes, 0);
-	ck_assert_uint_eq(info(r).pinned_bytes, 0);
+	ck_assert_uint_eq(t_info(r).host_bytes, 0);
+	ck_assert_uint_eq(t_info(r).pinned_bytes, 0);
 	ck_ok(cms_alloc(r, MIB, &q));
 	nanosleep(&ts, NULL);
-	ck_assert_uint_eq(info(r).host_bytes, 0);
+	ck_assert_uint_eq(t_info(r).host_bytes, 0);
 	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
 	ck_assert(t_wait_host_bytes(r, total + MIB, true));
 	ck_ok(cms_region_pause(r, NULL, NULL));
@@ -424,7 +408,7 @@ START_TEST(gpu_one_gib)
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, size, 7), -1);
-	s = stats(r);
+	s = t_stats(r);
 	ck_assert_uint_eq(s.bytes_prepared, size);
 	printf("gpu_one_gib: prepared 1 GiB in %.1f ms, first pause %.1f ms\n", s.prepare_ns / 1e6,
 	       s.pause_ns / 1e6);

@@ -64,22 +64,6 @@ static void ck_content(const uint64_t *p, uint32_t seed)
 		ck_assert_int_eq(t_check(0, p[i], sizes[i], seed + (uint32_t)i), -1);
 }
 
-static cms_region_info info(cms_region *r)
-{
-	cms_region_info i = { .struct_size = sizeof(i) };
-
-	ck_ok(cms_region_info_get(r, &i));
-	return i;
-}
-
-static cms_region_stats stats(cms_region *r)
-{
-	cms_region_stats s = { .struct_size = sizeof(s) };
-
-	ck_ok(cms_region_stats_get(r, &s));
-	return s;
-}
-
 static uint64_t modules(void)
 {
 	return t_is_sim() ? t_counters().modules : 0;
@@ -132,7 +116,7 @@ static void round_trip(uint32_t policy)
 	for (i = 0; i < NA; i++)
 		live += sizes[i];
 	alloc_fill(r, p, 10);
-	ck_assert_uint_eq(info(r).flags, CMS_REGION_VERIFY);
+	ck_assert_uint_eq(t_info(r).flags, CMS_REGION_VERIFY);
 	for (cycle = 0; cycle < 3; cycle++) {
 		ck_ok(cms_region_pause(r, NULL, NULL));
 		ck_ok(cms_region_resume(r, NULL, NULL));
@@ -140,7 +124,7 @@ static void round_trip(uint32_t policy)
 		ck_assert_int_eq(t_fill(0, p[1], sizes[1], 20), 0); /* changed between cycles */
 		ck_assert_int_eq(t_fill(0, p[1], sizes[1], 11), 0);
 	}
-	s = stats(r);
+	s = t_stats(r);
 	ck_assert_uint_eq(s.bytes_verified, 3 * live);
 	ck_assert_uint_gt(s.verify_ns, 0);
 	ck_assert_uint_eq(s.failures, 0);
@@ -185,7 +169,7 @@ static void corrupt(uint32_t policy)
 	alloc_fill(r, p, 30);
 	at = p[victim] + 12345;
 	ck_assert_int_eq(t_read(0, &want, at, 1), 0);
-	base_bytes = info(r).backed_bytes;
+	base_bytes = t_info(r).backed_bytes;
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	if (policy == CMS_POLICY_HOST)
 		*t_host_byte(ctx, at) ^= 0xff; /* "writing changes what a resume restores" */
@@ -197,22 +181,22 @@ static void corrupt(uint32_t policy)
 		ck_assert_ptr_nonnull(strstr(cms_last_error(), "region \"v\""));
 		snprintf(hex, sizeof(hex), "0x%llx:", (unsigned long long)p[victim]);
 		ck_assert_msg(strstr(cms_last_error(), hex), "%s lacks %s", cms_last_error(), hex);
-		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
-		ck_assert_uint_eq(info(r).backed_bytes, 0);
+		ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
+		ck_assert_uint_eq(t_info(r).backed_bytes, 0);
 		ck_ok(cms_backup_read(ctx, at, &b, 1)); /* the backup is kept */
 		ck_assert_uint_eq(b, want);
 	}
-	ck_assert_uint_eq(stats(r).failures_by_status[-CMS_ERR_VERIFY_FAILED], 2);
-	ck_assert_uint_eq(stats(r).resumes, 0);
+	ck_assert_uint_eq(t_stats(r).failures_by_status[-CMS_ERR_VERIFY_FAILED], 2);
+	ck_assert_uint_eq(t_stats(r).resumes, 0);
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0));
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(info(r).backed_bytes, base_bytes);
+	ck_assert_uint_eq(t_info(r).backed_bytes, base_bytes);
 	ck_assert_int_eq(t_read(0, &b, at, 1), 0);
 	ck_assert_uint_eq(b, want); /* taken back as it was */
 	ck_assert_int_eq(
 		t_check_except(0, p[victim], sizes[victim], 30 + (uint32_t)victim, 12344, 12348),
 		-1);
-	ck_assert_uint_eq(stats(r).bytes_verified, 0);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, 0);
 	ck_ok(cms_context_destroy(ctx));
 	if (policy == CMS_POLICY_DISK)
 		ck_assert_int_eq(rmdir(dir), 0);
@@ -244,7 +228,7 @@ START_TEST(discarded_excluded)
 	*t_host_byte(ctx, p[1] + lo) ^= 0xff; /* inside the declared range */
 	*t_host_byte(ctx, p[1] + hi - 1) ^= 0xff;
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(stats(r).bytes_verified, sizes[0] + sizes[1] - (hi - lo) + sizes[2]);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] - (hi - lo) + sizes[2]);
 	ck_assert_int_eq(t_check_except(0, p[1], sizes[1], 41, 4096, 2 * MiB + 8), -1);
 	ck_assert_int_eq(t_check(0, p[0], sizes[0], 40), -1);
 	/* The declaration ended with the resume: the next cycle checks every byte. */
@@ -273,12 +257,12 @@ START_TEST(swap_checks)
 	ck_ok(cms_region_pause(b, NULL, NULL));
 	ck_ok(cms_swap(ctx, "a", "b", NULL, NULL, NULL, NULL)); /* a checksummed, b checked */
 	ck_content(pb, 60);
-	ck_assert_uint_eq(stats(b).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
+	ck_assert_uint_eq(t_stats(b).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
 	*t_host_byte(ctx, pa[2] + 7) ^= 0x01;
 	ck_status(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL), CMS_ERR_VERIFY_FAILED);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "region \"a\""));
-	ck_assert_uint_eq(info(a).state, CMS_STATE_PAUSED);
-	ck_assert_uint_eq(info(b).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(t_info(a).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(t_info(b).state, CMS_STATE_ACTIVE);
 	ck_content(pb, 60); /* the pause side rolled back */
 	*t_host_byte(ctx, pa[2] + 7) ^= 0x01;
 	ck_ok(cms_swap(ctx, "b", "a", NULL, NULL, NULL, NULL));
@@ -305,7 +289,7 @@ START_TEST(many_allocations)
 	}
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(stats(r).bytes_verified, (uint64_t)N * 4096);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, (uint64_t)N * 4096);
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	*t_host_byte(ctx, p[N - 1] + 100) ^= 0x80;
 	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
@@ -346,24 +330,24 @@ START_TEST(flag_rules)
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_assert_uint_eq(modules(), 0); /* no flag, no kernel */
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
-	ck_assert_uint_eq(info(r).flags, CMS_REGION_VERIFY);
+	ck_assert_uint_eq(t_info(r).flags, CMS_REGION_VERIFY);
 	*t_host_byte(ctx, p[0] + 1) ^= 0x10; /* not checksummed by that pause: not seen */
 	ro.flags = CMS_RESUME_ASYNC;
 	ck_status(cms_region_resume(r, &ro, NULL), CMS_ERR_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "CMS_RESUME_ASYNC"));
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(stats(r).bytes_verified, 0);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, 0);
 	ck_ok(cms_region_pause(r, NULL, NULL)); /* now with the flag */
 	ck_assert_uint_eq(modules(), t_is_sim() ? 1 : 0);
 	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
 	/* A pause without the flag forgets the checksum of the pause before. */
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
 	*t_host_byte(ctx, p[2] + 3) ^= 0x10;
 	ck_ok(cms_region_resume(r, NULL, NULL)); /* nothing to check it against */
-	ck_assert_uint_eq(stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
@@ -390,7 +374,7 @@ static void fault_sweep(uint32_t policy)
 			break;
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED, "call %llu: %s", (unsigned long long)i,
 			      cms_last_error());
-		ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+		ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
 		ck_content(p, 80);
 		failed++;
 	}
@@ -405,14 +389,14 @@ static void fault_sweep(uint32_t policy)
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED && st != CMS_ERR_VERIFY_FAILED,
 			      "call %llu: %s: %s", (unsigned long long)i, cms_status_name(st),
 			      cms_last_error());
-		ck_assert_uint_eq(info(r).state, CMS_STATE_PAUSED);
-		ck_assert_uint_eq(info(r).backed_bytes, 0);
+		ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
+		ck_assert_uint_eq(t_info(r).backed_bytes, 0);
 		ck_ok(cms_backup_read(ctx, p[1] + 5, &b, 1));
 		failed++;
 	}
 	ck_assert_uint_ge(failed, 5);
 	ck_content(p, 80);
-	ck_assert_uint_eq(stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
 	ck_ok(cms_context_destroy(ctx));
 	ck_assert_uint_eq(modules(), 0);
 	t_nothing_left(1);
@@ -451,12 +435,12 @@ START_TEST(module_load_fails)
 	ck_assert_int_eq(sim->fail_call("cuModuleLoadData", 1, CUDA_ERROR_INVALID_PTX), 0);
 	ck_assert_int_ne(cms_region_pause(r, NULL, NULL), CMS_OK);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "cuModuleLoadData"));
-	ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
 	ck_assert_uint_eq(modules(), 0);
 	ck_assert_int_eq(sim->fail_call("cuLaunchKernel", 1, CUDA_ERROR_UNKNOWN), 0);
 	ck_assert_int_ne(cms_region_pause(r, NULL, NULL), CMS_OK);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "cuLaunchKernel"));
-	ck_assert_uint_eq(info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
 	ck_assert_uint_eq(modules(), 1); /* loaded; the launch failed */
 	sim->clear_faults();
 	ck_ok(cms_region_pause(r, NULL, NULL));
@@ -559,7 +543,7 @@ START_TEST(big_round_trip)
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, size, 5), -1);
-	st = stats(r);
+	st = t_stats(r);
 	ck_assert_uint_eq(st.bytes_verified, size);
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	*t_host_byte(ctx, p + size - 1) ^= 0x01;
@@ -568,7 +552,7 @@ START_TEST(big_round_trip)
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, size, 5), -1);
 	fprintf(stderr, "big_round_trip: %llu MiB, verify_ns %llu over 2 pauses and 2 resumes\n",
-		(unsigned long long)(size / MiB), (unsigned long long)stats(r).verify_ns);
+		(unsigned long long)(size / MiB), (unsigned long long)t_stats(r).verify_ns);
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
@@ -609,9 +593,9 @@ START_TEST(two_devices)
 	ck_ok(cms_pause(ctx, "m", NULL, NULL));
 	*t_host_byte(ctx, p[1][0] + 99) ^= 0x04;
 	ck_status(cms_resume(ctx, "m", NULL, NULL), CMS_ERR_VERIFY_FAILED);
-	ck_assert_uint_eq(info(r[0]).state, CMS_STATE_PAUSED);
-	ck_assert_uint_eq(info(r[1]).state, CMS_STATE_PAUSED);
-	ck_assert_uint_eq(info(r[0]).backed_bytes, 0);
+	ck_assert_uint_eq(t_info(r[0]).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(t_info(r[1]).state, CMS_STATE_PAUSED);
+	ck_assert_uint_eq(t_info(r[0]).backed_bytes, 0);
 	*t_host_byte(ctx, p[1][0] + 99) ^= 0x04;
 	ck_ok(cms_resume(ctx, "m", NULL, NULL));
 	for (d = 0; d < 2; d++) {
@@ -621,7 +605,8 @@ START_TEST(two_devices)
 			ck_assert_int_eq(
 				t_check(d, p[d][i], sizes[i], 100u * (uint32_t)d + (uint32_t)i),
 				-1);
-		ck_assert_uint_eq(stats(r[d]).bytes_verified, 2 * (sizes[0] + sizes[1] + sizes[2]));
+		ck_assert_uint_eq(t_stats(r[d]).bytes_verified,
+				  2 * (sizes[0] + sizes[1] + sizes[2]));
 	}
 	ck_ok(cms_context_destroy(ctx));
 	if (t_is_sim())
