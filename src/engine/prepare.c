@@ -171,8 +171,7 @@ void cms_prepare_kick(struct cms_region *r)
 		if (err) {
 			cms_log(ctx, CMS_LOG_DEBUG,
 				"cannot start the preparation thread (error %d): pauses make their "
-				"host "
-				"backups",
+				"host backups",
 				err);
 			goto out;
 		}
