@@ -10,11 +10,13 @@
 #          conformance_1_2 among them; demo; IPC demos; Python GPU tests; the peer's suite)
 #   bench: cms-bench --only a,c,d,k,l,m,n,o twice (the floors of each workload are measured in
 #          the same run), then .base's own cms-bench (c),(i) for the before figure
+#   first: when device time is short, one call by priority: the issue-27 gpu ctests, cms-bench
+#          --only c,k,l,m,n,o (4 cycles), gpu-model-bench.py with dropin and peer
 #   model: gpu-model-bench.py on this library (dropin, dropin-retain, saver, peer,
 #          peer-retain), the dropin on .base's library (ctypes: no 1.3 symbol needed), then (k)
 #          under CMS_TUNABLES host_group=256M and threads:15
 # The new cms-bench cannot run on .base's library: it calls cms_region_freeze (CMS_1.3).
-phase=${1:?usage: g.sh suite|bench|model}
+phase=${1:?usage: g.sh first|suite|bench|model}
 if [ "$phase" = suite ]; then
 	exec bash "$(dirname "$0")/f.sh" suite
 fi
@@ -22,7 +24,7 @@ fi
 logs=$out/logs
 base=$PWD/build-old # f.sh suite builds .base there; built here when missing
 mkdir -p "$logs"
-if [ -d .base ] && [ ! -e "$base/libcumemsaver.so.1" ]; then
+if [ "$phase" != first ] && [ -d .base ] && [ ! -e "$base/libcumemsaver.so.1" ]; then
 	{ cmake -S .base -B "$base" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_BUILD_TESTS=OFF &&
 		ninja -C "$base"; } >"$logs/build-base.txt" 2>&1 || echo "build-base failed: $logs/build-base.txt"
 fi
@@ -44,6 +46,19 @@ bench() {
 	sed -n '/^results:/,$p' "$logs/bench-$name.txt" | head -n 120
 }
 case "$phase" in
+first) # one call, by priority, when device time is short: issue 27's own checks and figures
+	t=$(limit 200)
+	[ "$t" -gt 0 ] && (cd "$build" && timeout "$t" ctest --output-on-failure -V --timeout 150 \
+		-R 'test_(frozen|verify|prepare|host_live)\.gpu|conformance_1_2\.gpu') >"$logs/ctest-27.txt" 2>&1
+	echo "== ctest issue 27: rc=$?"
+	grep -E "Test +#|tests passed|tests failed|:F:|:E:|Checks:" "$logs/ctest-27.txt" | tail -n 20
+	BENCH_CYCLES=${BENCH_CYCLES:-4} bench new-1 "$build/bin/cms-bench" "${ONLY:-c,k,l,m,n,o}"
+	peer=(--peer-dir /tmp/peer-site --peer-tarball .peer/torch_memory_saver-4a43c97.tar.gz)
+	t=$(limit 200)
+	[ "$t" -gt 0 ] && PYTHONPATH=$PWD/bindings/python timeout "$t" python3 tools/scripts/gpu-model-bench.py \
+		--cycles 4 --impls dropin,peer "${peer[@]}" --out "$logs/model-new" >"$logs/model-new.txt" 2>&1
+	echo "== model (dropin, peer): rc=$?"; sed -n '/^impl | pause/,$p' "$logs/model-new.txt"
+	;;
 bench)
 	bench new-1 "$build/bin/cms-bench" "${ONLY:-a,c,d,k,l,m,n,o}"
 	bench new-2 "$build/bin/cms-bench" "${ONLY:-a,c,d,k,l,m,n,o}"
@@ -67,7 +82,7 @@ model)
 	bench group256 "$build/bin/cms-bench" k CMS_TUNABLES=host_group=256M
 	bench threads15 "$build/bin/cms-bench" k CMS_TUNABLES=threads:15
 	;;
-*) echo "usage: g.sh suite|bench|model"; exit 2 ;;
+*) echo "usage: g.sh first|suite|bench|model"; exit 2 ;;
 esac
 tar -czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
 echo "phase $phase done in $SECONDS s"
