@@ -197,6 +197,7 @@ unsafe extern "C" fn event_trampoline(
 
 /// A snapshot of an import (`cms_import_info`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ImportInfo {
     pub tag: String,
     pub exporter_device: i32,
@@ -348,6 +349,7 @@ impl fmt::Debug for Import {
 
 /// A pause or resume request from another process (`cms_control_request`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ControlRequest {
     pub op: ControlOp,
     /// `Before`: decide; `After`: informed of `result`.

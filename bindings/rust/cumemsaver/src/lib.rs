@@ -37,6 +37,13 @@
 //! the host simulation installed with the library. The `bundled` feature builds the
 //! library from this repository with CMake instead of finding it with pkg-config.
 //!
+//! The structs the library fills in ([`PauseResult`], [`ResumeResult`], [`DeviceResult`],
+//! [`RegionInfo`], [`RegionStats`], [`PointerInfo`], [`BackupInfo`], [`MemoryInfo`],
+//! [`ImportInfo`], [`ControlRequest`]) and [`ContextOptions`] are `#[non_exhaustive]`: a
+//! release may add fields to them, as the C structs grow, without breaking code that reads
+//! their fields and matches them with `..`. Outside this crate no struct expression builds
+//! one; `ContextOptions::new()` and its setters build the options.
+//!
 //! The raw declarations are re-exported as [`sys`].
 
 // Values cross to and from the generated declarations with `as` even where the types
@@ -134,6 +141,7 @@ pub type ProgressFn = Arc<dyn Fn(&str, u64, u64) + Send + Sync + 'static>;
 
 /// Options of [`Context::with_options`].
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct ContextOptions {
     /// Driver library to load instead of `$CMS_DRIVER_LIBRARY` / `libcuda.so.1`
     /// ([`SIMULATION`] for the host simulation installed with the library).
@@ -817,4 +825,39 @@ impl fmt::Debug for Region {
             .field("policy", &self.policy)
             .finish()
     }
+}
+
+/// The `#[non_exhaustive]` structs as code outside this crate sees them: it reads their
+/// fields, matches them with `..` and sets the fields of a `Default` one,
+///
+/// ```
+/// use cumemsaver::{ContextOptions, PauseResult, SIMULATION};
+/// fn released(r: &PauseResult) -> u64 {
+///     let PauseResult { bytes_released, .. } = r;
+///     *bytes_released
+/// }
+/// let mut r = PauseResult::default();
+/// r.bytes_released = 4096;
+/// assert_eq!(released(&r), 4096);
+/// let o = ContextOptions::new().driver_path(SIMULATION);
+/// assert_eq!(o.driver_path.as_deref(), Some(std::path::Path::new(SIMULATION)));
+/// ```
+///
+/// but builds none with a struct expression, not even from a value of the type
+/// (`T { ..t }`, whatever fields `T` has): each item below holds one such block, which
+/// compiles once the attribute is gone.
+#[cfg(doctest)]
+mod non_exhaustive {
+    macro_rules! no_struct_expression {
+        ($($t:ident)*) => {$(
+            #[doc = concat!("```compile_fail\nfn rebuild(v: cumemsaver::", stringify!($t),
+                ") -> cumemsaver::", stringify!($t), " {\n    cumemsaver::", stringify!($t),
+                " { ..v }\n}\n```")]
+            pub struct $t;
+        )*};
+    }
+    no_struct_expression!(
+        DeviceResult PauseResult ResumeResult MemoryInfo PointerInfo BackupInfo RegionInfo
+        RegionStats ImportInfo ControlRequest ContextOptions
+    );
 }

@@ -284,6 +284,7 @@ impl ResumeOptions {
 
 /// One device's part of a pause, resume or swap (`cms_device_result`, since 1.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceResult {
     pub device: i32,
     /// `cms_status` of this device's step (0: OK).
@@ -314,6 +315,7 @@ fn device_results(n: u32, r: &[sys::cms_device_result]) -> Vec<DeviceResult> {
 
 /// What a pause did (`cms_pause_result`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PauseResult {
     pub regions: u64,
     pub allocations: u64,
@@ -346,6 +348,7 @@ impl PauseResult {
 
 /// What a resume did (`cms_resume_result`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResumeResult {
     pub regions: u64,
     pub allocations: u64,
@@ -373,6 +376,7 @@ impl ResumeResult {
 
 /// The driver's view of a device's memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryInfo {
     pub free: u64,
     pub total: u64,
@@ -386,6 +390,7 @@ pub struct RegionId(pub(crate) usize);
 
 /// The allocation containing a pointer (`cms_pointer_info`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PointerInfo {
     /// The allocation's device pointer.
     pub base: u64,
@@ -404,6 +409,7 @@ pub struct PointerInfo {
 
 /// Where an allocation's backup is (`cms_backup_info`, since 1.2; [`Context::backup`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BackupInfo {
     /// The allocation's base.
     pub base: u64,
@@ -422,6 +428,7 @@ pub struct BackupInfo {
 
 /// A snapshot of a region (`cms_region_info`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegionInfo {
     pub tag: String,
     pub device: i32,
@@ -463,6 +470,7 @@ pub struct RegionInfo {
 /// A pause (resume) is a committed transition of the region to paused (active); a call
 /// that skips the region, already in the target state, counts nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegionStats {
     pub tag: String,
     pub device: i32,
@@ -552,5 +560,31 @@ impl RegionStats {
             verify_ns: s.verify_ns as u64,
             bytes_unchanged: s.bytes_unchanged as u64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{status, ErrorKind};
+
+    // A unit test: `RegionStats` is #[non_exhaustive], so only this crate can make one
+    // that is not read from a region (here from the C struct, as `Region::stats` does).
+    #[test]
+    fn failures_of_reads_the_entry_of_a_status() {
+        let mut c = sys::cms_region_stats::default();
+        c.failures = 14;
+        c.failures_by_status[0] = 7; // statuses below -(STATS_STATUS_SLOTS - 1)
+        c.failures_by_status[(-status::OUT_OF_DEVICE_MEMORY) as usize] = 2;
+        c.failures_by_status[STATS_STATUS_SLOTS - 1] = 5;
+        let s = RegionStats::from_sys(&c);
+        assert_eq!(s.failures, 14);
+        assert_eq!(s.failures_of(ErrorKind::OutOfDeviceMemory.status()), 2);
+        assert_eq!(s.failures_of(status::ALREADY_PAUSED), 0);
+        assert_eq!(s.failures_of(-(STATS_STATUS_SLOTS as i32 - 1)), 5);
+        assert_eq!(s.failures_of(-(STATS_STATUS_SLOTS as i32)), 7);
+        assert_eq!(s.failures_of(-1000), 7);
+        assert_eq!(s.failures_of(status::OK), 0);
+        assert_eq!(s.failures_of(3), 0);
     }
 }

@@ -177,44 +177,6 @@ fn a_guarded_region_reads_zeros_while_paused() {
     assert_eq!((s.pauses, s.resumes), (1, 1));
 }
 
-#[test]
-fn failures_of_reads_the_entry_of_a_status() {
-    let mut by_status = [0u64; STATS_STATUS_SLOTS];
-    by_status[0] = 7; // statuses below -(STATS_STATUS_SLOTS - 1)
-    by_status[(-status::OUT_OF_DEVICE_MEMORY) as usize] = 2;
-    by_status[STATS_STATUS_SLOTS - 1] = 5;
-    let s = RegionStats {
-        tag: "t".into(),
-        device: 0,
-        policy: Policy::Discard,
-        state: State::Active,
-        region_id: 1,
-        pauses: 0,
-        resumes: 0,
-        swaps: 0,
-        failures: 14,
-        failures_by_status: by_status,
-        bytes_released: 0,
-        bytes_backed: 0,
-        bytes_to_store: 0,
-        bytes_from_store: 0,
-        pause_ns: 0,
-        resume_ns: 0,
-        bytes_prepared: 0,
-        prepare_ns: 0,
-        bytes_verified: 0,
-        verify_ns: 0,
-        bytes_unchanged: 0,
-    };
-    assert_eq!(s.failures_of(ErrorKind::OutOfDeviceMemory.status()), 2);
-    assert_eq!(s.failures_of(status::ALREADY_PAUSED), 0);
-    assert_eq!(s.failures_of(-(STATS_STATUS_SLOTS as i32 - 1)), 5);
-    assert_eq!(s.failures_of(-(STATS_STATUS_SLOTS as i32)), 7);
-    assert_eq!(s.failures_of(-1000), 7);
-    assert_eq!(s.failures_of(status::OK), 0);
-    assert_eq!(s.failures_of(3), 0);
-}
-
 /// Backups readable (`Context::backup`, `backup_read`), retention changed between cycles
 /// (`Region::set_flags`) and a default hook region (`HookContext::set_default_region`).
 #[test]
