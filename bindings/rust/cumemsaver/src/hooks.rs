@@ -65,9 +65,7 @@ impl HookContext {
                 check(unsafe { sys::cms_region_options_init(&mut o) })?;
                 o.policy = opts.policy.raw() as _;
                 o.flags = opts.flags as _;
-                check(unsafe {
-                    sys::cms_hook_region_default_template_set(ctag.as_ptr(), &o, dp)
-                })
+                check(unsafe { sys::cms_hook_region_default_template_set(ctag.as_ptr(), &o, dp) })
             }
         }
     }

@@ -161,7 +161,7 @@ pub const REGION_COALESCE: u64 = sys::CMS_REGION_COALESCE as u64;
 pub const REGION_GUARD: u64 = sys::CMS_REGION_GUARD as u64;
 /// Region flag (1.2, `Policy::Host` only): host backups in pageable memory, never page-locked;
 /// copies go through page-locked staging. Not combinable with `RESUME_ASYNC`; changeable with
-/// [`Region::set_flags`].
+/// [`Region::set_flags`](crate::Region::set_flags).
 pub const REGION_HOST_PAGEABLE: u64 = sys::CMS_REGION_HOST_PAGEABLE as u64;
 /// Region flag (1.2, with [`REGION_COALESCE`]): allocations carved from shared 64 MiB chunks
 /// from the first one, so a first pause releases one handle per chunk; unused tails are held
@@ -173,8 +173,8 @@ pub const REGION_CHUNKS: u64 = sys::CMS_REGION_CHUNKS as u64;
 pub const REGION_PREPARE: u64 = sys::CMS_REGION_PREPARE as u64;
 /// Region flag (1.3, `Policy::Host` or `Policy::Disk`): verified backups. A pause checksums the
 /// content on the device, the resume checks the restored content and fails with
-/// [`ErrorKind::VerifyFailed`], rolled back, on a mismatch. Changeable with
-/// [`Region::set_flags`]; not combinable with `RESUME_ASYNC`.
+/// [`ErrorKind::VerifyFailed`](crate::ErrorKind::VerifyFailed), rolled back, on a mismatch. Changeable with
+/// [`Region::set_flags`](crate::Region::set_flags); not combinable with `RESUME_ASYNC`.
 pub const REGION_VERIFY: u64 = sys::CMS_REGION_VERIFY as u64;
 /// `RegionInfo::handle_types` bit: POSIX file descriptor handles.
 pub const HANDLE_TYPE_POSIX_FD: u32 = sys::CMS_HANDLE_TYPE_POSIX_FD as u32;
@@ -407,7 +407,7 @@ pub struct PointerInfo {
     pub region: RegionId,
 }
 
-/// Where an allocation's backup is (`cms_backup_info`, since 1.2; [`Context::backup`]).
+/// Where an allocation's backup is (`cms_backup_info`, since 1.2; [`Context::backup`](crate::Context::backup)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BackupInfo {
@@ -416,9 +416,9 @@ pub struct BackupInfo {
     /// The allocation's size = the backup's size.
     pub size: u64,
     /// Host address of the backup's byte 0 (`host + (ptr - base)` is the byte of `ptr`); 0
-    /// when not in host memory (DISK: [`Context::backup_read`]). Valid until the region's
+    /// when not in host memory (DISK: [`Context::backup_read`](crate::Context::backup_read)). Valid until the region's
     /// next pause, its next resume that does not retain, a free of the allocation,
-    /// [`Region::set_flags`] or the region's destroy.
+    /// [`Region::set_flags`](crate::Region::set_flags) or the region's destroy.
     pub host: usize,
     pub policy: Policy,
     /// `true`: the region is paused and the backup is the content (`CMS_BACKUP_CURRENT`);

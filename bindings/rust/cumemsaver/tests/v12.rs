@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use cumemsaver::{
-    hook_alloc, hook_free, status, Context, ErrorKind, Policy, RegionOptions, RegionStats, State,
+    hook_alloc, hook_free, status, ErrorKind, Policy, RegionOptions, RegionStats, State,
     REGION_GUARD, REGION_RELEASE_HOST, STATS_STATUS_SLOTS,
 };
 
