@@ -12,7 +12,8 @@
 #  - Rust and Go run with CMS_DRIVER_LIBRARY=sim: the simulation staged with the library
 #    (<libdir>/cumemsaver/), found by the library itself;
 #  - Rust: `cargo test --offline` (layout probe of the -sys crate against the installed header,
-#    the safe crate's tests) and `cargo run --offline --example cycle`, CARGO_TARGET_DIR under
+#    the safe crate's tests), `cargo run --offline --example cycle` and `cargo doc` (a broken
+#    intra-doc link fails), CARGO_TARGET_DIR under
 #    <build-dir>; then the feature `bundled` (the crate builds the library with CMake, no
 #    pkg-config: PKG_CONFIG=false, the stage off LD_LIBRARY_PATH): the simulation test and the
 #    example, in a target directory of its own; set CARGO (and RUSTC) to use another
@@ -74,7 +75,9 @@ else
 	{
 		"$cargo" --version && "${RUSTC:-rustc}" --version &&
 			(cd "$root/bindings/rust" && "$cargo" test --offline 2>&1) &&
-			(cd "$root/bindings/rust" && "$cargo" run --offline -q -p cumemsaver --example cycle 2>&1)
+			(cd "$root/bindings/rust" && "$cargo" run --offline -q -p cumemsaver --example cycle 2>&1) &&
+			(cd "$root/bindings/rust" && RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" \
+				"$cargo" doc --offline -q --no-deps -p cumemsaver 2>&1)
 	} >"$log" 2>&1
 	rc=$?
 	passed=$(awk '/^test result:/ { n += $4 } END { print n + 0 }' "$log")
