@@ -31,7 +31,7 @@ static uint64_t batch_bytes(const struct cms_work *w)
 	return cms_tune_bytes(&ctx->tune.overlap_batch, ctx->devices[w->dev].granularity);
 }
 
-/* Whether a goes in a batch: every allocation (all), or the mapped ones saved asynchronously
+/* Whether a goes in a batch: every allocation (all), or the mapped ones copied asynchronously
  * (the others follow the ordinary steps afterwards). */
 static bool early(const struct cms_alloc *a, bool all)
 {

@@ -36,6 +36,7 @@ static struct {
 	uint64_t to_store[BENCH_MAX_CYCLES];
 	uint64_t unchanged[BENCH_MAX_CYCLES];
 	unsigned int writes_refused;
+	uint64_t freeze_ns, thaw_ns; /* cuMemSetAccess of the whole layout: read-only, read-write */
 } k;
 
 /* Median of cycles 2..n of ns in ms (a copy is sorted); NAN for fewer than 2 cycles. */
@@ -238,11 +239,22 @@ int bench_frozen_run(struct bench *b, struct bench_work *w)
 	if (bench_host_fill(b, w, ptr, 0))
 		goto fail;
 	w->fill_s = (double)(bench_now_ns() - t0) / 1e9;
+	/* The read-only step alone (what each frozen resume does after its copies), timed once
+	 * each way: thaw, then the freeze the cycles run under. */
+	t0 = bench_now_ns();
 	BENCH_CMS(b, fail, cms_region_freeze, r);
-	printf("  filled %s from the host in %.2f s, then frozen; checking %s at the start, middle "
+	k.freeze_ns = bench_now_ns() - t0;
+	t0 = bench_now_ns();
+	BENCH_CMS(b, fail, cms_region_thaw, r);
+	k.thaw_ns = bench_now_ns() - t0;
+	t0 = bench_now_ns();
+	BENCH_CMS(b, fail, cms_region_freeze, r);
+	k.freeze_ns = (k.freeze_ns + bench_now_ns() - t0) / 2;
+	printf("  filled %s from the host in %.2f s, then frozen (read-only %.3f ms, the mean of "
+	       "two freezes; read-write again %.3f ms, a thaw); checking %s at the start, middle "
 	       "and end of each allocation%s\n",
-	       bench_fmt_bytes(b1, sizeof(b1), w->logical), w->fill_s,
-	       bench_fmt_bytes(b3, sizeof(b3), w->window),
+	       bench_fmt_bytes(b1, sizeof(b1), w->logical), w->fill_s, (double)k.freeze_ns / 1e6,
+	       (double)k.thaw_ns / 1e6, bench_fmt_bytes(b3, sizeof(b3), w->window),
 	       b->verify_full ? " and all of it (--verify-full)" : "");
 	for (c = 0; c < b->cycles; c++)
 		if (frozen_cycle(b, w, ctx, r, ptr, c))
@@ -326,9 +338,9 @@ void bench_frozen_report(const struct bench *b, const struct bench_work *w)
 	       name, r.pause_ms, r.discard_ms, r.pause_ratio, FROZEN_PAUSE_TARGET, met(r.pause_met),
 	       r.release_floor_ms, r.floor_ratio);
 	printf("%-28s resume %10.3f ms  %.2f GB/s  h2d floor %.2f GB/s  %.2fx (target >= %.2fx: "
-	       "%s)\n",
+	       "%s)  of it read-only step ~%.3f ms (cms_region_freeze)\n",
 	       "", r.resume_ms, r.resume_gbs, r.h2d_gbs, r.resume_ratio, FROZEN_RESUME_TARGET,
-	       met(r.resume_met));
+	       met(r.resume_met), (double)k.freeze_ns / 1e6);
 	if (w->note[0])
 		printf("%-28s %s\n", "", w->note);
 }
@@ -366,6 +378,10 @@ void bench_frozen_json(const struct bench *b, const struct bench_work *w, FILE *
 	json_u64(f, "bytes_unchanged", k.unchanged, w->cycles_done);
 	json_ms(f, "discard_pause_ms", k.discard_pause_ns, k.discard_cycles);
 	json_ms(f, "discard_resume_ms", k.discard_resume_ns, k.discard_cycles);
+	fputs(", \"freeze_ms\": ", f);
+	bench_json_num(f, (double)k.freeze_ns / 1e6);
+	fputs(", \"thaw_ms\": ", f);
+	bench_json_num(f, (double)k.thaw_ns / 1e6);
 	fprintf(f, ", \"writes_refused\": %u, \"fill_s\": ", k.writes_refused);
 	bench_json_num(f, w->fill_s);
 	if (w->cycles_done < 2) {
