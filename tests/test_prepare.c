@@ -26,6 +26,12 @@
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 
+/* The simulation's controls, NULL on a GPU (t_sim() asserts the simulation). */
+static const struct t_sim *sim_or_null(void)
+{
+	return t_is_sim() ? t_sim() : NULL;
+}
+
 static cms_region *region(cms_context *ctx, const char *tag, uint64_t flags)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
@@ -104,7 +110,7 @@ START_TEST(first_pause_only_copies)
 {
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, "prepared", CMS_REGION_PREPARE);
-	const struct t_sim *sim = t_sim();
+	const struct t_sim *sim = sim_or_null();
 	cms_backup_info bi = { .struct_size = sizeof(bi) };
 	uint64_t p[NSIZES], total, buffers = 0;
 	cms_region_stats s;
@@ -175,10 +181,10 @@ START_TEST(pageable_prepared)
 	total = alloc_all(r, p, 21);
 	ck_assert(t_wait_host_bytes(r, total, false));
 	ck_assert_uint_eq(t_info(r).pinned_bytes, 0);
-	if (t_sim())
+	if (t_is_sim())
 		buffers = t_counters().host_buffers;
 	ck_ok(cms_region_pause(r, NULL, NULL));
-	if (t_sim()) /* the staging only, freed when the pause ends */
+	if (t_is_sim()) /* the staging only, freed when the pause ends */
 		ck_assert_uint_eq(t_counters().host_buffers, buffers);
 	ck_assert_uint_eq(t_info(r).pinned_bytes, 0);
 	ck_ok(cms_region_resume(r, NULL, NULL));
@@ -191,7 +197,7 @@ END_TEST
  * it; content round trips. */
 START_TEST(register_refused)
 {
-	const struct t_sim *sim = t_sim();
+	const struct t_sim *sim = sim_or_null();
 	cms_context *ctx;
 	cms_region *r;
 	uint64_t p[NSIZES], total;
@@ -219,7 +225,7 @@ END_TEST
  * prepares again. */
 START_TEST(no_host_memory)
 {
-	const struct t_sim *sim = t_sim();
+	const struct t_sim *sim = sim_or_null();
 	struct timespec ts = { 0, 2000000 };
 	cms_context *ctx;
 	cms_region *r;
@@ -381,7 +387,7 @@ START_TEST(races)
 	if (mode == 2) /* the context destroyed while the background works */
 		alloc_all(churn, p[0], 99);
 	ck_ok(cms_context_destroy(ctx));
-	if (t_sim()) {
+	if (t_is_sim()) {
 		ck_assert_uint_eq(t_counters().host_buffers, 0);
 		ck_assert_uint_eq(t_counters().host_registrations, 0);
 	}

@@ -422,13 +422,14 @@ END_TEST
  * call, and the next pause loads it. */
 START_TEST(module_load_fails)
 {
-	const struct t_sim *sim = t_sim();
+	const struct t_sim *sim;
 	cms_context *ctx;
 	cms_region *r;
 	uint64_t p[NA];
 
 	if (!t_is_sim())
 		return;
+	sim = t_sim();
 	ctx = t_ctx();
 	r = region(ctx, "v", CMS_POLICY_HOST, CMS_REGION_VERIFY);
 	alloc_fill(r, p, 90);
