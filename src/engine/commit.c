@@ -8,6 +8,13 @@
 
 #include "engine.h"
 
+/* A frozen region's backup is its content when it was saved (or kept) or restored whole: the
+ * next pause skips it (cms_store_current). */
+static void mark_current(struct cms_alloc *a)
+{
+	cms_alloc_store(a)->current = a->region->frozen && a->saved && !a->ndiscarded;
+}
+
 void cms_commit(struct cms_work *w, bool async)
 {
 	struct cms_alloc *a;
@@ -19,8 +26,7 @@ void cms_commit(struct cms_work *w, bool async)
 		struct cms_alloc *o = w->vo[i];
 
 		cms_alloc_store(o)->fresh_buffer = false;
-		/* frozen: saved (or kept) while read-only, the backup is the content */
-		cms_alloc_store(o)->current = o->region->frozen && o->saved && !o->ndiscarded;
+		mark_current(o); /* saved (or kept) while read-only */
 	}
 	for (i = 0; i < w->nout; i++)
 		__atomic_store_n(&w->out[i]->state, CMS_STATE_PAUSED, __ATOMIC_RELAXED);
@@ -30,11 +36,8 @@ void cms_commit(struct cms_work *w, bool async)
 	for (i = 0; i < w->nin; i++)
 		if (!w->in[i]->frozen)
 			cms_store_stale(w->in[i]);
-	for (i = 0; i < w->ni; i++) {
-		struct cms_alloc *v = w->vi[i];
-
-		cms_alloc_store(v)->current = v->region->frozen && v->saved && !v->ndiscarded;
-	}
+	for (i = 0; i < w->ni; i++)
+		mark_current(w->vi[i]); /* restored whole */
 	/* The device holds the content; a saved copy is stale (also of allocations an earlier
 	 * failed call left mapped). */
 	for (i = 0; i < w->ni; i++)
