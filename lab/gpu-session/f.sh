@@ -35,9 +35,13 @@ suite)
 	tail -n 2 "$logs/demo.txt"
 	step ipc 200 env CMS_GPU_BUILD="$build" OUT="$logs/ipc" bash tools/scripts/gpu-ipc.sh
 	grep -E "^==|rc=|pause|import" "$logs/ipc.txt" | head -n 30
+	# test_tms_gpu.py needs CMS_DRIVER_LIBRARY unset, test_arguments.py set: one process each
 	step python-gpu 120 env PYTHONPATH="$PWD/bindings/python" python3 -m unittest -v \
-		bindings/python/tests/test_tms_gpu.py bindings/python/tests/test_arguments.py
-	tail -n 6 "$logs/python-gpu.txt"
+		bindings/python/tests/test_tms_gpu.py
+	tail -n 4 "$logs/python-gpu.txt"
+	step python-args 60 env PYTHONPATH="$PWD/bindings/python" CMS_DRIVER_LIBRARY=libcuda.so.1 \
+		python3 -m unittest -v bindings/python/tests/test_arguments.py
+	tail -n 4 "$logs/python-args.txt"
 	step peer-suite 200 env OUT="$logs" bash .peer/run-tms-suite.sh cumemsaver \
 		"simple or cuda_graph or rl_example or cpu_backup or training_engine"
 	tail -n 25 "$logs/peer-suite.txt"
