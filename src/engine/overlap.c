@@ -14,7 +14,8 @@
  * A pause does this only when nothing may fail after an early release but
  * what the rollback can redo from the stores: one device in the call, and
  * every save asynchronous into storage that exists already (every pause after
- * the first; cms_out_can_overlap). A swap always does it, for every
+ * the first), with more than a batch to copy (a frozen region's current
+ * backups copy nothing; cms_out_can_overlap). A swap always does it, for every
  * allocation: its in side waits for these releases (in.c).
  */
 #include <stdlib.h>
@@ -31,8 +32,9 @@ static uint64_t batch_bytes(const struct cms_work *w)
 	return cms_tune_bytes(&ctx->tune.overlap_batch, ctx->devices[w->dev].granularity);
 }
 
-/* Whether a goes in a batch: every allocation (all), or the mapped ones copied asynchronously
- * (the others follow the ordinary steps afterwards). */
+/* Whether a goes in a batch: every allocation (all), or the mapped ones its policy saves
+ * asynchronously (the others follow the ordinary steps afterwards). The same for every member
+ * of a run (one region): a batch releases a run whole. */
 static bool early(const struct cms_alloc *a, bool all)
 {
 	return all || (a->mapped && cms_store_saves_async(a));
@@ -45,8 +47,8 @@ bool cms_out_can_overlap(const struct cms_work *w)
 
 	if (w->xv || !w->no || !cms_store_save_ready(w->vo, w->no))
 		return false;
-	for (i = 0; i < w->no; i++)
-		if (early(w->vo[i], false))
+	for (i = 0; i < w->no; i++) /* what copies: a current backup is only marked saved */
+		if (early(w->vo[i], false) && !cms_store_current(w->vo[i]))
 			bytes += w->vo[i]->physical;
 	return bytes > batch_bytes(w);
 }

@@ -146,7 +146,7 @@ bool cms_store_saves_async(const struct cms_alloc *a)
 {
 	const struct cms_store_ops *ops = cms_store_of(a->region);
 
-	return ops->save && !ops->save_sync && !cms_store_current(a);
+	return ops->save && !ops->save_sync;
 }
 
 cms_status cms_store_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)

@@ -161,8 +161,7 @@ cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, b
  * policy saves asynchronously into storage it already has, or keeps nothing, or its backup is
  * current (cms_store_current). */
 bool cms_store_save_ready(struct cms_alloc **v, size_t n);
-/* Whether a pause of a leaves copies running on the lanes: a's policy saves asynchronously
- * and its backup is not current (cms_store_current: saved without a copy). */
+/* Whether a's policy saves asynchronously (copies left running on the lanes). */
 bool cms_store_saves_async(const struct cms_alloc *a);
 /* Calls restore for v[0..n) (all of one policy; the policy's restore_batched is false). */
 cms_status cms_store_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes);
