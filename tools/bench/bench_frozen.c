@@ -239,8 +239,8 @@ int bench_frozen_run(struct bench *b, struct bench_work *w)
 	if (bench_host_fill(b, w, ptr, 0))
 		goto fail;
 	w->fill_s = (double)(bench_now_ns() - t0) / 1e9;
-	/* The read-only step alone (what each frozen resume does after its copies), timed once
-	 * each way: thaw, then the freeze the cycles run under. */
+	/* The read-only step alone (what each frozen resume does after its copies): a freeze, a
+	 * thaw, and the freeze the cycles run under; the two freezes averaged. */
 	t0 = bench_now_ns();
 	BENCH_CMS(b, fail, cms_region_freeze, r);
 	k.freeze_ns = bench_now_ns() - t0;
