@@ -470,10 +470,24 @@ static void check_but_first_page(const uint64_t *p, uint32_t seed, bool mixed)
 			      "allocation %zu lost its content", i);
 }
 
-/* mixed: p[1] had a range declared content-free before the last resume, so the swept pause
- * copies p[1] while its run-mates (COALESCE) are current. */
+/* Makes every backup of the frozen region "w" current (a pause and a resume: a failed pause
+ * left them stale); mixed: then p[1] not (a range declared content-free before a resume). */
+static void prime(cms_context *ctx, const uint64_t *p, bool mixed)
+{
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	if (!mixed)
+		return;
+	ck_ok(cms_range_discard(ctx, p[1], 4096));
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+}
+
+/* Every driver call of a pause that copies nothing (mixed: that copies p[1] only, its
+ * run-mates current) failed in turn, the state primed again before each; then of a resume. */
 static void sweep(uint64_t flags, bool mixed)
 {
+	cms_region_stats s0, s;
 	cms_context *ctx;
 	cms_region *r;
 	uint64_t p[NA], nth;
@@ -488,19 +502,18 @@ static void sweep(uint64_t flags, bool mixed)
 		ck_ok(cms_alloc(r, sizes[i], &p[i]));
 	fill_all(p, 9);
 	ck_ok(cms_region_freeze(r));
-	ck_ok(cms_pause(ctx, "w", NULL, NULL)); /* current from now on */
-	ck_ok(cms_resume(ctx, "w", NULL, NULL));
-	if (mixed) {
-		ck_ok(cms_range_discard(ctx, p[1], 4096));
-		ck_ok(cms_pause(ctx, "w", NULL, NULL));
-		ck_ok(cms_resume(ctx, "w", NULL, NULL)); /* p[1] not current */
-	}
 	for (nth = 1;; nth++) {
+		prime(ctx, p, mixed);
+		s0 = t_stats(r);
 		ck_assert_int_eq(t_sim()->fail_call("any", nth, 999), 0);
 		st = cms_pause(ctx, "w", NULL, NULL);
 		t_sim()->clear_faults();
-		if (!st)
+		if (!st) { /* the primed pause, copying what it should */
+			s = t_stats(r);
+			ck_assert_uint_eq(s.bytes_to_store - s0.bytes_to_store,
+					  mixed ? sizes[1] : 0);
 			break;
+		}
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED, "pause call %llu: %s",
 			      (unsigned long long)nth, cms_last_error());
 		ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
