@@ -60,6 +60,9 @@ int t_fill(int dev, uint64_t ptr, size_t n, uint32_t seed);
 long t_check(int dev, uint64_t ptr, size_t n, uint32_t seed);
 /* t_check over the words outside bytes [lo, hi) (multiples of 4): the first mismatch or -1. */
 long t_check_except(int dev, uint64_t ptr, size_t n, uint32_t seed, size_t lo, size_t hi);
+/* t_check_except of n bytes of host memory (any alignment): one call, one assertion, however
+ * large (Check's ck_assert marks a point through a pipe: too slow for a word at a time). */
+long t_host_check_except(const void *host, size_t n, uint32_t seed, size_t lo, size_t hi);
 /* cms_region_info_get / cms_region_stats_get of r, asserted CMS_OK. */
 cms_region_info t_info(cms_region *r);
 cms_region_stats t_stats(cms_region *r);

@@ -228,7 +228,6 @@ START_TEST(disk_read_past_a_declared_tail)
 	cms_context *ctx = t_ctx();
 	cms_region *r = t_region(ctx, "d", 0, CMS_POLICY_DISK);
 	uint32_t *buf = malloc(n);
-	size_t k;
 
 	ck_assert_ptr_nonnull(buf);
 	make_dir();
@@ -238,9 +237,7 @@ START_TEST(disk_read_past_a_declared_tail)
 	ck_ok(cms_range_discard(ctx, p + chunk, 2 * chunk));
 	ck_ok(cms_region_pause(r, NULL, NULL));
 	ck_ok(cms_backup_read(ctx, p, buf, n));
-	for (k = 0; k < chunk / 4 && buf[k] == t_pattern(9, k); k++) /* the live first chunk */
-		;
-	ck_assert_msg(k == chunk / 4, "word %zu of the live chunk differs", k); /* one assertion */
+	ck_assert_int_eq(t_host_check_except(buf, chunk, 9, 0, 0), -1); /* the live first chunk */
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_ok(cms_context_destroy(ctx));
 	ck_assert_int_eq(rmdir(dir), 0);

@@ -122,6 +122,21 @@ static void check_faults_unmet(int n)
 	t_sim()->clear_faults();
 }
 
+/* check_all, but with p[1]'s first 4 KiB (declared content-free: mixed) left out. */
+static void check_but_first_page(const uint64_t *p, uint32_t seed, bool mixed)
+{
+	size_t i;
+
+	if (!mixed) {
+		check_all(p, seed);
+		return;
+	}
+	for (i = 0; i < NA; i++)
+		ck_assert_msg(t_check_except(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i, 0,
+					     i == 1 ? 4096 : 0) == -1,
+			      "allocation %zu lost its content", i);
+}
+
 /*
  * One layout: freeze the active region, pause (copies everything), resume, pause twice more
  * (copy nothing), thaw, write, pause (copies everything), resume: content each time.
@@ -373,10 +388,7 @@ START_TEST(swap_and_stale)
 	ck_assert_uint_eq(s.bytes_unchanged - s0.bytes_unchanged, logical() - sizes[1]);
 	ck_assert_uint_eq(pr.bytes_released, backed);
 	ck_ok(cms_resume(ctx, "a", NULL, NULL));
-	for (i = 0; i < NA; i++)
-		ck_assert_msg(t_check_except(0, p[i], sizes[i] & ~3ull, 7 + (uint32_t)i, 0,
-					     i == 1 ? 4096 : 0) == -1,
-			      "allocation %zu lost its content in a mixed pause", i);
+	check_but_first_page(p, 7, true);
 	cms_context_destroy(ctx);
 }
 END_TEST
@@ -455,21 +467,6 @@ END_TEST
  * with nothing mapped; then both succeed and the content is there. The resume's read-only step
  * is among them (its cuMemSetAccess calls follow the mappings').
  */
-/* check_all, but with p[1]'s first 4 KiB (declared content-free: mixed) left out. */
-static void check_but_first_page(const uint64_t *p, uint32_t seed, bool mixed)
-{
-	size_t i;
-
-	if (!mixed) {
-		check_all(p, seed);
-		return;
-	}
-	for (i = 0; i < NA; i++)
-		ck_assert_msg(t_check_except(0, p[i], sizes[i] & ~3ull, seed + (uint32_t)i, 0,
-					     i == 1 ? 4096 : 0) == -1,
-			      "allocation %zu lost its content", i);
-}
-
 /* Makes every backup of the frozen region "w" current (a pause and a resume: a failed pause
  * left them stale); mixed: then p[1] not (a range declared content-free before a resume). */
 static void prime(cms_context *ctx, const uint64_t *p, bool mixed)
