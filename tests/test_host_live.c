@@ -194,6 +194,56 @@ START_TEST(retained_short_slice_replaced)
 }
 END_TEST
 
+/*
+ * A short slice kept while the live extent still fits it: the next pause declares the same tail
+ * (as the drop-in does at each pause), copies into the same slice and neither makes nor
+ * page-locks host memory; the backup keeps its address (torch_memory_saver's
+ * get_cpu_backup(zero_copy=True) with retention on).
+ */
+START_TEST(retained_short_slice_kept_while_live_fits)
+{
+	cms_context *ctx = t_ctx();
+	unsigned char *host;
+	uint64_t g, a, b;
+	cms_region *r;
+
+	t_region_flags = CMS_REGION_RELEASE_HOST;
+	r = t_region(ctx, "pair", 0, CMS_POLICY_HOST);
+	t_region_flags = 0;
+	g = t_info(r).granularity;
+	ck_ok(cms_alloc(r, 4 * g, &a));
+	ck_ok(cms_alloc(r, 4 * g, &b));
+	ck_assert_int_eq(t_fill(0, a, 4 * g, 1), 0);
+	ck_assert_int_eq(t_fill(0, b, 4 * g, 2), 0);
+	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	host = t_host_byte(ctx, a);
+	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_fill(0, a, g, 3), 0);
+	ck_assert_int_eq(t_fill(0, b, 4 * g, 4), 0);
+	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
+	if (t_is_sim()) { /* a new buffer or page-locking would fail the pause */
+		ck_assert_int_eq(t_sim()->fail_host_alloc(1), 0);
+		ck_assert_int_eq(t_sim()->fail_call("cuMemHostRegister", 1, CUDA_ERROR_UNKNOWN), 0);
+	}
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	if (t_is_sim()) {
+		ck_assert_int_eq(t_sim()->armed_faults(), 2);
+		t_sim()->clear_faults();
+	}
+	ck_assert_ptr_eq(t_host_byte(ctx, a), host);
+	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, a, g, 3), -1);
+	ck_assert_int_eq(t_check(0, b, 4 * g, 4), -1);
+	ck_ok(cms_free(ctx, a));
+	ck_ok(cms_free(ctx, b));
+	ck_ok(cms_region_destroy(r));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /* The same alone in its buffer: letting go of it unregisters the buffer. When the driver
  * refuses, the pause fails and changes nothing; the next one replaces the slice. */
 START_TEST(retained_short_slice_unregister_fails)
@@ -242,6 +292,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, release_host_backs_live_extents);
 	tcase_add_test(tc, retaining_backs_whole_allocations);
 	tcase_add_test(tc, retained_short_slice_replaced);
+	tcase_add_test(tc, retained_short_slice_kept_while_live_fits);
 	tcase_add_test(tc, retained_short_slice_unregister_fails);
 	suite_add_tcase(s, tc);
 	return s;

@@ -802,9 +802,11 @@ static void prep_add(struct prep *w, struct cms_region *r, struct cms_hostbuf *h
 }
 
 /*
- * Lets go of the slices among v[0..n) too short for what the pause copies: made short
- * (slice_need) and kept by a resume that did not give them back (RELEASE_HOST cleared while
- * paused, or a failed cuMemHostUnregister). plan_buffers then gives them new ones.
+ * Lets go of the slices among v[0..n) too short for what the pause copies (up to the
+ * allocation's last live byte): made short (slice_need) and kept by a resume that did not give
+ * them back (RELEASE_HOST cleared while paused, or a failed cuMemHostUnregister).
+ * plan_buffers then gives them new ones. A short slice that still holds the live extent stays,
+ * so a retained backup keeps its address and its page-locking while the live bytes fit it.
  */
 static cms_status drop_short(cms_context *ctx, struct cms_alloc **v, size_t n)
 {
@@ -815,7 +817,7 @@ static cms_status drop_short(cms_context *ctx, struct cms_alloc **v, size_t n)
 		struct cms_alloc *a = v[j];
 
 		if (!wants_copy(a) || !cms_alloc_store(a)->hostbuf ||
-		    cms_alloc_store(a)->backup_len >= slice_need(a))
+		    cms_alloc_store(a)->backup_len >= page_round(cms_span_live_end(a)))
 			continue;
 		st = backup_unpin(ctx, a);
 		if (st)
