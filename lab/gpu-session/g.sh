@@ -12,11 +12,12 @@
 #          the same run), then .base's own cms-bench (c),(i) for the before figure
 #   first: when device time is short, one call by priority: the issue-27 gpu ctests, cms-bench
 #          --only c,k,l,m,n,o (4 cycles), gpu-model-bench.py with dropin and peer
+#   frozen: cms-exp-frozen (lab/exp-frozen), cms-bench --only o, test_tms_gpu.py
 #   model: gpu-model-bench.py on this library (dropin, dropin-retain, saver, peer,
 #          peer-retain), the dropin on .base's library (ctypes: no 1.3 symbol needed), then (k)
 #          under CMS_TUNABLES host_group=256M and threads:15
 # The new cms-bench cannot run on .base's library: it calls cms_region_freeze (CMS_1.3).
-phase=${1:?usage: g.sh first|suite|bench|model}
+phase=${1:?usage: g.sh first|suite|bench|model|frozen}
 if [ "$phase" = suite ]; then
 	exec bash "$(dirname "$0")/f.sh" suite
 fi
@@ -88,7 +89,17 @@ model)
 	bench group256 "$build/bin/cms-bench" k CMS_TUNABLES=host_group=256M
 	bench threads15 "$build/bin/cms-bench" k CMS_TUNABLES=threads:15
 	;;
-*) echo "usage: g.sh first|suite|bench|model"; exit 2 ;;
+frozen) # where (o) loses time: cms-exp-frozen; (o) again; the Python GPU test of retention
+	t=$(limit 150)
+	[ "$t" -gt 0 ] && timeout "$t" "$build/bin/cms-exp-frozen" -G >"$logs/exp-frozen.txt" 2>&1
+	echo "== cms-exp-frozen: rc=$?"; cat "$logs/exp-frozen.txt"
+	BENCH_CYCLES=${BENCH_CYCLES:-8} bench o "$build/bin/cms-bench" o
+	t=$(limit 120)
+	[ "$t" -gt 0 ] && PYTHONPATH=$PWD/bindings/python timeout "$t" python3 -m unittest -v \
+		bindings/python/tests/test_tms_gpu.py >"$logs/python-gpu.txt" 2>&1
+	echo "== python-gpu: rc=$?"; tail -n 4 "$logs/python-gpu.txt"
+	;;
+*) echo "usage: g.sh first|suite|bench|model|frozen"; exit 2 ;;
 esac
 tar -czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
 echo "phase $phase done in $SECONDS s"
