@@ -153,6 +153,35 @@ START_TEST(retaining_backs_whole_allocations)
 END_TEST
 
 /*
+ * Two allocations of 4 granules in one non-retaining region's buffer, a's last 3 declared: a
+ * pause makes a's slice short (1 granule); RELEASE_HOST cleared while paused, so the resume
+ * retains it. Returns the region; *host is a's backup while paused.
+ */
+static cms_region *pair_short_retained(cms_context *ctx, uint64_t *a, uint64_t *b,
+				       unsigned char **host)
+{
+	cms_region *r;
+	uint64_t g;
+
+	t_region_flags = CMS_REGION_RELEASE_HOST;
+	r = t_region(ctx, "pair", 0, CMS_POLICY_HOST);
+	t_region_flags = 0;
+	g = t_info(r).granularity;
+	ck_ok(cms_alloc(r, 4 * g, a));
+	ck_ok(cms_alloc(r, 4 * g, b));
+	ck_assert_int_eq(t_fill(0, *a, 4 * g, 1), 0);
+	ck_assert_int_eq(t_fill(0, *b, 4 * g, 2), 0);
+	ck_ok(cms_range_discard(ctx, *a + g, 3 * g));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g);
+	*host = t_host_byte(ctx, *a);
+	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g); /* retained, a's slice short */
+	return r;
+}
+
+/*
  * A short slice kept: RELEASE_HOST cleared while paused, so the resume retains it. The next
  * pause copies the allocation whole (no declaration): its slice is replaced, not overrun into
  * its neighbour's (both in one buffer).
@@ -160,23 +189,12 @@ END_TEST
 START_TEST(retained_short_slice_replaced)
 {
 	cms_context *ctx = t_ctx();
+	unsigned char *host;
 	uint64_t g, a, b;
 	cms_region *r;
 
-	t_region_flags = CMS_REGION_RELEASE_HOST;
-	r = t_region(ctx, "pair", 0, CMS_POLICY_HOST);
-	t_region_flags = 0;
+	r = pair_short_retained(ctx, &a, &b, &host);
 	g = t_info(r).granularity;
-	ck_ok(cms_alloc(r, 4 * g, &a));
-	ck_ok(cms_alloc(r, 4 * g, &b));
-	ck_assert_int_eq(t_fill(0, a, 4 * g, 1), 0);
-	ck_assert_int_eq(t_fill(0, b, 4 * g, 2), 0);
-	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
-	ck_ok(cms_region_pause(r, NULL, NULL));
-	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g);
-	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
-	ck_ok(cms_region_resume(r, NULL, NULL));
-	ck_assert_uint_eq(t_info(r).host_bytes, 5 * g); /* retained, a's slice short */
 	ck_assert_int_eq(t_fill(0, a, 4 * g, 3), 0);
 	ck_assert_int_eq(t_fill(0, b, 4 * g, 4), 0);
 	ck_ok(cms_region_pause(r, NULL, NULL));
@@ -207,19 +225,8 @@ START_TEST(retained_short_slice_kept_while_live_fits)
 	uint64_t g, a, b;
 	cms_region *r;
 
-	t_region_flags = CMS_REGION_RELEASE_HOST;
-	r = t_region(ctx, "pair", 0, CMS_POLICY_HOST);
-	t_region_flags = 0;
+	r = pair_short_retained(ctx, &a, &b, &host);
 	g = t_info(r).granularity;
-	ck_ok(cms_alloc(r, 4 * g, &a));
-	ck_ok(cms_alloc(r, 4 * g, &b));
-	ck_assert_int_eq(t_fill(0, a, 4 * g, 1), 0);
-	ck_assert_int_eq(t_fill(0, b, 4 * g, 2), 0);
-	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
-	ck_ok(cms_region_pause(r, NULL, NULL));
-	host = t_host_byte(ctx, a);
-	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
-	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_fill(0, a, g, 3), 0);
 	ck_assert_int_eq(t_fill(0, b, 4 * g, 4), 0);
 	ck_ok(cms_range_discard(ctx, a + g, 3 * g));
