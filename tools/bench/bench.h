@@ -486,6 +486,17 @@ void bench_frozen_report(const struct bench *b, const struct bench_work *w);
 /* Writes (o)'s keys, then closes its JSON object. */
 void bench_frozen_json(const struct bench *b, const struct bench_work *w, FILE *f);
 
+/* ---- bench_frozen_floor.c: (o)'s floors in its own conditions ---- */
+struct bench_frozen_floor {
+	bool measured;
+	double h2d_ms;	   /* every handle filled from the region's backups */
+	double release_ms; /* those handles, read-only, unmapped and released */
+};
+/* With (o)'s region paused: raw copies from its backups (cms_backup_get of each ptr) into as
+ * many new handles, then their release; medians into *out. 0, or -1 after bench_fail. */
+int bench_frozen_floor(struct bench *b, const struct bench_work *w, cms_context *ctx,
+		       const uint64_t *ptr, struct bench_frozen_floor *out);
+
 /* ---- bench_disk.c: workload (g), the DISK policy ---- */
 /* --disk-dir (default: $TMPDIR, else /tmp); the string is copied. */
 /* ---- bench_nonret.c: (k), non-retaining HOST pauses against their floor ---- */

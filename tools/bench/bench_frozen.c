@@ -37,6 +37,7 @@ static struct {
 	uint64_t unchanged[BENCH_MAX_CYCLES];
 	unsigned int writes_refused;
 	uint64_t freeze_ns, thaw_ns; /* cuMemSetAccess of the whole layout: read-only, read-write */
+	struct bench_frozen_floor same; /* the floors in the frozen region's conditions */
 } k;
 
 /* Median of cycles 2..n of ns in ms (a copy is sorted); NAN for fewer than 2 cycles. */
@@ -259,6 +260,11 @@ int bench_frozen_run(struct bench *b, struct bench_work *w)
 	for (c = 0; c < b->cycles; c++)
 		if (frozen_cycle(b, w, ctx, r, ptr, c))
 			goto fail;
+	/* Paused once more (copies nothing) for the floors of its own conditions, resumed. */
+	BENCH_CMS(b, fail, cms_region_pause, r, NULL, NULL);
+	if (bench_frozen_floor(b, w, ctx, ptr, &k.same))
+		goto fail;
+	BENCH_CMS(b, fail, cms_region_resume, r, NULL, NULL);
 	if (write_probe(b, w, ptr))
 		goto fail;
 	rc = 0;
@@ -286,7 +292,8 @@ out:
 struct frozen_row {
 	double pause_ms, discard_ms, release_floor_ms, pause_ratio, floor_ratio;
 	double resume_ms, resume_gbs, h2d_gbs, resume_ratio;
-	int pause_met, resume_met; /* 1 met, 0 missed, -1 not judged */
+	double same_release_ratio, same_h2d_ratio; /* to the floors of its own conditions */
+	int pause_met, resume_met;		   /* 1 met, 0 missed, -1 not judged */
 };
 
 static void frozen_row(const struct bench *b, const struct bench_work *w, struct frozen_row *r)
@@ -304,6 +311,8 @@ static void frozen_row(const struct bench *b, const struct bench_work *w, struct
 	r->resume_gbs = (double)w->logical / (r->resume_ms * 1e6);
 	r->h2d_gbs = b->copy.measured ? b->copy.h2d_gbs : NAN;
 	r->resume_ratio = r->resume_gbs / r->h2d_gbs;
+	r->same_release_ratio = k.same.measured ? r->pause_ms / k.same.release_ms : NAN;
+	r->same_h2d_ratio = k.same.measured ? k.same.h2d_ms / r->resume_ms : NAN;
 	r->pause_met =
 		judged && !isnan(r->pause_ratio) ? r->pause_ratio <= FROZEN_PAUSE_TARGET : -1;
 	r->resume_met =
@@ -341,6 +350,9 @@ void bench_frozen_report(const struct bench *b, const struct bench_work *w)
 	       "%s)  of it read-only step ~%.3f ms (cms_region_freeze)\n",
 	       "", r.resume_ms, r.resume_gbs, r.h2d_gbs, r.resume_ratio, FROZEN_RESUME_TARGET,
 	       met(r.resume_met), (double)k.freeze_ns / 1e6);
+	printf("%-28s in its own conditions (the region's backups, read-only handles filled by "
+	       "copies): pause %.2fx their release %.3f ms, resume %.2fx their copies %.3f ms\n",
+	       "", r.same_release_ratio, k.same.release_ms, r.same_h2d_ratio, k.same.h2d_ms);
 	if (w->note[0])
 		printf("%-28s %s\n", "", w->note);
 }
@@ -407,6 +419,14 @@ void bench_frozen_json(const struct bench *b, const struct bench_work *w, FILE *
 	bench_json_num(f, r.h2d_gbs);
 	fputs(", \"resume_ratio_to_h2d\": ", f);
 	bench_json_num(f, r.resume_ratio);
+	fputs(", \"same_release_floor_ms\": ", f);
+	bench_json_num(f, k.same.measured ? k.same.release_ms : NAN);
+	fputs(", \"pause_ratio_to_same_release\": ", f);
+	bench_json_num(f, r.same_release_ratio);
+	fputs(", \"same_h2d_floor_ms\": ", f);
+	bench_json_num(f, k.same.measured ? k.same.h2d_ms : NAN);
+	fputs(", \"resume_ratio_to_same_h2d\": ", f);
+	bench_json_num(f, r.same_h2d_ratio);
 	fprintf(f, ", \"pause_target_met\": %s, \"resume_target_met\": %s}}",
 		r.pause_met < 0 ? "null" :
 		r.pause_met	? "true" :
