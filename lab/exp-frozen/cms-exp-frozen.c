@@ -38,7 +38,6 @@
  * Every time is the median of EXP_REPS repetitions after a warm-up. Exits 0
  * when every call passed, 1 otherwise.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,24 +269,12 @@ int main(int argc, char **argv)
 {
 	struct exp *x = calloc(1, sizeof(*x));
 	uint64_t count, size;
-	int rc = 1, c;
-	struct tm tm;
-	time_t now = time(NULL);
+	int rc = 1;
 
 	if (!x)
 		return 1;
-	x->b.tool = EXP_TOOL;
 	x->b.cycles = EXP_REPS + 1;
-	while ((c = getopt(argc, argv, "s:SG")) != -1)
-		if (bench_parse_option(&x->b, c, optarg))
-			goto out;
-	gmtime_r(&now, &tm);
-	strftime(x->b.date, sizeof(x->b.date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (bench_choose_driver(&x->b))
-		goto out;
-	if (!x->b.scale_given)
-		x->b.scale = x->b.sim ? BENCH_DEFAULT_SIM_SCALE : 1;
-	if (bench_setup_device(&x->b))
+	if (bench_exp_start(&x->b, EXP_TOOL, argc, argv, BENCH_DEFAULT_SIM_SCALE))
 		goto out;
 	bench_scale(&x->b, 16, 1ull << 30, &count, &size);
 	x->n = count;

@@ -32,7 +32,6 @@
  * Usage: cms-exp-register [-S|-G] [-s SCALE] [THREADS...] (default 1 4 8 16).
  */
 #include <dlfcn.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -405,19 +404,11 @@ int main(int argc, char **argv)
 {
 	static const int def[] = { 1, 4, 8, 16 };
 	struct exp *x = calloc(1, sizeof(*x));
-	int rc = 1, c, i;
+	int rc = 1, i;
 
 	if (!x)
 		return 1;
-	x->b.tool = "cms-exp-register";
-	while ((c = getopt(argc, argv, "s:SG")) != -1)
-		if (bench_parse_option(&x->b, c, optarg))
-			goto out;
-	if (bench_choose_driver(&x->b))
-		goto out;
-	if (!x->b.scale_given)
-		x->b.scale = x->b.sim ? 64 : 1;
-	if (bench_setup_device(&x->b))
+	if (bench_exp_start(&x->b, "cms-exp-register", argc, argv, 64))
 		goto out;
 	bench_scale(&x->b, 16, 1ull << 30, &x->n, &x->size);
 	if (x->b.drv.dl) { /* not in the library's table: looked up here (0 GB/s: absent) */

@@ -368,6 +368,12 @@ int bench_setup_device(struct bench *b);
 /* Pops and releases the primary context, closes the driver; on the simulation (when nothing
  * failed) checks that no driver object is left alive. */
 void bench_close_driver(struct bench *b);
+/* The start of a lab experiment (lab/): b->tool = tool, the options -s N, -S, -G from argv,
+ * b->date now (UTC), the driver chosen, the scale (sim_scale on the simulation unless -s), the
+ * device set up. Returns 0, or nonzero (a bad option: message on stderr; else the failure
+ * recorded): the caller exits then, bench_close_driver not needed. */
+int bench_exp_start(struct bench *b, const char *tool, int argc, char **argv,
+		    unsigned int sim_scale);
 
 /* Calls b->drv.fn(...); on failure records it and jumps to label. */
 #define BENCH_CU(b, label, fn, ...)                       \

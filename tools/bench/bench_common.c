@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -549,6 +550,26 @@ int bench_parse_option(struct bench *b, int c, const char *arg)
 	default:
 		return -1;
 	}
+}
+
+int bench_exp_start(struct bench *b, const char *tool, int argc, char **argv,
+		    unsigned int sim_scale)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	int c;
+
+	b->tool = tool;
+	while ((c = getopt(argc, argv, "s:SG")) != -1)
+		if (bench_parse_option(b, c, optarg))
+			return 2;
+	gmtime_r(&now, &tm);
+	strftime(b->date, sizeof(b->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (bench_choose_driver(b))
+		return -1;
+	if (!b->scale_given)
+		b->scale = b->sim ? sim_scale : 1;
+	return bench_setup_device(b);
 }
 
 void bench_gap(const struct bench *b)
