@@ -290,6 +290,58 @@ START_TEST(retained_short_slice_unregister_fails)
 }
 END_TEST
 
+/*
+ * A short slice kept in a buffer that holds its whole allocation (a buffer kept without users,
+ * CMS_TUNABLES=lazyfree, reused by the next pause) stays readable over the allocation's size
+ * (cms_backup_get's contract) when the region trims its holes: a free with more than one
+ * buffer's worth of holes (group_max, 16 granules on the simulation) must not unmap the bytes
+ * past the slice, neither while the retained backup is read nor after the next pause kept the
+ * slice (the live extent fits it).
+ */
+START_TEST(short_slice_reach_survives_trim)
+{
+	cms_context *ctx;
+	unsigned char buf[8];
+	uint64_t g, a, d;
+	cms_region *r;
+
+	if (!t_is_sim()) /* group_max is 1 GiB on a GPU */
+		return;
+	ck_assert_int_eq(setenv("CMS_TUNABLES", "lazyfree", 1), 0);
+	ctx = t_ctx();
+	t_region_flags = CMS_REGION_RELEASE_HOST;
+	r = t_region(ctx, "reach", 0, CMS_POLICY_HOST); /* loads the driver and the tunables */
+	t_region_flags = 0;
+	unsetenv("CMS_TUNABLES");
+	g = t_info(r).granularity;
+	ck_ok(cms_alloc(r, 20 * g, &a));
+	ck_assert_int_eq(t_fill(0, a, 20 * g, 1), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_uint_eq(t_info(r).host_bytes, 20 * g); /* kept without users (lazyfree) */
+	ck_assert_int_eq(t_fill(0, a, g, 2), 0);
+	ck_ok(cms_range_discard(ctx, a + g, 19 * g));
+	ck_ok(cms_region_pause(r, NULL, NULL)); /* a's short slice at the start of that buffer */
+	ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST, 0));
+	ck_ok(cms_region_resume(r, NULL, NULL)); /* retained: 19 granules of holes after it */
+	ck_ok(cms_alloc(r, g, &d));
+	ck_ok(cms_free(ctx, d)); /* trims the holes */
+	ck_ok(cms_backup_read(ctx, a + 19 * g, buf, sizeof(buf)));
+	ck_assert_int_eq(t_fill(0, a, g, 3), 0);
+	ck_ok(cms_range_discard(ctx, a + g, 19 * g));
+	ck_ok(cms_region_pause(r, NULL, NULL)); /* the short slice kept: the live extent fits */
+	ck_ok(cms_backup_read(ctx, a + 10 * g, buf, sizeof(buf)));
+	buf[0] = *t_host_byte(ctx, a + 20 * g - 1);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, a, g, 3), -1);
+	ck_ok(cms_free(ctx, a));
+	ck_ok(cms_region_destroy(r));
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_uint_eq(t_counters().host_buffers, 0);
+	ck_assert_uint_eq(t_counters().host_registrations, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("host_live");
@@ -301,6 +353,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, retained_short_slice_replaced);
 	tcase_add_test(tc, retained_short_slice_kept_while_live_fits);
 	tcase_add_test(tc, retained_short_slice_unregister_fails);
+	tcase_add_test(tc, short_slice_reach_survives_trim);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -671,6 +671,19 @@ out:
 	return given;
 }
 
+/* Whether a user of hb, one of r's buffers, has a short slice (slice_need): its backup is read
+ * past the slice, at the allocation's own offsets (cms_backup_get), so none of hb may go. */
+static bool holds_short(const struct cms_region *r, const struct cms_hostbuf *hb)
+{
+	const struct cms_alloc *a;
+
+	for (a = r->allocs; a; a = a->next)
+		if (cms_alloc_store(a)->hostbuf == hb &&
+		    cms_alloc_store(a)->backup_len < page_round(a->size))
+			return true;
+	return false;
+}
+
 /*
  * Keeps the holes of r's buffers at most one buffer's worth (group_max): splits the buffers
  * with the most holes until they are. Best effort, after a free or a resume: a failure leaves
@@ -683,11 +696,12 @@ static void region_trim(struct cms_region *r)
 	while (cms_region_store(r)->host_free_bytes > bound && !r->restore_pending) {
 		struct cms_hostbuf *hb, *most = NULL;
 
-		/* Not one kept without users (lazy), nor one whose short slices reach past its end
-		 * (it goes whole at the resume that gives them back). */
+		/* Not one kept without users (lazy), nor one with a short slice, whose bytes past
+		 * it a split would unmap (placed in a hole of a whole buffer, reuse_holes, or
+		 * reaching past its end: it goes whole at the resume that gives it back). */
 		for (hb = cms_region_store(r)->hostbufs; hb; hb = hb->next)
 			if (hb->users && hb->map_len == hb->len &&
-			    (!most || hb->free_bytes > most->free_bytes))
+			    (!most || hb->free_bytes > most->free_bytes) && !holds_short(r, hb))
 				most = hb;
 		if (!most || !most->free_bytes || !buffer_split(r->ctx, r, most))
 			return;

@@ -85,6 +85,7 @@ int bench_frozen_floor(struct bench *b, const struct bench_work *w, cms_context 
 	uint64_t h2d[FLOOR_REPS + 1], rel[FLOOR_REPS + 1], i;
 	struct floor_run f = { 0 };
 	unsigned int r;
+	CUresult res;
 	int rc = -1, q;
 
 	snprintf(b->step, sizeof(b->step), "(%c) floors in the frozen region's conditions", w->id);
@@ -111,6 +112,9 @@ int bench_frozen_floor(struct bench *b, const struct bench_work *w, cms_context 
 	BENCH_CU(b, out_streams, cuMemAddressReserve, &f.base, w->count * w->size, 0, 0, 0);
 	for (r = 0; r <= FLOOR_REPS; r++) /* rep 0 is a warm-up */
 		if (floor_rep(b, w, &f, &h2d[r], &rel[r])) {
+			/* No copy may still read the backups or write the handles (best effort). */
+			for (q = 0; q < FLOOR_LANES; q++)
+				(void)b->drv.cuStreamSynchronize(f.s[q]);
 			bench_vmm_undo(b, f.base, w->size, f.h, f.st, w->count);
 			goto out_base;
 		}
@@ -124,8 +128,9 @@ int bench_frozen_floor(struct bench *b, const struct bench_work *w, cms_context 
 	       w->count, out->release_ms);
 	rc = 0;
 out_base:
-	if (b->drv.cuMemAddressFree(f.base, w->count * w->size) != CUDA_SUCCESS && !rc)
-		rc = bench_cu_fail(b, CUDA_ERROR_UNKNOWN, "cuMemAddressFree");
+	res = b->drv.cuMemAddressFree(f.base, w->count * w->size);
+	if (res != CUDA_SUCCESS && !rc)
+		rc = bench_cu_fail(b, res, "cuMemAddressFree");
 out_streams:
 	for (q = 0; q < FLOOR_LANES; q++)
 		if (f.s[q])
