@@ -121,10 +121,16 @@ static uint64_t group_max(const struct cms_region *r)
  * page-locks only what it copies. The slice is still read at the allocation's own offsets
  * (cms_backup_get): its buffer's mapping reaches past the end of its last slice (map_len).
  */
+/* The bytes a pause copies into a's backup at most: up to its last live byte, page-rounded. */
+static size_t live_need(const struct cms_alloc *a)
+{
+	return page_round(cms_span_live_end(a));
+}
+
 static size_t slice_need(const struct cms_alloc *a)
 {
 	if (a->region->flags & CMS_REGION_RELEASE_HOST)
-		return page_round(cms_span_live_end(a));
+		return live_need(a);
 	return page_round(a->size);
 }
 
@@ -831,7 +837,7 @@ static cms_status drop_short(cms_context *ctx, struct cms_alloc **v, size_t n)
 		struct cms_alloc *a = v[j];
 
 		if (!wants_copy(a) || !cms_alloc_store(a)->hostbuf ||
-		    cms_alloc_store(a)->backup_len >= page_round(cms_span_live_end(a)))
+		    cms_alloc_store(a)->backup_len >= live_need(a))
 			continue;
 		st = backup_unpin(ctx, a);
 		if (st)
