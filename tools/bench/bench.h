@@ -408,6 +408,15 @@ int bench_room(struct bench *b, const char *what, uint64_t need, uint64_t host_n
  * base + i * size, and sets st[i] to BENCH_H_NONE; records the first failure. */
 void bench_vmm_undo(struct bench *b, CUdeviceptr base, uint64_t size,
 		    CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n);
+/* Creates handle i of h[0..n) (size bytes, prop), maps it at base + i * size with access acc,
+ * st[i] following; 0, or -1 with the failure recorded (bench_vmm_undo what st[] says). */
+int bench_vmm_back(struct bench *b, CUdeviceptr base, uint64_t size,
+		   CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n,
+		   const CUmemAllocationProp *prop, const CUmemAccessDesc *acc);
+/* Unmaps and releases every handle of h[0..n) that bench_vmm_back made, st[i] following; 0, or
+ * -1 with the failure recorded. */
+int bench_vmm_release(struct bench *b, CUdeviceptr base, uint64_t size,
+		      CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n);
 
 /* Scales (count0 x size0) by b->scale: see docs/bench.md. */
 void bench_scale(const struct bench *b, uint64_t count0, uint64_t size0, uint64_t *count,

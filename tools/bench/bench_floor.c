@@ -105,6 +105,40 @@ void bench_vmm_undo(struct bench *b, CUdeviceptr base, uint64_t size,
 	}
 }
 
+int bench_vmm_back(struct bench *b, CUdeviceptr base, uint64_t size,
+		   CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n,
+		   const CUmemAllocationProp *prop, const CUmemAccessDesc *acc)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		BENCH_CU(b, err, cuMemCreate, &h[i], size, prop, 0);
+		st[i] = BENCH_H_CREATED;
+		BENCH_CU(b, err, cuMemMap, base + i * size, size, 0, h[i], 0);
+		st[i] = BENCH_H_MAPPED;
+		BENCH_CU(b, err, cuMemSetAccess, base + i * size, size, acc, 1);
+	}
+	return 0;
+err:
+	return -1;
+}
+
+int bench_vmm_release(struct bench *b, CUdeviceptr base, uint64_t size,
+		      CUmemGenericAllocationHandle *h, unsigned char *st, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		BENCH_CU(b, err, cuMemUnmap, base + i * size, size);
+		st[i] = BENCH_H_CREATED;
+		BENCH_CU(b, err, cuMemRelease, h[i]);
+		st[i] = BENCH_H_NONE;
+	}
+	return 0;
+err:
+	return -1;
+}
+
 /* Timed repetitions of each floor: --cycles - 1 (the median's count), 1 to BENCH_FLOOR_REPS. */
 static unsigned int bench_floor_reps(const struct bench *b)
 {
@@ -115,7 +149,7 @@ static unsigned int bench_floor_reps(const struct bench *b)
 
 int bench_vmm_floor(struct bench *b, struct bench_vmm_floor *f)
 {
-	uint64_t back[BENCH_FLOOR_REPS], rel[BENCH_FLOOR_REPS], i, t0, t1, t2;
+	uint64_t back[BENCH_FLOOR_REPS], rel[BENCH_FLOOR_REPS], t0, t1, t2;
 	unsigned int reps = bench_floor_reps(b);
 	CUmemGenericAllocationHandle *h = NULL;
 	CUmemAllocationProp prop;
@@ -143,20 +177,11 @@ int bench_vmm_floor(struct bench *b, struct bench_vmm_floor *f)
 	for (r = 0; r <= reps; r++) {
 		bench_gap(b);
 		t0 = bench_now_ns();
-		for (i = 0; i < f->count; i++) {
-			BENCH_CU(b, err_undo, cuMemCreate, &h[i], f->size, &prop, 0);
-			st[i] = BENCH_H_CREATED;
-			BENCH_CU(b, err_undo, cuMemMap, base + i * f->size, f->size, 0, h[i], 0);
-			st[i] = BENCH_H_MAPPED;
-			BENCH_CU(b, err_undo, cuMemSetAccess, base + i * f->size, f->size, &acc, 1);
-		}
+		if (bench_vmm_back(b, base, f->size, h, st, f->count, &prop, &acc))
+			goto err_undo;
 		t1 = bench_now_ns();
-		for (i = 0; i < f->count; i++) {
-			BENCH_CU(b, err_undo, cuMemUnmap, base + i * f->size, f->size);
-			st[i] = BENCH_H_CREATED;
-			BENCH_CU(b, err_undo, cuMemRelease, h[i]);
-			st[i] = BENCH_H_NONE;
-		}
+		if (bench_vmm_release(b, base, f->size, h, st, f->count))
+			goto err_undo;
 		t2 = bench_now_ns();
 		if (r) {
 			back[r - 1] = t1 - t0;

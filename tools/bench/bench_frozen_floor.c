@@ -49,13 +49,8 @@ static int floor_rep(struct bench *b, const struct bench_work *w, struct floor_r
 	int q;
 
 	bench_fill_prop(b, &prop, &acc);
-	for (i = 0; i < w->count; i++) {
-		BENCH_CU(b, err, cuMemCreate, &f->h[i], w->size, &prop, 0);
-		f->st[i] = BENCH_H_CREATED;
-		BENCH_CU(b, err, cuMemMap, f->base + i * w->size, w->size, 0, f->h[i], 0);
-		f->st[i] = BENCH_H_MAPPED;
-		BENCH_CU(b, err, cuMemSetAccess, f->base + i * w->size, w->size, &acc, 1);
-	}
+	if (bench_vmm_back(b, f->base, w->size, f->h, f->st, w->count, &prop, &acc))
+		return -1;
 	t0 = bench_now_ns();
 	for (i = 0; i < w->count; i++)
 		BENCH_CU(b, err, cuMemcpyHtoDAsync, f->base + i * w->size, f->host[i], w->size,
@@ -67,12 +62,8 @@ static int floor_rep(struct bench *b, const struct bench_work *w, struct floor_r
 	for (i = 0; i < w->count; i++)
 		BENCH_CU(b, err, cuMemSetAccess, f->base + i * w->size, w->size, &acc, 1);
 	t0 = bench_now_ns();
-	for (i = 0; i < w->count; i++) {
-		BENCH_CU(b, err, cuMemUnmap, f->base + i * w->size, w->size);
-		f->st[i] = BENCH_H_CREATED;
-		BENCH_CU(b, err, cuMemRelease, f->h[i]);
-		f->st[i] = BENCH_H_NONE;
-	}
+	if (bench_vmm_release(b, f->base, w->size, f->h, f->st, w->count))
+		return -1;
 	*release_ns = bench_now_ns() - t0;
 	return 0;
 err:
