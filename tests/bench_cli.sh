@@ -52,13 +52,23 @@ check "bad option: points to --help" $?
 n=$(wc -l <"$tmp/err")
 check "unexpected argument: at most 6 lines (got $n)" $((n > 6))
 
-# --help describes every workload a..n (one line each: the letter, then what it runs).
+# --help describes every workload a..o (one line each: the letter, then what it runs).
 "$bench" --help >"$tmp/help"
 check "--help: exit 0" $?
-for w in a b c d e f g h i j k l m n; do
+for w in a b c d e f g h i j k l m n o; do
 	grep -qE "^ +$w  [0-9A-Za-z]" "$tmp/help"
 	check "--help describes workload ($w)" $?
 done
+# cms-bench(1) has an entry for each workload --help lists, and its range ends at the last.
+man=$(dirname "$0")/../man/cms-bench.1
+last=
+for w in $(sed -nE 's/^ +([a-z])  [0-9A-Za-z].*/\1/p' "$tmp/help"); do
+	grep -qx ".B ($w)" "$man"
+	check "cms-bench(1) describes workload ($w)" $?
+	last=$w
+done
+grep -q "workloads (a) to ($last)" "$man"
+check "cms-bench(1) says the workloads are (a) to ($last)" $?
 
 # A failure during the run (--gpu with a driver that cannot load): its message once.
 CMS_DRIVER_LIBRARY=$tmp/no-such-libcuda.so "$bench" --gpu >"$tmp/out" 2>"$tmp/err"

@@ -25,6 +25,7 @@ SECTION_RE = re.compile(r"^(Ownership|Threads|CUDA|Returns)( \([^)]*\))?:\s*(.*)
 NAME_LINE_RE = re.compile(r"^(cms_\w+)(?: \(since (\d+\.\d+)\))? - (.+)$")
 PARAM_RE = re.compile(r"^  (\w+(?:, \w+)*):\s+(\S.*)$")
 ITEM_RE = re.compile(r"^  (\S.*)$")
+BULLET_RE = re.compile(r"^  - (\S.*)$")  # an item of a list in the description
 STATUS_LIST_RE = re.compile(r"^(CMS_(?:OK|ERR_[A-Z_]+)(?:, CMS_ERR_[A-Z_]+)*)(?: \(since (\d+\.\d+)\))?(?::\s*(.*))?$")
 DRIVER_ITEM = "driver statuses"
 
@@ -56,16 +57,31 @@ def _comments_before_decls(text, path):
         yield m.group(1), lines, line
 
 
+class Item(str):
+    """A list item of the description ("  - text", continued by lines indented 4)."""
+
+
 def _paragraphs(lines):
-    out, cur = [], []
+    """Paragraphs (str) and list items (Item) of the description, in order."""
+    out, cur, item = [], [], False
+
+    def flush():
+        if cur:
+            text = " ".join(cur)
+            out.append(Item(text) if item else text)
+            cur.clear()
+
     for s in lines:
-        if s.strip():
+        bullet = BULLET_RE.match(s)
+        if not s.strip() or bullet or (item and not s.startswith("    ")):
+            flush()
+            item = False
+        if bullet:
+            cur.append(bullet.group(1).strip())
+            item = True
+        elif s.strip():
             cur.append(s.strip())
-        elif cur:
-            out.append(" ".join(cur))
-            cur = []
-    if cur:
-        out.append(" ".join(cur))
+    flush()
     return out
 
 
@@ -81,7 +97,7 @@ def parse_comment(name, lines, where):
     rest = lines[1:]
     i = 0
     while i < len(rest) and rest[i].strip() and not SECTION_RE.match(rest[i]) \
-            and not PARAM_RE.match(rest[i]):
+            and not PARAM_RE.match(rest[i]) and not BULLET_RE.match(rest[i]):
         first.append(rest[i].strip())
         i += 1
     lead = " ".join(first)
@@ -212,7 +228,17 @@ def check_function(abi, f, doc, frozen=()):
 
 # ---- roff ----
 
-def _cap(text):
+# A sentence that starts with code keeps its case: a parameter (ctx, info->host), a driver
+# function (cuMemSetAccess), a name with an underscore.
+CODE_START_RE = re.compile(r"[A-Za-z_]\w*(?:->|\.\w)|[a-z]+[A-Z0-9_]\w*")
+
+
+def _cap(text, names=()):
+    """The text with its first letter capitalized, unless it starts with code (names: the
+    function's parameters)."""
+    word = re.match(r"[A-Za-z_]\w*", text)
+    if word and (word.group(0) in names or CODE_START_RE.match(text)):
+        return text
     return text[:1].upper() + text[1:]
 
 
@@ -254,13 +280,17 @@ def _synopsis(f):
     return out
 
 
-def render(abi, f, doc):
+def render(abi, f, doc, manual, flags):
+    """The page of function f. manual: (date, source) of the .TH line (manual_th());
+    flags: flag_sections() of the header."""
     functions = {g["name"] for g in abi.functions}
     conv = abi.data.get("conventions", {})
     fmt = lambda t: _lines(_fmt(t, functions))  # noqa: E731
+    params = {p["name"] for p in f["params"]}
+    cap = lambda t: _cap(t, params)  # noqa: E731
     name = f["name"]
     out = [f'.\\" {abi_generated()}',
-           f'.TH {name.upper()} 3 "" "cumemsaver {abi.version}" "cumemsaver Manual"',
+           f'.TH {name.upper()} 3 "{manual[0]}" "{manual[1]}" "cumemsaver Manual"',
            ".nh", ".ad l",
            ".SH NAME", f"{name} \\- {_esc(doc['summary'])}",
            ".SH LIBRARY", "cumemsaver (libcumemsaver, \\fI\\-lcumemsaver\\fP)",
@@ -269,7 +299,9 @@ def render(abi, f, doc):
     out += [".fi", ".SH DESCRIPTION"]
     first = True
     for para in [f"{name}(): {doc['lead']}"] + doc["description"]:
-        if not first:
+        if isinstance(para, Item):
+            out.append(".IP \\(bu 2")
+        elif not first:
             out.append(".PP")
         out += fmt(para)
         first = False
@@ -277,12 +309,12 @@ def render(abi, f, doc):
         out += [".TP", ".I " + ", ".join(names)] + fmt(text)
     for sec, title in (("Ownership", "Ownership"), ("Threads", "Thread safety")):
         if doc["sections"].get(sec):
-            out += [".SS " + title] + fmt(_cap(doc["sections"][sec]))
+            out += [".SS " + title] + fmt(cap(doc["sections"][sec]))
     out.append(".SH RETURN VALUE")
     if f["returns"]["type"] == abi.status_type:
         out += fmt(f"{name}() returns CMS_OK (0) on success, else a negative CMS_ERR_* status; "
                    "cms_last_error() then describes the failure on the calling thread."
-                   + (f" {doc['returns_note'][0].upper()}{doc['returns_note'][1:]}."
+                   + (f" {cap(doc['returns_note'])}."
                       if doc["returns_note"] else ""))
         if doc["returns_text"]:
             out += [".PP"] + fmt(doc["returns_text"])
@@ -297,7 +329,7 @@ def render(abi, f, doc):
                 text = ("a CUDA driver call failed: the status its CUresult maps to "
                         "(CUDA_ERROR_OUT_OF_MEMORY gives CMS_ERR_OUT_OF_DEVICE_MEMORY, "
                         "anything unlisted CMS_ERR_DRIVER); the message names the call."
-                        + (" " + r["text"][0].upper() + r["text"][1:] if r["text"] else ""))
+                        + (" " + cap(r["text"]) if r["text"] else ""))
             elif r["statuses"]:
                 head = ", ".join(r["statuses"])
                 text = (f"(since {r['since']}) " if r["since"] else "") + r["text"]
@@ -314,9 +346,14 @@ def render(abi, f, doc):
                         "context was created")
         out += [".PP"] + fmt(general + " (cumemsaver(7), CONVENTIONS).")
     else:
-        out += fmt(_cap(doc["returns_text"]) or "Nothing.")
+        out += fmt(cap(doc["returns_text"]) or "Nothing.")
     if doc["sections"].get("CUDA"):
-        out += [".SH CUDA DRIVER CALLS"] + fmt(_cap(doc["sections"]["CUDA"]))
+        out += [".SH CUDA DRIVER CALLS"] + fmt(cap(doc["sections"]["CUDA"]))
+    own = [sec for sec in flags["sections"] if name in sec["functions"]]
+    for sec in own:
+        out += [f".SH {sec['title']}"] + fmt(sec["lead"])
+        for c in sec["flags"]:
+            out += [".TP", f'.BR {c["name"]} " ({c["value"]:#x})"'] + fmt(c["text"])
     nodes = f.get("nodes", [f["since"]])
     hist = f"{name}() first appeared in cumemsaver {f['since']} (symbol version " \
            f"{abi.node(nodes[-1])}"
@@ -324,10 +361,15 @@ def render(abi, f, doc):
         hist += ", older versions " + ", ".join(abi.node(r) for r in nodes[:-1])
     out += [".SH HISTORY"] + fmt(hist + ").")
     seen = set()
-    for text in [doc["lead"]] + doc["description"] + [t for _, t in doc["params"]] + \
-            list(doc["sections"].values()) + [doc["returns_text"]] + \
-            [r["text"] for r in doc["returns"]]:
+    texts = [doc["lead"]] + doc["description"] + [t for _, t in doc["params"]] + \
+        list(doc["sections"].values()) + [doc["returns_text"]] + \
+        [r["text"] for r in doc["returns"]] + [c["text"] for sec in own for c in sec["flags"]]
+    described = {c["name"] for sec in own for c in sec["flags"]}
+    for text in texts:
         seen |= {n for n in re.findall(r"\bcms_\w+\b", text) if n in functions and n != name}
+        # the page that describes a flag named here (its FLAGS section)
+        seen |= {flags["home"][c] for c in re.findall(r"\bCMS_[A-Z0-9_]+\b", text)
+                 if c in flags["home"] and c not in described and flags["home"][c] != name}
     refs = [f".BR {n} (3)," for n in sorted(seen)] + [".BR cumemsaver (7)"]
     out += [".SH SEE ALSO"] + refs
     return "\n".join(out) + "\n"
@@ -336,6 +378,84 @@ def render(abi, f, doc):
 def abi_generated():
     return ("generated by tools/abigen from abi/cumemsaver.json and the comments of "
             "include/cumemsaver*.h; do not edit")
+
+
+def manual_th(abi, root):
+    """(date, source) of the .TH line: those of the overview page cumemsaver(7), so that
+    every section of the manual carries one date and one version; the version is the
+    description's release (major.minor)."""
+    rel = "man/cumemsaver.7"
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8") as fh:
+            m = re.search(r'^\.TH \S+ 7 "([^"]*)" "([^"]*)"', fh.read(), re.M)
+    except OSError as e:
+        raise HeaderError(f"{rel}: {e.strerror}: the manual's date and version come from it")
+    want = "cumemsaver " + ".".join(abi.version.split(".")[:2])
+    if not m or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", m.group(1)):
+        raise HeaderError(f'{rel}: no .TH line with a date (YYYY-MM-DD) and "{want}"')
+    if m.group(2) != want:
+        raise HeaderError(f'{rel}: .TH says "{m.group(2)}", the description "{want}" '
+                          f"(version {abi.version})")
+    return m.group(1), m.group(2)
+
+
+def _define_comments(root):
+    """{constant: its header comment as one paragraph} for each #define whose comment is
+    right above it and its own (not shared with a #define right below it)."""
+    out = {}
+    for rel in HEADERS:
+        with open(os.path.join(root, rel), encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        for i, ln in enumerate(lines):
+            m = re.match(r"#define (CMS_\w+)\s", ln)
+            if not m or i == 0 or not lines[i - 1].rstrip().endswith("*/"):
+                continue
+            if i + 1 < len(lines) and lines[i + 1].startswith("#define "):
+                continue  # one comment for several values: no entry's own
+            j = i - 1
+            while j >= 0 and "/*" not in lines[j]:
+                j -= 1
+            body = "\n".join(lines[j:i]).strip()[2:-2]
+            words = [re.sub(r"^\s*\*\s?", "", x).strip() for x in body.split("\n")]
+            out[m.group(1)] = " ".join(w for w in words if w)
+    return out
+
+
+def flag_sections(abi, root):
+    """The FLAGS sections: one per flag group of the description (kind "flags"), on the
+    page of each function that takes the struct whose field holds the group (named in the
+    group's doc: "cms_region_options.flags"), *_init functions aside. Each flag's text is its
+    header comment, else its doc in the description. Returns {"sections": [{"title", "lead",
+    "functions", "flags"}], "home": {flag: the first function whose page describes it}}."""
+    comments = _define_comments(root)
+    sections, home = [], {}
+    for group, g in abi.groups.items():
+        if g.get("kind") != "flags":
+            continue
+        m = re.search(r"\b(cms_\w+)\.(\w+)", g.get("doc", ""))
+        if not m:
+            raise HeaderError(f"abi group {group}: its doc names no struct field (cms_x.field)")
+        struct = m.group(1)
+        fns = [f["name"] for f in abi.functions if not f["name"].endswith("_init")
+               and any(re.search(rf"\b{struct}\b", p["type"]) for p in f["params"])]
+        if not fns:
+            raise HeaderError(f"abi group {group}: no function takes {struct}")
+        entries = []
+        for c in abi.constants:
+            if c["group"] != group:
+                continue
+            text = comments.get(c["name"])
+            if text is None:
+                text = (f"(since {c['since']}) " if c["since"] != abi.releases[0] else "") + \
+                    c.get("doc", "")
+            entries.append({"name": c["name"], "value": c["value"], "text": text})
+            home.setdefault(c["name"], fns[0])
+        doc = g["doc"].strip()
+        lead = f"The bits of {m.group(0)}, combined with |:" \
+            if re.fullmatch(r"cms_\w+\.\w+\.", doc) else doc
+        title = group.upper().replace("_", " ") + "S"
+        sections.append({"title": title, "lead": lead, "functions": fns, "flags": entries})
+    return {"sections": sections, "home": home}
 
 
 def emit_all(abi, root):
@@ -353,4 +473,7 @@ def emit_all(abi, root):
                  for n in docs if n not in known]
     if problems:
         raise HeaderError("\n".join(problems))
-    return {f"{MAN_DIR}/{f['name']}.3": render(abi, f, docs[f["name"]]) for f in abi.functions}
+    manual = manual_th(abi, root)
+    flags = flag_sections(abi, root)
+    return {f"{MAN_DIR}/{f['name']}.3": render(abi, f, docs[f["name"]], manual, flags)
+            for f in abi.functions}

@@ -1,13 +1,25 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Self-test of emit_man.py (ctest man3_generator, label unit): the generator refuses header
-comments that break the format or contradict abi/cumemsaver.json, and accepts the tree's.
+comments that break the format or contradict abi/cumemsaver.json, accepts the tree's, and
+renders them as the comments say.
 
-Each case copies abi/ and include/ into a temporary root, changes one comment and expects
-emit_man.emit_all to raise HeaderError naming the problem. Standard library only.
+Each case copies abi/, include/ and man/ into a temporary root, changes one comment (or the
+.TH line of cumemsaver(7)) and expects emit_man.emit_all to raise HeaderError naming the
+problem. The render checks read the pages generated from the tree:
+  - a list in a comment ("  - item" lines) is a list on the page (one .IP per item), not
+    run into the paragraph;
+  - text that starts with code keeps its case: no "CuMemSetAccess" in CUDA DRIVER CALLS, no
+    capitalized parameter ("Ctx stays the caller's") in Ownership, Thread safety, RETURN
+    VALUE;
+  - every page's .TH has the date and the version ("cumemsaver 1.3") of the hand-written
+    sections 1 and 7;
+  - every constant of a flag group has its entry (.TP) in the group's FLAGS section.
+Standard library only.
 """
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,12 +48,16 @@ CASES = [
      "CMS_ERR_EXISTS is not in the abi's statuses", ("1.2",)),
     ("include/cumemsaver_ipc.h", " * Returns:\n *   CMS_OK\n *   driver statuses.\n",
      " * Returns:\n *   CMS_OK\n", "Returns: needs 'driver statuses'"),
+    ("man/cumemsaver.7", '"cumemsaver 1.3" "Miscellaneous', '"cumemsaver 1.2" "Miscellaneous',
+     'man/cumemsaver.7: .TH says "cumemsaver 1.2"'),
+    ("man/cumemsaver.7", '.TH CUMEMSAVER 7 "2026-12-05"', '.TH CUMEMSAVER 7 ""',
+     "man/cumemsaver.7: no .TH line with a date"),
 ]
 
 
 def run_case(header, old, new, want, unfreeze=()):
     with tempfile.TemporaryDirectory(prefix="emit-man-") as tmp:
-        for d in ("abi", "include"):
+        for d in ("abi", "include", "man"):
             shutil.copytree(os.path.join(ROOT, d), os.path.join(tmp, d))
         for r in unfreeze:
             shutil.rmtree(os.path.join(tmp, "abi", r))
@@ -60,14 +76,89 @@ def run_case(header, old, new, want, unfreeze=()):
         return f"case {want!r}: accepted"
 
 
+def _th(text):
+    m = re.search(r'^\.TH \S+ \w+ "([^"]*)" "([^"]*)"', text, re.M)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _first_line_after(page, heading):
+    lines = page.split("\n")
+    return [lines[i + 1] for i, ln in enumerate(lines[:-1]) if ln == heading]
+
+
+def render_checks(abi, pages):
+    """Problems of the pages generated from the tree (list of strings)."""
+    bad = []
+    # lists: as many .IP items as the comment has "  - " lines
+    for rel in emit_man.HEADERS:
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as fh:
+            text = fh.read()
+        for name, lines, _ in emit_man._comments_before_decls(text, rel):
+            items = sum(1 for x in lines if re.match(r"  - \S", x))
+            page = pages[f"{emit_man.MAN_DIR}/{name}.3"]
+            if page.count(".IP \\(bu 2\n") != items:
+                bad.append(f"{name}.3: {items} list items in the comment, "
+                           f"{page.count('.IP')} .IP on the page")
+    # case: a driver function or a parameter starting a section keeps its case
+    for f in abi.functions:
+        page = pages[f"{emit_man.MAN_DIR}/{f['name']}.3"]
+        params = {p["name"] for p in f["params"]}
+        starts = []
+        for head in (".SH CUDA DRIVER CALLS", ".SS Ownership", ".SS Thread safety",
+                     ".SH RETURN VALUE"):
+            starts += _first_line_after(page, head)
+        for ln in starts:
+            word = re.match(r"\w+", ln)
+            w = word.group(0) if word else ""
+            if re.match(r"Cu[A-Z]", w) or (w[:1].isupper() and w[:1].lower() + w[1:] in params):
+                bad.append(f"{f['name']}.3: a section starts with {w!r}, capitalized code")
+    for text, want in (("cuMemSetAccess failed", "cuMemSetAccess failed"),
+                       ("none.", "None."), ("info->host points", "info->host points"),
+                       ("thread-safe.", "Thread-safe.")):
+        if emit_man._cap(text) != want:
+            bad.append(f"_cap({text!r}) is {emit_man._cap(text)!r}, not {want!r}")
+    try:
+        if emit_man._cap("ctx stays", {"ctx"}) != "ctx stays":
+            bad.append("_cap capitalizes a parameter")
+    except TypeError as e:
+        bad.append(f"_cap(text, parameters): {e}")
+    # one date and one version in every section of the manual
+    hand = {}
+    for sub in sorted(os.listdir(os.path.join(ROOT, "man"))):
+        if re.fullmatch(r".+\.[17]", sub):
+            with open(os.path.join(ROOT, "man", sub), encoding="utf-8") as fh:
+                hand[sub] = _th(fh.read())
+    want = hand.get("cumemsaver.7")
+    release = "cumemsaver " + ".".join(abi.version.split(".")[:2])
+    if not want or not want[0] or want[1] != release:
+        bad.append(f"man/cumemsaver.7: .TH {want}, not a date and {release!r}")
+    for sub, th in hand.items():
+        if th != want:
+            bad.append(f"man/{sub}: .TH date and version {th}, cumemsaver(7) {want}")
+    for rel, page in pages.items():
+        if _th(page) != want:
+            bad.append(f"{rel}: .TH date and version {_th(page)}, cumemsaver(7) {want}")
+    # every flag has its entry in its group's section
+    kinds = {g: v.get("kind") for g, v in abi.groups.items()}
+    for c in abi.constants:
+        if kinds.get(c["group"]) != "flags":
+            continue
+        entry = f'.TP\n.BR {c["name"]} " ({c["value"]:#x})"\n'
+        if not any(entry in page for page in pages.values()):
+            bad.append(f"{c['name']}: no entry on any page")
+    return bad
+
+
 def main():
     abi = model.load(os.path.join(ROOT, "abi/cumemsaver.json"))
-    emit_man.emit_all(abi, ROOT)  # the tree's comments pass
+    pages = emit_man.emit_all(abi, ROOT)  # the tree's comments pass
     bad = [m for m in (run_case(*c) for c in CASES) if m]
-    for m in bad:
+    rendered = render_checks(abi, pages)
+    for m in bad + rendered:
         print(f"test_emit_man: {m}")
-    print(f"test_emit_man: {len(CASES) - len(bad)} of {len(CASES)} broken comments refused")
-    return 1 if bad else 0
+    print(f"test_emit_man: {len(CASES) - len(bad)} of {len(CASES)} broken comments refused; "
+          f"render checks: {len(rendered)} problem(s)")
+    return 1 if bad or rendered else 0
 
 
 if __name__ == "__main__":

@@ -204,11 +204,11 @@ const (
 	// (CU_MEM_HANDLE_TYPE_FABRIC, multi-node NVLink), reported in cms_region_info.handle_types.
 	// CMS_ERR_NOT_SUPPORTED where the device lacks it.
 	RegionShareableFabric RegionFlags = 0x4
-	// RegionCoalesce is CMS_REGION_COALESCE (since 1.1): Coalesced backing: allocations of up to 32
-	// MiB are carved from shared physical handles of up to 64 MiB (chunks, since 1.2; at most 64 MiB
-	// of chunk tails held ahead of need, in retained_bytes) and a resume backs each run of adjacent
-	// allocations with one physical handle and one mapping; a free inside a chunk or run keeps its
-	// bytes until the next pause (retained_bytes). Default: one handle per allocation.
+	// RegionCoalesce is CMS_REGION_COALESCE (since 1.1): Coalesced backing: a resume backs each run
+	// of address-adjacent allocations with one physical handle and one mapping and a pause releases
+	// it whole; a free of an allocation sharing a handle with live neighbours keeps its bytes until
+	// the next pause (retained_bytes). From the first allocation on only with CMS_REGION_CHUNKS.
+	// Ignored for shareable regions. Default: one handle per allocation.
 	RegionCoalesce RegionFlags = 0x8
 	// RegionGuard is CMS_REGION_GUARD (since 1.2): Guarded paused ranges: while paused, each
 	// allocation's range is mapped read-only to shared zero-filled handles (six per device, of 1 to

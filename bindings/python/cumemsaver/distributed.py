@@ -35,7 +35,7 @@ call:
    ranks. So after a failed call every rank is back where it was, or, if an undo step failed
    too, says so in ``DistributedError.rollback_error``.
 
-Hooks bracket external state that must follow the memory. NCCL 2.27+ can release a
+Hooks bracket external state that must follow the memory. NCCL 2.29.7+ can release a
 communicator's buffers with ``ncclCommSuspend(comm, NCCL_SUSPEND_MEM)`` and take them back
 with ``ncclCommResume(comm)``: pass the suspend as ``pre_pause`` (before the memory goes) and
 the resume as ``post_resume`` (after the memory is back), so that NCCL never touches memory
