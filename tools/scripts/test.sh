@@ -66,18 +66,24 @@ passed_of() { # ctest log -> "70 passed, 3 skipped of 73"
 	echo "tests: $((total - skipped - ${failed:-0})) passed, $skipped skipped of $total"
 }
 run build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-stage_start "python (bindings/python against build/ on the host simulation)"
-py_rc=0
-CUMEMSAVER_LIBRARY=$PWD/build/libcumemsaver.so.1 CMS_DRIVER_LIBRARY=$PWD/build/src/sim/libcumemsaver-sim.so \
-	CMS_CMSCTL=$PWD/build/bin/cmsctl PYTHONPATH=$PWD/bindings/python python3 -m unittest discover -s bindings/python/tests -v \
-	>build/python-tests.log 2>&1 || py_rc=$?
-echo "python: $(grep -E '^Ran [0-9]+ tests' build/python-tests.log || echo 'no tests ran'), $(tail -n 1 build/python-tests.log)"
-if [ $py_rc -ne 0 ]; then
-	grep -E "^(FAIL|ERROR):|Error|assert" build/python-tests.log | head -n 40
-	echo "(full log: build/python-tests.log)"
-	exit $py_rc
-fi
-stage_end python "tests: $(grep -oE '^Ran [0-9]+ tests' build/python-tests.log | cut -d' ' -f2) run, $(tail -n 1 build/python-tests.log)"
+stage_start "python (bindings/python and bindings/python-tms against build/ on the host simulation)"
+# bindings/python/tests, then bindings/python-tms/tests (the name torch_memory_saver) in a
+# process of its own: its package takes that top-level name
+py_ran=()
+for suite in python python-tms; do
+	py_rc=0
+	CUMEMSAVER_LIBRARY=$PWD/build/libcumemsaver.so.1 CMS_DRIVER_LIBRARY=$PWD/build/src/sim/libcumemsaver-sim.so \
+		CMS_CMSCTL=$PWD/build/bin/cmsctl PYTHONPATH=$PWD/bindings/python python3 -m unittest discover \
+		-s bindings/$suite/tests -v >build/$suite-tests.log 2>&1 || py_rc=$?
+	echo "$suite: $(grep -E '^Ran [0-9]+ tests' build/$suite-tests.log || echo 'no tests ran'), $(tail -n 1 build/$suite-tests.log)"
+	if [ $py_rc -ne 0 ]; then
+		grep -E "^(FAIL|ERROR):|Error|assert" build/$suite-tests.log | head -n 40
+		echo "(full log: build/$suite-tests.log)"
+		exit $py_rc
+	fi
+	py_ran+=("$suite $(grep -oE '^Ran [0-9]+ tests' build/$suite-tests.log | cut -d' ' -f2) run, $(tail -n 1 build/$suite-tests.log)")
+done
+stage_end python "tests: ${py_ran[0]}; ${py_ran[1]}"
 stage_start "bindings (C, Rust, Go against a staged install of build/, found through pkg-config)"
 bash tools/scripts/test-bindings.sh build | tee build/bindings.log
 stage_end bindings "$(grep -oE '^(c: consumer|rust: [0-9]+ tests passed|go: [0-9]+ tests passed)' build/bindings.log | paste -sd, - | sed 's/,/, /g')"

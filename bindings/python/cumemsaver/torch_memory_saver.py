@@ -4,6 +4,9 @@
     from torch_memory_saver import torch_memory_saver                # before
     from cumemsaver.torch_memory_saver import torch_memory_saver     # after
 
+or keep the import: bindings/python-tms (distribution cumemsaver-torch-memory-saver) serves the
+name torch_memory_saver with this module (docs/python.md).
+
     with torch_memory_saver.region(tag="kv_cache"):                  # DISCARD
         kv = torch.empty(...)
     with torch_memory_saver.region(tag="weights", enable_cpu_backup=True):   # HOST

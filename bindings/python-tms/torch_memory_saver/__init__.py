@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+"""The import name torch_memory_saver, served by cumemsaver's drop-in.
+
+    import torch_memory_saver
+    from torch_memory_saver import torch_memory_saver, configure_subprocess
+
+Every name here is cumemsaver.torch_memory_saver's (the same objects: the singleton
+torch_memory_saver is cumemsaver.torch_memory_saver.torch_memory_saver); docs/python.md maps
+each option onto the library and lists the differences from the original torch_memory_saver.
+The submodules are those the original's public API and its example suite import:
+entrypoint, utils, testing_utils, hooks.base, hooks.mode_preload. This package holds no
+implementation and no code of the original.
+
+Importing it where the original torch_memory_saver is installed too (found by its package
+metadata, _peer_check) raises ImportError naming both and how to keep one; with
+CUMEMSAVER_TORCH_MEMORY_SAVER=cumemsaver it warns (RuntimeWarning) and goes on. Without
+PyTorch it raises cumemsaver's NeedsPyTorch (an ImportError), as the drop-in does.
+"""
+
+from . import _peer_check
+
+_peer_check.check()
+
+# the check comes first: its error, not the drop-in's, is the one to see
+from cumemsaver.torch_memory_saver import (  # noqa: E402
+    TorchMemorySaver,
+    configure_subprocess,
+    torch_memory_saver,
+)
+
+__all__ = ["TorchMemorySaver", "configure_subprocess", "torch_memory_saver"]
