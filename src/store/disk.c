@@ -28,7 +28,7 @@
  *
  * The file is opened with O_DIRECT where the filesystem accepts it (buffers,
  * offsets and lengths are all CMS_DISK_ALIGN-aligned), else buffered. Copies
- * go through a staging pool of two page-locked buffers of ctx->tune.disk_stage
+ * go through a staging pool of two page-locked buffers of the tunable disk_stage
  * (64 MiB) per device and call (made for the call, freed after it): on pause
  * the device-to-host copy of batch i + 1 runs while batch i is written; on
  * resume batch i + 1 is read while batch i is copied to the device. A batch
@@ -407,9 +407,10 @@ static void disk_region_resumed(struct cms_region *r)
 
 static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct cms_stage *s)
 {
-	return cms_stage_make(ctx, dev, total,
-			      cms_tune_bytes(&ctx->tune.disk_stage, ctx->devices[dev].granularity),
-			      "disk", s);
+	return cms_stage_make(
+		ctx, dev, total,
+		cms_tune_bytes(&ctx->tune, CMS_TUNE_DISK_STAGE, ctx->devices[dev].granularity),
+		"disk", s);
 }
 
 struct piece {
