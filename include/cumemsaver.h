@@ -793,8 +793,10 @@ CMS_API cms_status cms_region_thaw(cms_region *region);
  * one cycle to the next unless CMS_REGION_RELEASE_HOST. A DISK region without
  * a directory refuses to pause.
  *   dir: path of 1..4000 bytes, absolute or relative to the current directory
- *        now (resolved with realpath and kept); NULL closes the region's file
- *        without choosing another.
+ *        now (resolved with realpath and kept open: one descriptor while the
+ *        region has the directory, and its files are made there even if the
+ *        directory is renamed or its name replaced later); NULL closes the
+ *        region's file without choosing another.
  * Threads: thread-safe; waits for a pause or resume of the region in progress.
  * CUDA: none (the file system only).
  * Returns (on failure the previous directory and file stay):
@@ -803,8 +805,8 @@ CMS_API cms_status cms_region_thaw(cms_region *region);
  *     CMS_POLICY_DISK; dir is empty, too long or not a directory.
  *   CMS_ERR_NOT_FOUND: dir, or a component of it, does not exist.
  *   CMS_ERR_PERMISSION: dir is not writable (EACCES, EPERM, EROFS).
- *   CMS_ERR_IO: another failure creating or unlinking the file (the message
- *     names dir and errno).
+ *   CMS_ERR_IO: another failure opening dir, or creating or unlinking the
+ *     file (the message names dir and errno).
  *   CMS_ERR_PAUSED: the region is paused (its content is in its current file).
  */
 CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);

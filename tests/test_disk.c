@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,7 +174,7 @@ START_TEST(cycles_keep_content_and_addresses)
 	make_dir();
 	fds0 = t_open_fds();
 	r = disk_region(ctx, "d");
-	ck_fds_eq(fds0 + 1); /* the region's file, already open */
+	ck_fds_eq(fds0 + 2); /* the region's file, already open, and its directory */
 	fd = disk_fd();
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(dir_entries(dir), 0); /* ... and already unlinked */
@@ -449,11 +450,105 @@ START_TEST(directory_errors)
 	ck_ok(cms_region_resume(r, NULL, NULL));
 	ck_assert_int_eq(t_check(0, p, 1 * MiB, 3), -1);
 	ck_ok(cms_region_disk_dir_set(r, dir)); /* a new file replaces the old one */
-	ck_fds_eq(fds0 + 1);
+	ck_fds_eq(fds0 + 2);			/* and its directory the old one */
 	ck_ok(cms_region_disk_dir_set(r, NULL));
 	ck_fds_eq(fds0);
 	ck_status(cms_region_pause(r, NULL, NULL), CMS_ERR_INVALID_ARGUMENT);
 	ck_ok(cms_context_destroy(ctx));
+	remove_dir();
+}
+END_TEST
+
+/*
+ * The test's unlink and unlinkat, which the library's calls reach (they interpose the C
+ * library's and call it, as test_fork.c's tfind): armed, the first call for a file of the
+ * library replaces the directory swap_dir by a symbolic link to swap_target (the directory
+ * itself moves to swap_moved) before the file is unlinked, as another process could between
+ * the file's creation and its unlink.
+ */
+static char swap_dir[256], swap_moved[300], swap_target[256];
+static atomic_int swap_armed;
+
+static void swap_if_armed(const char *path)
+{
+	if (!strstr(path, "cumemsaver-") || !atomic_exchange(&swap_armed, 0))
+		return;
+	if (rename(swap_dir, swap_moved) || symlink(swap_target, swap_dir))
+		atomic_store(&swap_armed, -1); /* the test fails */
+}
+
+int unlink(const char *path)
+{
+	int (*real)(const char *);
+
+	swap_if_armed(path);
+	*(void **)&real = dlsym(RTLD_NEXT, "unlink");
+	return real(path);
+}
+
+int unlinkat(int fd, const char *path, int flags)
+{
+	int (*real)(int, const char *, int);
+
+	swap_if_armed(path);
+	*(void **)&real = dlsym(RTLD_NEXT, "unlinkat");
+	return real(fd, path, flags);
+}
+
+/* Puts the moved directory back at its name (swap_if_armed undone). */
+static void swap_undo(void)
+{
+	ck_assert_int_eq(unlink(swap_dir), 0); /* the symbolic link */
+	ck_assert_int_eq(rename(swap_moved, swap_dir), 0);
+}
+
+/*
+ * A file is unlinked in the directory it was made in, whatever another process does to the
+ * directory's name meanwhile: here it is replaced by a symbolic link to another directory
+ * between the creation and the unlink, for the region's first file (cms_region_disk_dir_set)
+ * and for a later one (a resume with CMS_REGION_RELEASE_HOST). Before, the unlink went by
+ * path: it followed the link, missed, and the file was left in the moved directory.
+ */
+START_TEST(directory_replaced_before_unlink)
+{
+	cms_context *ctx = t_ctx();
+	char other[] = "/tmp/cms-disk-other-XXXXXX";
+	cms_status st;
+	cms_region *r;
+	uint64_t p;
+
+	make_dir();
+	ck_assert_ptr_nonnull(mkdtemp(other));
+	snprintf(swap_dir, sizeof(swap_dir), "%s", dir);
+	snprintf(swap_moved, sizeof(swap_moved), "%s.moved", dir);
+	snprintf(swap_target, sizeof(swap_target), "%s", other);
+	t_region_flags = CMS_REGION_RELEASE_HOST;
+	r = t_region(ctx, "moved", 0, CMS_POLICY_DISK);
+	t_region_flags = 0;
+	ck_ok(cms_alloc(r, 4 * MiB, &p));
+	ck_assert_int_eq(t_fill(0, p, 4 * MiB, 5), 0);
+
+	atomic_store(&swap_armed, 1);
+	st = cms_region_disk_dir_set(r, dir);
+	ck_assert_int_eq(atomic_load(&swap_armed), 0); /* replaced before the unlink */
+	ck_assert_msg(dir_entries(swap_moved) == 0, "a file was left behind by the first file");
+	ck_assert_int_eq(dir_entries(other), 0);
+	ck_assert_msg(st == CMS_OK, "%s: %s", cms_status_name(st), cms_last_error());
+	swap_undo();
+
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	atomic_store(&swap_armed, 1);
+	ck_ok(cms_region_resume(r, NULL, NULL)); /* a new file */
+	ck_assert_int_eq(atomic_load(&swap_armed), 0);
+	ck_assert_msg(dir_entries(swap_moved) == 0, "a file was left behind by a later file");
+	ck_assert_int_eq(dir_entries(other), 0);
+	ck_assert_int_eq(t_check(0, p, 4 * MiB, 5), -1);
+	swap_undo();
+	ck_ok(cms_region_pause(r, NULL, NULL)); /* the new file works */
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, 4 * MiB, 5), -1);
+	ck_ok(cms_context_destroy(ctx));
+	ck_assert_int_eq(rmdir(other), 0);
 	remove_dir();
 }
 END_TEST
@@ -898,6 +993,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, relative_directory_resolved_at_the_call);
 	tcase_add_test(tc, file_bounded_under_churn);
 	tcase_add_test(tc, directory_errors);
+	tcase_add_test(tc, directory_replaced_before_unlink);
 	tcase_add_test(tc, many_allocations);
 	tcase_add_test(tc, swap_disk_both_ways);
 	suite_add_tcase(s, tc);

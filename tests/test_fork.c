@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -251,6 +252,77 @@ START_TEST(child_uses_sim_forked_during_driver_calls)
 END_TEST
 #endif
 
+/* In a child: the simulation holds no host registration of the parent, and page-locks a new
+ * buffer of len bytes at host (where the parent had registered memory). Returns 0 when so. */
+static int child_registers_anew(void *host, size_t len)
+{
+	cmssim_counters c = { .struct_size = sizeof(c) };
+	struct cms_driver *d = t_drv();
+	CUcontext pc = NULL, popped;
+	CUdevice cu = 0;
+	void *m;
+	int rc;
+
+	if (t_sim()->get_counters(&c) || c.host_registrations || c.host_registered_bytes) {
+		fprintf(stderr, "child: %llu registrations of %llu bytes of the parent's\n",
+			(unsigned long long)c.host_registrations,
+			(unsigned long long)c.host_registered_bytes);
+		return 1;
+	}
+	m = mmap(host, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (m == MAP_FAILED)
+		return 2;
+	if (d->cuDeviceGet(&cu, 0) || d->cuDevicePrimaryCtxRetain(&pc, cu) ||
+	    d->cuCtxPushCurrent(pc))
+		return 3;
+	rc = d->cuMemHostRegister(m, len, 0);
+	if (rc) {
+		fprintf(stderr, "child: cuMemHostRegister of a new buffer: %d\n", rc);
+		return 4;
+	}
+	rc = d->cuMemHostUnregister(m) || d->cuCtxPopCurrent(&popped) ||
+	     d->cuDevicePrimaryCtxRelease(cu);
+	return rc ? 5 : child_own_context();
+}
+
+/* A forked child starts with none of the parent's host registrations in the simulation (its
+ * own context, as docs/simulation.md promises): before, it kept them, so that a new buffer of
+ * the child at an address where the parent had page-locked memory (a paused HOST region's
+ * backup here; the child does not have it: MADV_DONTFORK) could not be registered, and the
+ * child's pause failed. */
+START_TEST(child_sim_has_no_parent_host_registrations)
+{
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p;
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t host;
+	pid_t pid;
+
+	if (!t_is_sim())
+		return;
+	ctx = t_ctx();
+	r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	ck_ok(cms_alloc(r, 2 * MiB, &p));
+	ck_assert_int_eq(t_fill(0, p, 2 * MiB, 4), 0);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_assert_uint_ge(t_counters().host_registrations, 1);
+	host = (uintptr_t)t_host_byte(ctx, p) & ~(uintptr_t)(page - 1);
+	pid = fork();
+	if (pid == 0) {
+		signal(SIGALRM, SIG_DFL);
+		alarm(60); /* a hang fails the test with SIGALRM (a liveness bound) */
+		_exit(child_registers_anew((void *)host, (size_t)page));
+	}
+	ck_assert_int_gt(pid, 0);
+	check_child(pid, 0);
+	ck_assert_uint_ge(t_counters().host_registrations, 1); /* the parent's stay */
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, 2 * MiB, 4), -1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 /*
  * The test's tfind, which the library's calls reach (it interposes the C library's, and calls
  * it): the ledger of retired pointers (core/hookctx.c) calls it with its lock held. Armed, it
@@ -358,6 +430,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, child_uses_sim_forked_during_driver_calls);
 #endif
 	tcase_add_test(tc, fork_while_retired_ledger_is_locked);
+	tcase_add_test(tc, child_sim_has_no_parent_host_registrations);
 	suite_add_tcase(s, tc);
 	return s;
 }

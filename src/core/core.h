@@ -112,11 +112,23 @@ void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
 
 /* ---- tunables.c: sizes and switches of one context ---- */
-/* A size: bytes, or when bytes is 0, granules * granularity / div of the device's. */
+/* A size: bytes, or when div is not 0, granules * granularity / div of the device's. */
 struct cms_tune_size {
 	uint64_t bytes;
 	uint32_t granules, div;
 };
+/* The sizes, each with its range and alignment (tunables.c, docs/internals.md "Tunables"). */
+enum cms_tune_key {
+	CMS_TUNE_OVERLAP_BATCH, /* engine/overlap.c: bytes a pause batch releases */
+	CMS_TUNE_HOST_GROUP,	/* store/host.c: backups sharing one host buffer */
+	CMS_TUNE_HOST_STAGE,	/* store/host.c: a pageable copy's staging buffer */
+	CMS_TUNE_DISK_STAGE,	/* store/disk.c: a DISK staging buffer */
+	CMS_TUNE_RUN_CHUNK,	/* vmm/run.c: the most bytes of a chunk (0: none) */
+	CMS_TUNE_SIZES
+};
+/* Staging buffers (host_stage, disk_stage) are whole multiples of it: DISK files are read and
+ * written in such blocks (O_DIRECT, store.h's CMS_DISK_ALIGN). */
+#define CMS_TUNE_STAGE_ALIGN 4096u
 #define CMS_PREP_THREADS_MAX 64
 /*
  * Set once per context when its driver is loaded (cms_tunables_load): the defaults suit the
@@ -124,11 +136,7 @@ struct cms_tune_size {
  * docs/internals.md). Read-only afterwards.
  */
 struct cms_tunables {
-	struct cms_tune_size overlap_batch; /* engine/overlap.c: bytes a pause batch releases */
-	struct cms_tune_size host_group;    /* store/host.c: backups sharing one host buffer */
-	struct cms_tune_size host_stage;    /* store/host.c: a pageable copy's staging buffer */
-	struct cms_tune_size disk_stage;    /* store/disk.c: a DISK staging buffer */
-	struct cms_tune_size run_chunk;	    /* vmm/run.c: the most bytes of a chunk (0: none) */
+	struct cms_tune_size size[CMS_TUNE_SIZES]; /* read with cms_tune_bytes */
 	/* store/host.c, making new host buffers (the options lab/hoststore measures): */
 	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
 	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
@@ -137,10 +145,12 @@ struct cms_tunables {
 	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
 	size_t prep_slice;     /* bytes a worker faults at a time */
 };
-/* The bytes of s on a device of that granularity. */
-uint64_t cms_tune_bytes(const struct cms_tune_size *s, size_t granularity);
-/* The defaults, then the driver's (cmssim_tunables), then $CMS_TUNABLES. */
-void cms_tunables_load(struct cms_tunables *t, const struct cms_driver *drv);
+/* The bytes of size k on a device of that granularity: within k's range, a multiple of its
+ * alignment (a size relative to the granularity is brought into them). */
+uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity);
+/* ctx->tune: the defaults, then the driver's (cmssim_tunables), then $CMS_TUNABLES; a token
+ * that is unknown, malformed or out of range changes nothing and is logged (CMS_LOG_WARN). */
+void cms_tunables_load(cms_context *ctx);
 
 /* ---- objects ---- */
 

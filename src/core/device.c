@@ -52,7 +52,7 @@ cms_status cms_ctx_driver_locked(cms_context *ctx)
 			ctx->drv_tried = false;
 			cms_log(ctx, CMS_LOG_WARN, "%s", ctx->drv_error);
 		} else {
-			cms_tunables_load(&ctx->tune, &ctx->drv);
+			cms_tunables_load(ctx);
 			cms_log(ctx, CMS_LOG_INFO, "driver loaded (version %d%s)", ctx->drv.version,
 				ctx->drv.is_sim ? ", host simulation" : "");
 		}

@@ -5,123 +5,239 @@
  * simulation gives its own (cmssim_tunables, small sizes so that small tests run
  * every pipeline), and CMS_TUNABLES (lab runs) changes either. Product code reads
  * ctx->tune and never asks which driver it runs on (docs/internals.md).
+ *
+ * Every size has a range and, where its buffers need it, an alignment (limits[]):
+ * a token that is malformed, overflows, or falls outside them changes nothing and
+ * is logged as a warning. A size relative to the granularity ("Ng", "g/N") is
+ * known in bytes only on a device: cms_tune_bytes keeps it in range there.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
 
-static const struct cms_tunables defaults = {
-	.overlap_batch = { .bytes = 1ull << 30 },
-	.host_group = { .bytes = 1ull << 30 },
-	.host_stage = { .bytes = 16ull << 20 },
-	.disk_stage = { .bytes = 64ull << 20 },
-	.run_chunk = { .bytes = 64ull << 20 },
-	.prep_slice = 32ull << 20,
-};
-
-uint64_t cms_tune_bytes(const struct cms_tune_size *s, size_t granularity)
-{
-	if (s->bytes || !s->div)
-		return s->bytes;
-	return (uint64_t)s->granules * granularity / s->div;
-}
-
-/* "N" bytes (suffix K, M or G), "Ng" N granules, "g/N" a granule's N-th part. */
-static bool parse_size(const char *v, struct cms_tune_size *out)
-{
-	unsigned long long n;
-	char *end;
-
-	if (!strncmp(v, "g/", 2)) {
-		n = strtoull(v + 2, &end, 10);
-		if (*end || !n || n > UINT32_MAX)
-			return false;
-		*out = (struct cms_tune_size){ .granules = 1, .div = (uint32_t)n };
-		return true;
-	}
-	n = strtoull(v, &end, 10);
-	if (end == v)
-		return false;
-	if (!strcmp(end, "g")) {
-		if (n > UINT32_MAX)
-			return false;
-		*out = (struct cms_tune_size){ .granules = (uint32_t)n, .div = 1 };
-		return true;
-	}
-	if (*end && end[1])
-		return false;
-	switch (*end) {
-	case 'G':
-		n <<= 10; /* fallthrough */
-	case 'M':
-		n <<= 10; /* fallthrough */
-	case 'K':
-		n <<= 10; /* fallthrough */
-	case '\0':
-		break;
-	default:
-		return false;
-	}
-	*out = (struct cms_tune_size){ .bytes = n };
-	return true;
-}
+#define KiB (1ull << 10)
+#define GiB (1ull << 30)
+#define TiB (1ull << 40)
+#define GRAN_MIN 4096u /* the smallest granularity: a page (the simulation's floor) */
+#define TOKEN_MAX 128  /* bytes of the longest token read */
 
 static const struct {
 	const char *key;
-	size_t off;
-} sizes[] = {
-	{ "overlap_batch", offsetof(struct cms_tunables, overlap_batch) },
-	{ "host_group", offsetof(struct cms_tunables, host_group) },
-	{ "host_stage", offsetof(struct cms_tunables, host_stage) },
-	{ "disk_stage", offsetof(struct cms_tunables, disk_stage) },
-	{ "run_chunk", offsetof(struct cms_tunables, run_chunk) },
+	uint64_t min, max; /* bytes */
+	uint32_t align;	   /* the bytes are a multiple of it */
+	struct cms_tune_size def;
+} limits[CMS_TUNE_SIZES] = {
+	[CMS_TUNE_OVERLAP_BATCH] = { "overlap_batch", 1, TiB, 1, { .bytes = GiB } },
+	[CMS_TUNE_HOST_GROUP] = { "host_group", 4 * KiB, TiB, 1, { .bytes = GiB } },
+	[CMS_TUNE_HOST_STAGE] = { "host_stage",
+				  CMS_TUNE_STAGE_ALIGN,
+				  GiB,
+				  CMS_TUNE_STAGE_ALIGN,
+				  { .bytes = 16ull << 20 } },
+	[CMS_TUNE_DISK_STAGE] = { "disk_stage",
+				  CMS_TUNE_STAGE_ALIGN,
+				  GiB,
+				  CMS_TUNE_STAGE_ALIGN,
+				  { .bytes = 64ull << 20 } },
+	/* 0: no chunks; a chunk's bookkeeping has one slot per granule (vmm/run.c) */
+	[CMS_TUNE_RUN_CHUNK] = { "run_chunk", 0, 16 * GiB, GRAN_MIN, { .bytes = 64ull << 20 } },
 };
 
-/* One token: a size ("key=value") or one of host.c's switches for making new buffers. */
-static void apply(struct cms_tunables *t, const char *tok)
+/* granules * granularity / div, saturated at UINT64_MAX. */
+static uint64_t granule_bytes(const struct cms_tune_size *s, size_t granularity)
+{
+	uint64_t g = s->granules;
+
+	if (g && granularity > UINT64_MAX / g)
+		return UINT64_MAX;
+	return g * granularity / s->div;
+}
+
+uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity)
+{
+	const struct cms_tune_size *s = &t->size[k];
+	uint64_t v;
+
+	if (!s->div) /* bytes: checked when read */
+		return s->bytes;
+	v = granule_bytes(s, granularity);
+	v -= v % limits[k].align;
+	if (v < limits[k].min)
+		v = limits[k].min;
+	if (v > limits[k].max)
+		v = limits[k].max; /* a multiple of align, as min */
+	return v;
+}
+
+/* A decimal number of digits only (no sign, no space) into *n; NULL when malformed or over
+ * 64 bits, else the first byte after it. */
+static const char *parse_u64(const char *v, uint64_t *n)
+{
+	*n = 0;
+	if (*v < '0' || *v > '9')
+		return NULL;
+	for (; *v >= '0' && *v <= '9'; v++) {
+		unsigned d = (unsigned)(*v - '0');
+
+		if (*n > (UINT64_MAX - d) / 10)
+			return NULL;
+		*n = *n * 10 + d;
+	}
+	return v;
+}
+
+/* Bytes of suffix K, M or G (or none): the shift, or -1. */
+static int suffix_shift(const char *end)
+{
+	if (!*end)
+		return 0;
+	if (end[1])
+		return -1;
+	switch (*end) {
+	case 'K':
+		return 10;
+	case 'M':
+		return 20;
+	case 'G':
+		return 30;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * "N" bytes (suffix K, M or G), "Ng" N granules, "g/N" a granule's N-th part, into *out
+ * when it is in key k's range. Returns NULL, or why not (why: at least 96 bytes).
+ */
+static const char *parse_size(enum cms_tune_key k, const char *v, struct cms_tune_size *out,
+			      char *why, size_t len)
+{
+	uint64_t n, min = limits[k].min, max = limits[k].max;
+	const char *end;
+	int shift;
+
+	if (!strncmp(v, "g/", 2)) {
+		end = parse_u64(v + 2, &n);
+		if (!end || *end || !n || n > UINT32_MAX)
+			return "not g/N with N of 1 to 4294967295";
+		*out = (struct cms_tune_size){ .granules = 1, .div = (uint32_t)n };
+		return NULL;
+	}
+	end = parse_u64(v, &n);
+	if (!end && *v == '-')
+		return "negative";
+	if (!end)
+		return *v >= '0' && *v <= '9' ? "over 64 bits" : "not a size";
+	if (!strcmp(end, "g")) {
+		if (n > UINT32_MAX || n * GRAN_MIN > max) /* no granularity is below a page */
+			snprintf(why, len, "above the maximum of %llu bytes",
+				 (unsigned long long)max);
+		else if (!n && min)
+			snprintf(why, len, "below the minimum of %llu bytes",
+				 (unsigned long long)min);
+		else {
+			*out = (struct cms_tune_size){ .granules = (uint32_t)n, .div = 1 };
+			return NULL;
+		}
+		return why;
+	}
+	shift = suffix_shift(end);
+	if (shift < 0)
+		return "not a size (suffix K, M, G, or g for granules)";
+	if (n > UINT64_MAX >> shift)
+		return "over 64 bits";
+	n <<= shift;
+	if (n < min || n > max)
+		snprintf(why, len, "outside %llu..%llu bytes", (unsigned long long)min,
+			 (unsigned long long)max);
+	else if (n % limits[k].align)
+		snprintf(why, len, "not a multiple of %u bytes", limits[k].align);
+	else {
+		*out = (struct cms_tune_size){ .bytes = n };
+		return NULL;
+	}
+	return why;
+}
+
+/* "threads:N" (1..CMS_PREP_THREADS_MAX) or "slice:M" (1..1024 MiB) into t. */
+static const char *parse_count(struct cms_tunables *t, const char *tok, bool threads)
+{
+	uint64_t v, max = threads ? CMS_PREP_THREADS_MAX : 1024;
+	const char *end = parse_u64(tok + (threads ? 8 : 6), &v);
+
+	if (!end || *end)
+		return "not a number";
+	if (v < 1 || v > max)
+		return threads ? "outside 1..64" : "outside 1..1024 (MiB)";
+	if (threads)
+		t->prep_threads = (unsigned)v;
+	else
+		t->prep_slice = (size_t)v << 20;
+	return NULL;
+}
+
+/* One token: a size ("key=value") or one of host.c's switches for making new buffers.
+ * Returns NULL once applied, or why it changed nothing (why: at least 96 bytes). */
+static const char *apply(struct cms_tunables *t, const char *tok, char *why, size_t len)
 {
 	const char *eq = strchr(tok, '=');
-	unsigned long v;
-	char *end;
+	int k;
 
-	for (size_t i = 0; eq && i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		if (strlen(sizes[i].key) == (size_t)(eq - tok) &&
-		    !strncmp(tok, sizes[i].key, (size_t)(eq - tok)))
-			parse_size(eq + 1,
-				   (struct cms_tune_size *)(void *)((char *)t + sizes[i].off));
-	t->prep_hugetlb |= !strcmp(tok, "hugetlb");
-	t->prep_nothp |= !strcmp(tok, "nothp");
-	t->prep_noprefault |= !strcmp(tok, "noprefault");
-	t->prep_lazyfree |= !strcmp(tok, "lazyfree");
-	if (!strncmp(tok, "threads:", 8)) {
-		v = strtoul(tok + 8, &end, 10);
-		if (!*end && v >= 1 && v <= CMS_PREP_THREADS_MAX)
-			t->prep_threads = (unsigned)v;
-	}
-	if (!strncmp(tok, "slice:", 6)) {
-		v = strtoul(tok + 6, &end, 10);
-		if (!*end && v >= 1 && v <= 1024)
-			t->prep_slice = (size_t)v << 20;
+	for (k = 0; eq && k < CMS_TUNE_SIZES; k++)
+		if (strlen(limits[k].key) == (size_t)(eq - tok) &&
+		    !strncmp(tok, limits[k].key, (size_t)(eq - tok)))
+			return parse_size((enum cms_tune_key)k, eq + 1, &t->size[k], why, len);
+	if (!strcmp(tok, "hugetlb"))
+		t->prep_hugetlb = true;
+	else if (!strcmp(tok, "nothp"))
+		t->prep_nothp = true;
+	else if (!strcmp(tok, "noprefault"))
+		t->prep_noprefault = true;
+	else if (!strcmp(tok, "lazyfree"))
+		t->prep_lazyfree = true;
+	else if (!strncmp(tok, "threads:", 8) || !strncmp(tok, "slice:", 6))
+		return parse_count(t, tok, tok[0] == 't');
+	else
+		return "not a known size or switch";
+	return NULL;
+}
+
+/* Applies the comma-separated tokens of text (from src); a token that is unknown, malformed
+ * or out of range changes nothing and is logged. */
+static void apply_all(cms_context *ctx, const char *src, const char *text)
+{
+	char tok[TOKEN_MAX], why[96];
+	const char *p, *msg;
+	size_t n;
+
+	for (p = text; p && *p; p += n + (p[n] == ',')) {
+		n = strcspn(p, ",");
+		if (!n)
+			continue;
+		if (n >= sizeof(tok)) {
+			cms_log(ctx, CMS_LOG_WARN, "%s: a token of %zu bytes ignored (at most %zu)",
+				src, n, sizeof(tok) - 1);
+			continue;
+		}
+		memcpy(tok, p, n);
+		tok[n] = 0;
+		msg = apply(&ctx->tune, tok, why, sizeof(why));
+		if (msg)
+			cms_log(ctx, CMS_LOG_WARN, "%s: \"%s\" ignored: %s", src, tok, msg);
 	}
 }
 
-/* Applies the comma-separated tokens of text; unknown or malformed ones change nothing. */
-static void apply_all(struct cms_tunables *t, const char *text)
+void cms_tunables_load(cms_context *ctx)
 {
-	char buf[512], *tok, *save = NULL;
+	int k;
 
-	if (!text || strlen(text) >= sizeof(buf))
-		return;
-	strcpy(buf, text);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		apply(t, tok);
-}
-
-void cms_tunables_load(struct cms_tunables *t, const struct cms_driver *drv)
-{
-	*t = defaults;
-	if (drv->tunables)
-		apply_all(t, drv->tunables());
-	apply_all(t, secure_getenv("CMS_TUNABLES"));
+	memset(&ctx->tune, 0, sizeof(ctx->tune));
+	for (k = 0; k < CMS_TUNE_SIZES; k++)
+		ctx->tune.size[k] = limits[k].def;
+	ctx->tune.prep_slice = 32ull << 20;
+	if (ctx->drv.tunables)
+		apply_all(ctx, "the driver's tunables", ctx->drv.tunables());
+	apply_all(ctx, "CMS_TUNABLES", secure_getenv("CMS_TUNABLES"));
 }

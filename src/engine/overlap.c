@@ -24,12 +24,12 @@
 
 #define TAPER_MIN 16 /* the smallest batch: BATCH / 16 (64 MiB) */
 
-/* BATCH: ctx->tune.overlap_batch (1 GiB; the simulation an eighth of a granule). */
+/* BATCH: the tunable overlap_batch (1 GiB; the simulation an eighth of a granule). */
 static uint64_t batch_bytes(const struct cms_work *w)
 {
 	const cms_context *ctx = w->ctx;
 
-	return cms_tune_bytes(&ctx->tune.overlap_batch, ctx->devices[w->dev].granularity);
+	return cms_tune_bytes(&ctx->tune, CMS_TUNE_OVERLAP_BATCH, ctx->devices[w->dev].granularity);
 }
 
 /* Whether a goes in a batch: every allocation (all), or the mapped ones its policy saves

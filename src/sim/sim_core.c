@@ -695,10 +695,13 @@ static void fork_parent(void)
 
 /* In the child the forking thread holds them all. The mutexes are unlocked; the read-write
  * lock is initialised again instead (glibc knows its writer by thread id, which the child's
- * thread does not share), and ThreadSanitizer, which does not see that as an unlock, is told. */
+ * thread does not share), and ThreadSanitizer, which does not see that as an unlock, is told.
+ * The parent's host registrations are dropped: the child's memory is not page-locked. */
 static void fork_child(void)
 {
 	pthread_rwlockattr_t a;
+
+	sim_host_fork_child();
 
 	SIM_TSAN_WRITER_GONE(&sim.lock);
 	pthread_rwlockattr_init(&a);

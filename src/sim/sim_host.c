@@ -7,6 +7,11 @@
  * registration, unregistering anything but a registered base, and an async
  * copy whose host range spans two registrations (or a registration and
  * unregistered memory).
+ *
+ * A child created by fork() starts with none (sim_host_fork_child): the parent's
+ * page-locked memory is not locked in the child, and most of it (staging buffers,
+ * host backups: MADV_DONTFORK) is not even there, so a buffer the child maps at such
+ * an address must register as any new one (docs/simulation.md, fork()).
  */
 #include <stdlib.h>
 
@@ -85,4 +90,15 @@ SIM_EXPORT CUresult cuMemHostUnregister(void *p)
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	free(r);
 	return CUDA_SUCCESS;
+}
+
+void sim_host_fork_child(void)
+{
+	size_t i;
+
+	for (i = 0; i < sim.host_regs.n; i++)
+		free(sim.host_regs.v[i]);
+	if (sim.host_regs.n)
+		sim_set_remove_at(&sim.host_regs, 0, sim.host_regs.n);
+	sim.host_reg_bytes = 0;
 }

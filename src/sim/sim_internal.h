@@ -225,6 +225,8 @@ int sim_in_reservation(uint64_t addr, uint64_t bytes);
 /* sim_host.c */
 /* A host range of a copy: inside one registration or outside all of them (read lock held). */
 CUresult sim_check_host_registration(uint64_t host, uint64_t bytes);
+/* In a child created by fork() (pthread_atfork, every lock held or new): no registration. */
+void sim_host_fork_child(void);
 
 /* sim_errors.c */
 int sim_error_lookup(CUresult error, const char **name, const char **string);

@@ -8,7 +8,12 @@
  * directory and unlinked at once: it lives only as the region's open file
  * descriptor, so nothing is left behind whatever happens to the process, and
  * closing it (region or context destroyed, directory changed) gives the
- * space back. Each allocation has a slot in the file (offset rounded to
+ * space back. The directory is opened once, when it is chosen (O_PATH, not
+ * following a symbolic link put at its resolved name since): each file is
+ * created and unlinked relative to that descriptor (openat, unlinkat), so
+ * both happen in the same directory whatever is renamed or replaced by a
+ * link on the way to it meanwhile, and the region's later files go there
+ * too. Each allocation has a slot in the file (offset rounded to
  * CMS_DISK_ALIGN, assigned at its first pause, consecutive allocations in
  * consecutive slots); a freed allocation's slot is punched out. The file keeps
  * its blocks from one cycle to the next (the next pause overwrites them), and
@@ -28,7 +33,7 @@
  *
  * The file is opened with O_DIRECT where the filesystem accepts it (buffers,
  * offsets and lengths are all CMS_DISK_ALIGN-aligned), else buffered. Copies
- * go through a staging pool of two page-locked buffers of ctx->tune.disk_stage
+ * go through a staging pool of two page-locked buffers of the tunable disk_stage
  * (64 MiB) per device and call (made for the call, freed after it): on pause
  * the device-to-host copy of batch i + 1 runs while batch i is written; on
  * resume batch i + 1 is read while batch i is copied to the device. A batch
@@ -58,6 +63,7 @@
 
 struct cms_disk {
 	int fd;
+	int dirfd;	      /* the directory (O_PATH): files are made and unlinked in it */
 	bool direct;	      /* opened with O_DIRECT */
 	bool reaping;	      /* reaper started, not joined yet */
 	unsigned reaper_fork; /* cms_fork_generation when it started */
@@ -133,44 +139,37 @@ static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, 
 }
 
 /*
- * Creates and unlinks a new file in dir (O_CREAT | O_EXCL, 0600, O_DIRECT where accepted).
- * Returns its descriptor, or -1 with errno set and *unlinking telling which step failed.
+ * Creates and unlinks a new file in directory dirfd (O_CREAT | O_EXCL, 0600, O_DIRECT where
+ * accepted). Returns its descriptor, or -1 with errno set and *unlinking telling which step
+ * failed.
  */
-static int file_create(const char *dir, uint64_t id, bool *direct, bool *unlinking)
+static int file_create(int dirfd, uint64_t id, bool *direct, bool *unlinking)
 {
-	size_t dl = strlen(dir);
-	char *path = malloc(dl + 96);
+	char name[96];
 	unsigned k;
 	int fd = -1, err;
 
 	*unlinking = false;
-	if (!path) {
-		errno = ENOMEM;
-		return -1;
-	}
 	for (k = 0; k < 1000 && fd < 0; k++) {
-		snprintf(path, dl + 96, "%s/cumemsaver-%ld-%llu-%u.swp", dir, (long)getpid(),
+		snprintf(name, sizeof(name), "cumemsaver-%ld-%llu-%u.swp", (long)getpid(),
 			 (unsigned long long)id, k);
 		*direct = true;
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
+		fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
 		if (fd < 0 && errno == EINVAL) { /* no O_DIRECT on this filesystem */
 			*direct = false;
-			fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		}
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
-	if (fd >= 0 && unlink(path)) {
+	if (fd >= 0 && unlinkat(dirfd, name, 0)) {
 		err = errno;
 		*unlinking = true;
 		close(fd);
-		unlink(path);
+		unlinkat(dirfd, name, 0);
 		fd = -1;
 		errno = err;
 	}
-	err = errno;
-	free(path);
-	errno = err;
 	return fd;
 }
 
@@ -206,6 +205,12 @@ cms_status cms_store_dir_resolve(const char *dir, char **abs)
 	return CMS_OK;
 }
 
+/* Opens directory abs (resolved: not through a symbolic link put at its name since). */
+static int dir_open(const char *abs)
+{
+	return open(abs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
 /* Opens a new unlinked file in dir (O_CREAT | O_EXCL, 0600). */
 static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_disk **out)
 {
@@ -229,23 +234,32 @@ static cms_status disk_open(struct cms_region *r, const char *dir, struct cms_di
 	}
 	memcpy(d->dir, abs, dl + 1);
 	free(abs);
-	d->fd = file_create(d->dir, r->id, &d->direct, &unlinking);
+	d->dirfd = dir_open(d->dir);
+	if (d->dirfd < 0) {
+		err = errno;
+		st = cms_set_error(io_status(err), "disk directory %s: %s", dir, strerror(err));
+		goto out_free;
+	}
+	d->fd = file_create(d->dirfd, r->id, &d->direct, &unlinking);
 	if (d->fd < 0) {
 		err = errno;
-		free(d);
-		if (err == ENOMEM)
-			return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY,
-					     "cannot allocate a disk file name");
 		if (unlinking)
-			return cms_set_error(io_status(err), "cannot unlink disk file in %s: %s",
-					     dir, strerror(err));
-		return cms_set_error(io_status(err),
-				     "cannot create a file in disk directory %s: %s%s", dir,
-				     strerror(err),
-				     io_status(err) == CMS_ERR_PERMISSION ? " (not writable)" : "");
+			st = cms_set_error(io_status(err), "cannot unlink disk file in %s: %s", dir,
+					   strerror(err));
+		else
+			st = cms_set_error(
+				io_status(err), "cannot create a file in disk directory %s: %s%s",
+				dir, strerror(err),
+				io_status(err) == CMS_ERR_PERMISSION ? " (not writable)" : "");
+		goto out_dir;
 	}
 	*out = d;
 	return CMS_OK;
+out_dir:
+	close(d->dirfd);
+out_free:
+	free(d);
+	return st;
 }
 
 static void *reaper_main(void *arg)
@@ -276,7 +290,7 @@ static int disk_swap(struct cms_region *r)
 	int nfd, old;
 
 	reaper_join(d);
-	nfd = file_create(d->dir, r->id, &direct, &unlinking);
+	nfd = file_create(d->dirfd, r->id, &direct, &unlinking);
 	if (nfd < 0)
 		return -1;
 	old = fcntl(d->fd, F_DUPFD_CLOEXEC, 0); /* keeps the old file open past the dup3 */
@@ -307,6 +321,7 @@ static void disk_region_close(struct cms_region *r)
 	if (!cms_region_store(r)->disk)
 		return;
 	close(cms_region_store(r)->disk->fd);
+	close(cms_region_store(r)->disk->dirfd);
 	reaper_join(cms_region_store(r)->disk);
 	free(cms_region_store(r)->disk);
 	cms_region_store(r)->disk = NULL;
@@ -407,9 +422,10 @@ static void disk_region_resumed(struct cms_region *r)
 
 static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, struct cms_stage *s)
 {
-	return cms_stage_make(ctx, dev, total,
-			      cms_tune_bytes(&ctx->tune.disk_stage, ctx->devices[dev].granularity),
-			      "disk", s);
+	return cms_stage_make(
+		ctx, dev, total,
+		cms_tune_bytes(&ctx->tune, CMS_TUNE_DISK_STAGE, ctx->devices[dev].granularity),
+		"disk", s);
 }
 
 struct piece {

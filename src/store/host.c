@@ -5,7 +5,7 @@
  * Backups live in host buffers of anonymous memory (mmap, transparent huge
  * pages where the kernel allows) that are faulted in and then page-locked
  * with cuMemHostRegister, so that the copies run by DMA at PCIe speed. One
- * buffer holds the backups of up to group_max bytes (ctx->tune.host_group,
+ * buffer holds the backups of up to group_max bytes (the tunable host_group,
  * 1 GiB) of consecutive allocations of one region (each copy stays inside one registration, as the
  * driver requires, and thousands of small allocations need few
  * registrations). Buffers are kept from one cycle to the next unless the
@@ -33,7 +33,7 @@
  *
  * A region created with CMS_REGION_HOST_PAGEABLE keeps its buffers pageable
  * (never registered): each copy goes through two page-locked staging buffers
- * (stage.c) of ctx->tune.host_stage bytes (16 MiB), the device copying into
+ * (stage.c) of the tunable host_stage bytes (16 MiB), the device copying into
  * (out of) one while the host copies the other into the backup (out of it). The staging is made
  * by a call's first such copy of the region, kept on the region (host_stage)
  * for the rest of the call (a resume restores 64 MiB at a time) and freed when
@@ -111,7 +111,7 @@ static uint64_t group_max(const struct cms_region *r)
 	const cms_context *ctx = r->ctx;
 	uint64_t g = ctx->devices[r->device].granularity;
 
-	return cms_tune_bytes(&ctx->tune.host_group, g);
+	return cms_tune_bytes(&ctx->tune, CMS_TUNE_HOST_GROUP, g);
 }
 
 /*
@@ -895,7 +895,7 @@ static uint64_t stage_chunk(const struct cms_region *r)
 {
 	const cms_context *ctx = r->ctx;
 
-	return cms_tune_bytes(&ctx->tune.host_stage, ctx->devices[r->device].granularity);
+	return cms_tune_bytes(&ctx->tune, CMS_TUNE_HOST_STAGE, ctx->devices[r->device].granularity);
 }
 
 /* Bytes of chunk k of a copy of len bytes in chunks of c bytes. */

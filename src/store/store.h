@@ -324,6 +324,8 @@ void cms_store_prepare_take(struct cms_region *r, bool cancel);
 
 /* ---- disk.c: the DISK policy ---- */
 #define CMS_DISK_ALIGN 4096u /* file slots, batches and buffers (O_DIRECT) */
+/* A batch of whole blocks fills a staging buffer of disk_stage bytes (tunables.c's range). */
+_Static_assert(CMS_TUNE_STAGE_ALIGN % CMS_DISK_ALIGN == 0, "disk_stage is whole DISK blocks");
 
 /* ---- stage.c: page-locked staging buffers (DISK, pageable HOST backups) ---- */
 struct cms_stage {
@@ -333,9 +335,10 @@ struct cms_stage {
 	bool registered, hooked;
 };
 
-/* Two staging buffers of chunk bytes (less when total, rounded up to CMS_DISK_ALIGN, is
- * smaller), page-locked where cuMemHostRegister allows (else pageable: slower, still
- * correct). CMS_ERR_OUT_OF_HOST_MEMORY ("... of <what> staging buffers"); *s zeroed then. */
+/* Two staging buffers of chunk bytes (a multiple of CMS_DISK_ALIGN: cms_tune_bytes of a
+ * staging size; less when total, rounded up to CMS_DISK_ALIGN, is smaller), page-locked where
+ * cuMemHostRegister allows (else pageable: slower, still correct). CMS_ERR_OUT_OF_HOST_MEMORY ("...
+ * of <what> staging buffers"); *s zeroed then. */
 cms_status cms_stage_make(cms_context *ctx, int32_t dev, uint64_t total, uint64_t chunk,
 			  const char *what, struct cms_stage *s);
 /* Frees s (no copy may still use it); a zeroed s is nothing to free. */

@@ -21,7 +21,7 @@
  * Chunks: such a region also coalesces from the first allocation. cms_alloc
  * of less than cms_run_chunk_bytes() carves its addresses from the tail of
  * the region's open chunk, a run made at allocation time of one handle of
- * as many allocations of the first one's size as ctx->tune.run_chunk holds,
+ * as many allocations of the first one's size as the tunable run_chunk holds,
  * mapped whole (the driver refuses a mapping shorter than its handle), whose
  * tail has not been handed out yet ("spare", counted with the retained bytes:
  * released with the run). An allocation of more than half of it gets its own
@@ -245,7 +245,7 @@ void cms_run_retire(struct cms_alloc *a)
 size_t cms_run_chunk_bytes(const struct cms_region *r)
 {
 	size_t gran = r->ctx->devices[r->device].granularity;
-	size_t n = (size_t)cms_tune_bytes(&r->ctx->tune.run_chunk, gran);
+	size_t n = (size_t)cms_tune_bytes(&r->ctx->tune, CMS_TUNE_RUN_CHUNK, gran);
 
 	if (r->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
 	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n || n % gran)

@@ -115,7 +115,7 @@ bool cms_run_keeps(const struct cms_alloc *a);
 /* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
  * the run until the run is released. No driver call; cannot fail. */
 void cms_run_retire(struct cms_alloc *a);
-/* Most bytes of a chunk (ctx->tune.run_chunk: 64 MiB; the simulation 16 granules, so that
+/* Most bytes of a chunk (the tunable run_chunk: 64 MiB; the simulation 16 granules, so that
  * small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
  * half of that are carved from chunks (of as many allocations of the first one's size as
  * fit), and the region holds at most that many bytes of chunk tails not yet handed out.
