@@ -5,6 +5,7 @@
  * driver on a GPU machine. Checks that need simulation counters are guarded.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -189,6 +190,49 @@ START_TEST(repeated_and_mixed_calls)
 	ck_assert(t_is_zero(0, pb[0], sizes[0]));
 	ck_assert_uint_eq(info(a).epoch, 1);
 	ck_assert_uint_eq(info(b).epoch, 1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* The message of the last call holds each of the NULL-terminated words. */
+static void ck_message_has(const char *call, ...)
+{
+	const char *msg = cms_last_error(), *w;
+	va_list ap;
+
+	va_start(ap, call);
+	while ((w = va_arg(ap, const char *)) != NULL)
+		ck_assert_msg(strstr(msg, w) != NULL, "%s: message '%s' lacks '%s'", call, msg, w);
+	va_end(ap);
+}
+
+/* CMS_ERR_ALREADY_PAUSED / CMS_ERR_NOT_PAUSED say which regions: the tag asked for (before:
+ * "already paused" / "not paused" alone for cms_pause and cms_resume by tag), the region's
+ * tag and device, or every region for a NULL tag. */
+START_TEST(state_errors_name_the_tag)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *a = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_region *b = t_region(ctx, "kv_cache", 0, CMS_POLICY_DISCARD);
+	uint64_t p;
+
+	ck_ok(cms_alloc(a, 4096, &p));
+	ck_status(cms_resume(ctx, "weights", NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_message_has("cms_resume(weights)", "no region tagged \"weights\" is paused", NULL);
+	ck_status(cms_region_resume(a, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_message_has("cms_region_resume", "\"weights\"", "device 0", "not paused", NULL);
+	ck_status(cms_resume(ctx, NULL, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_message_has("cms_resume(NULL)", "no region is paused", NULL);
+	ck_ok(cms_pause(ctx, "weights", NULL, NULL));
+	ck_status(cms_pause(ctx, "weights", NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_message_has("cms_pause(weights)", "every region tagged \"weights\" is already paused",
+		       NULL);
+	ck_status(cms_region_pause(a, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_message_has("cms_region_pause", "\"weights\"", "device 0", "already paused", NULL);
+	ck_ok(cms_region_pause(b, NULL, NULL));
+	ck_status(cms_pause(ctx, NULL, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_message_has("cms_pause(NULL)", "every region is already paused", NULL);
+	ck_ok(cms_resume(ctx, NULL, NULL, NULL));
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
@@ -826,6 +870,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, paused_memory_is_not_accessible);
 	tcase_add_test(tc, tags_are_independent);
 	tcase_add_test(tc, repeated_and_mixed_calls);
+	tcase_add_test(tc, state_errors_name_the_tag);
 	tcase_add_test(tc, all_tags_while_regions_are_destroyed);
 	tcase_add_test(tc, free_in_every_state_and_thread);
 	tcase_add_test(tc, pointer_info_answers_is_this_ours);
