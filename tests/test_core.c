@@ -237,6 +237,42 @@ START_TEST(state_errors_name_the_tag)
 }
 END_TEST
 
+/* cms_free(ctx, 0) does nothing and succeeds, as free(NULL) and cudaFree(0) (since 1.3;
+ * before: CMS_ERR_INVALID_ARGUMENT), in every region state; a NULL ctx is still refused. */
+START_TEST(free_of_zero_does_nothing)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_region_info i0, i1;
+	cmssim_counters c0 = { 0 }, c1;
+	uint64_t p;
+
+	ck_ok(cms_alloc(r, 2 * MiB, &p));
+	ck_assert_int_eq(t_fill(0, p, 2 * MiB, 5), 0);
+	for (int paused = 0; paused < 2; paused++) {
+		if (paused)
+			ck_ok(cms_region_pause(r, NULL, NULL));
+		i0 = info(r);
+		if (t_is_sim())
+			c0 = t_counters();
+		ck_ok(cms_free(ctx, 0));
+		i1 = info(r);
+		ck_assert_mem_eq(&i0, &i1, sizeof(i0));
+		if (t_is_sim()) {
+			c1 = t_counters();
+			ck_assert_uint_eq(c1.reservations, c0.reservations);
+			ck_assert_uint_eq(c1.handles, c0.handles);
+			ck_assert_uint_eq(c1.mappings, c0.mappings);
+		}
+	}
+	ck_status(cms_free(NULL, 0), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, 2 * MiB, 5), -1);
+	ck_ok(cms_free(ctx, p));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static atomic_int destroys_left, destroy_failed;
 
 /* Makes a region with allocations and destroys it, over and over while destroys_left > 0
@@ -871,6 +907,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, tags_are_independent);
 	tcase_add_test(tc, repeated_and_mixed_calls);
 	tcase_add_test(tc, state_errors_name_the_tag);
+	tcase_add_test(tc, free_of_zero_does_nothing);
 	tcase_add_test(tc, all_tags_while_regions_are_destroyed);
 	tcase_add_test(tc, free_in_every_state_and_thread);
 	tcase_add_test(tc, pointer_info_answers_is_this_ours);
