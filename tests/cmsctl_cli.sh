@@ -3,7 +3,8 @@
 # cmsctl's command line without a process to ask: a bad option or command prints the
 # one-line usage (not the whole help) and exits 2; --timeout takes whole seconds from 1 to
 # 604800; with --json, a socket that cannot be reached is one JSON error object with the
-# schema version on stdout (exit 1), as are the errors of a reachable one (test_ipc).
+# schema version on stdout (exit 1), as are the errors of a reachable one (test_ipc); an
+# empty tag or one with a control character is a usage error said in words.
 # Usage: cmsctl_cli.sh CMSCTL
 set -u
 cmsctl=$1
@@ -53,6 +54,21 @@ expect 2 "remote usage, json" -- --socket "$sock" --json pause
 case $out in
 '{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", "op": "pause", '*) ;;
 *) echo "FAIL: remote usage error with --json: '$out'"; fail=1 ;;
+esac
+# An empty tag, or one with a control character, is a usage error said in words before any
+# connection (before: "request: op 2, tag" from the encoder, exit 1, or the socket's error).
+expect 2 "pause of an empty tag" -- --socket "$sock" pause ''
+printf '%s\n' "$err" | grep -q "pause: the tag is empty" ||
+	{ echo "FAIL: pause '' does not say the tag is empty: $err"; fail=1; }
+printf '%s\n' "$err" | grep -qE "op [0-9]|NOT_FOUND" &&
+	{ echo "FAIL: pause '' reports the wire request or the socket: $err"; fail=1; }
+expect 2 "resume of a tag with a control character" -- --socket "$sock" resume "$(printf 'kv\tx')"
+printf '%s\n' "$err" | grep -q 'resume: the tag "kv?x" holds a control character' ||
+	{ echo "FAIL: a control character in the tag is not said so: $err"; fail=1; }
+expect 2 "pause of an empty tag, json" -- --socket "$sock" --json pause ''
+case $out in
+'{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", "op": "pause", "tag": "", "message": "pause: the tag is empty'*) ;;
+*) echo "FAIL: empty tag with --json: '$out'"; fail=1 ;;
 esac
 # A remote command without --socket: says it needs one (not "unknown command").
 for c in status stats metrics; do
