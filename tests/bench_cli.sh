@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cms-bench's command line: paths checked before the run (--json FILE, --disk-dir DIR), bad
-# usage in a few lines, --help naming every workload, a failure printed once.
+# usage in a few lines, --help naming every workload, a failure printed once, a named driver
+# that cannot load fails the run.
 # usage: bench_cli.sh <cms-bench>
 set -u
 bench=$1
@@ -68,6 +69,18 @@ n=$(cat "$tmp/out" "$tmp/err" | grep -c "no-such-libcuda")
 check "--gpu without a driver: the error printed once (got $n)" $((n != 1))
 grep -q "^bench: FAIL" "$tmp/out"
 check "--gpu without a driver: FAIL line" $?
+
+# A driver named by CMS_DRIVER_LIBRARY that cannot be loaded is an error, also without --gpu:
+# no quiet fall back to the simulation (before: the run went on on the simulation, PASS).
+CMS_DRIVER_LIBRARY=$tmp/no-such-libcuda.so "$bench" --scale 256 --cycles 2 --only a >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "CMS_DRIVER_LIBRARY that cannot load: exit 1 (got $rc)" $((rc != 1))
+! grep -q "HOST SIMULATION" "$tmp/out"
+check "CMS_DRIVER_LIBRARY that cannot load: no fall back to the simulation" $?
+n=$(cat "$tmp/out" "$tmp/err" | grep -c "CMS_DRIVER_LIBRARY=$tmp/no-such-libcuda.so")
+check "CMS_DRIVER_LIBRARY that cannot load: named once (got $n)" $((n != 1))
+grep -q "^bench: FAIL" "$tmp/out"
+check "CMS_DRIVER_LIBRARY that cannot load: FAIL line" $?
 
 # A good --json still gets the report.
 "$bench" --sim --scale 256 --cycles 2 --only a --json "$tmp/ok.json" >"$tmp/out" 2>&1
