@@ -35,7 +35,8 @@ run() { # dir, cmake args..., -- ctest args...
 	[ $# -gt 0 ] && shift
 	ct=("$@")
 	stage_start "$dir"
-	cmake -S . -B "$dir" -G Ninja -DCMS_WERROR=ON "${cm[@]}" >/dev/null
+	# tests on unless the stage says otherwise (tools/scripts/demo.sh configures build/ without)
+	cmake -S . -B "$dir" -G Ninja -DCMS_WERROR=ON -DCMS_BUILD_TESTS=ON "${cm[@]}" >/dev/null
 	ninja -C "$dir" >/dev/null
 	local rc=0
 	# The whole verbose output goes to the log; each test's result line to the terminal now.
