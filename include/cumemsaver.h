@@ -887,7 +887,9 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  * pause or until they are freed too: cms_region_info.retained_bytes). The
  * caller must have finished the GPU work using it: the call does not
  * synchronize the application's streams.
- *   ptr: the device pointer cms_alloc returned.
+ *   ptr: the device pointer cms_alloc returned; 0 does nothing and returns
+ *        CMS_OK, as free(NULL) and cudaFree(0) do (since 1.3; before:
+ *        CMS_ERR_INVALID_ARGUMENT).
  * Ownership: on success ptr no longer names memory; a later cms_alloc may hand
  * the range out again.
  * Threads: thread-safe, from any thread; waits for a pause or resume of the
@@ -895,8 +897,8 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree; cuStreamSynchronize (an
  * asynchronous restore in flight), cuMemHostUnregister.
  * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; ptr is 0.
+ *   CMS_OK: freed; or ptr is 0 (nothing done).
+ *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL.
  *   CMS_ERR_NOT_FOUND: ptr is not in an allocation of ctx (or was freed
  *     already).
  *   CMS_ERR_NOT_BASE: ptr is inside an allocation, not at its base.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cms-bench's command line: paths checked before the run (--json FILE, --disk-dir DIR), bad
-# usage in a few lines, --help naming every workload, a failure printed once.
+# usage in a few lines, --help naming every workload, a failure printed once, a named driver
+# that cannot load and a workload named by --only that is skipped fail the run.
 # usage: bench_cli.sh <cms-bench>
 set -u
 bench=$1
@@ -78,6 +79,33 @@ n=$(cat "$tmp/out" "$tmp/err" | grep -c "no-such-libcuda")
 check "--gpu without a driver: the error printed once (got $n)" $((n != 1))
 grep -q "^bench: FAIL" "$tmp/out"
 check "--gpu without a driver: FAIL line" $?
+
+# A driver named by CMS_DRIVER_LIBRARY that cannot be loaded is an error, also without --gpu:
+# no quiet fall back to the simulation (before: the run went on on the simulation, PASS).
+CMS_DRIVER_LIBRARY=$tmp/no-such-libcuda.so "$bench" --scale 256 --cycles 2 --only a >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "CMS_DRIVER_LIBRARY that cannot load: exit 1 (got $rc)" $((rc != 1))
+! grep -q "HOST SIMULATION" "$tmp/out"
+check "CMS_DRIVER_LIBRARY that cannot load: no fall back to the simulation" $?
+n=$(cat "$tmp/out" "$tmp/err" | grep -c "CMS_DRIVER_LIBRARY=$tmp/no-such-libcuda.so")
+check "CMS_DRIVER_LIBRARY that cannot load: named once (got $n)" $((n != 1))
+grep -q "^bench: FAIL" "$tmp/out"
+check "CMS_DRIVER_LIBRARY that cannot load: FAIL line" $?
+
+# A workload named by --only that is skipped fails the run (before: "skipped" and PASS, exit
+# 0): (g) in /proc, whose statvfs says 0 bytes free. Only root passes the writable check on
+# /proc; anyone else is refused before the run (exit 2), which the checks above cover.
+if [ -w /proc ]; then
+	"$bench" --sim --scale 256 --cycles 2 --only g --disk-dir /proc >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "--only g in /proc: exit 1 (got $rc)" $((rc != 1))
+	! grep -q "PASS" "$tmp/out"
+	check "--only g in /proc: no PASS" $?
+	grep -q "(g) was asked for (--only) but cannot run: /proc has 0 B free" "$tmp/err"
+	check "--only g in /proc: the reason on stderr" $?
+else
+	echo "ok: --only g in /proc: not run (not root)"
+fi
 
 # A good --json still gets the report.
 "$bench" --sim --scale 256 --cycles 2 --only a --json "$tmp/ok.json" >"$tmp/out" 2>&1

@@ -3,7 +3,9 @@
 # cmsctl's command line without a process to ask: a bad option or command prints the
 # one-line usage (not the whole help) and exits 2; --timeout takes whole seconds from 1 to
 # 604800; with --json, a socket that cannot be reached is one JSON error object with the
-# schema version on stdout (exit 1), as are the errors of a reachable one (test_ipc).
+# schema version on stdout (exit 1), as are the errors of a reachable one (test_ipc); an
+# empty tag or one with a control character is a usage error said in words; the demo with a
+# named driver that cannot be loaded fails.
 # Usage: cmsctl_cli.sh CMSCTL
 set -u
 cmsctl=$1
@@ -54,6 +56,29 @@ case $out in
 '{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", "op": "pause", '*) ;;
 *) echo "FAIL: remote usage error with --json: '$out'"; fail=1 ;;
 esac
+# An empty tag, or one with a control character, is a usage error said in words before any
+# connection (before: "request: op 2, tag" from the encoder, exit 1, or the socket's error).
+expect 2 "pause of an empty tag" -- --socket "$sock" pause ''
+printf '%s\n' "$err" | grep -q "pause: the tag is empty" ||
+	{ echo "FAIL: pause '' does not say the tag is empty: $err"; fail=1; }
+printf '%s\n' "$err" | grep -qE "op [0-9]|NOT_FOUND" &&
+	{ echo "FAIL: pause '' reports the wire request or the socket: $err"; fail=1; }
+expect 2 "resume of a tag with a control character" -- --socket "$sock" resume "$(printf 'kv\tx')"
+printf '%s\n' "$err" | grep -q 'resume: the tag "kv?x" holds a control character' ||
+	{ echo "FAIL: a control character in the tag is not said so: $err"; fail=1; }
+expect 2 "pause of an empty tag, json" -- --socket "$sock" --json pause ''
+case $out in
+'{"schema_version": 1, "status": "CMS_ERR_INVALID_ARGUMENT", "op": "pause", "tag": "", "message": "pause: the tag is empty'*) ;;
+*) echo "FAIL: empty tag with --json: '$out'"; fail=1 ;;
+esac
+# The demo with a driver named by CMS_DRIVER_LIBRARY that cannot be loaded: an error naming
+# it, no quiet fall back to the simulation (before: the demo ran on the simulation, exit 0).
+bad_drv=/nonexistent-$$/libcuda.so.1
+CMS_DRIVER_LIBRARY=$bad_drv expect 1 "demo with a driver that cannot load" -- demo --size 16M --cycles 1
+printf '%s\n' "$out" | grep -q "HOST SIMULATION" &&
+	{ echo "FAIL: demo fell back to the simulation: $out"; fail=1; }
+printf '%s\n' "$out" "$err" | grep -q "CMS_DRIVER_LIBRARY=$bad_drv" ||
+	{ echo "FAIL: demo does not name the driver that failed: $out $err"; fail=1; }
 # A remote command without --socket: says it needs one (not "unknown command").
 for c in status stats metrics; do
 	expect 2 "$c without --socket" -- "$c"

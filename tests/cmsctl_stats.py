@@ -153,8 +153,10 @@ def not_utf8(tmp):
                 else:
                     check(doc["driver_free_before"] is None and doc["driver_free_after"] is None,
                           "--json resume: driver free not measured, null (not 0): %r" % doc)
-            else:  # a tag the process does not know, control characters included
-                check(rc == 1 and doc["status"] != "CMS_OK", "--json %r: an error" % (args,))
+            else:  # a tag the process does not know (exit 1); control characters: usage (2)
+                want = 2 if any(c < 0x20 or c == 0x7f for c in args[1]) else 1
+                check(rc == want and doc["status"] != "CMS_OK",
+                      "--json %r: an error, exit %d (got %d)" % (args, want, rc))
                 check(doc["tag"] == args[1].decode("utf-8", errors="replace"),
                       "--json %r: tag %r" % (args, doc["tag"]))
         rc, prom, err = cmsctl_bytes(b"--socket", path, b"metrics")

@@ -5,6 +5,7 @@
  * driver on a GPU machine. Checks that need simulation counters are guarded.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -189,6 +190,85 @@ START_TEST(repeated_and_mixed_calls)
 	ck_assert(t_is_zero(0, pb[0], sizes[0]));
 	ck_assert_uint_eq(info(a).epoch, 1);
 	ck_assert_uint_eq(info(b).epoch, 1);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* The message of the last call holds each of the NULL-terminated words. */
+static void ck_message_has(const char *call, ...)
+{
+	const char *msg = cms_last_error(), *w;
+	va_list ap;
+
+	va_start(ap, call);
+	while ((w = va_arg(ap, const char *)) != NULL)
+		ck_assert_msg(strstr(msg, w) != NULL, "%s: message '%s' lacks '%s'", call, msg, w);
+	va_end(ap);
+}
+
+/* CMS_ERR_ALREADY_PAUSED / CMS_ERR_NOT_PAUSED say which regions: the tag asked for (before:
+ * "already paused" / "not paused" alone for cms_pause and cms_resume by tag), the region's
+ * tag and device, or every region for a NULL tag. */
+START_TEST(state_errors_name_the_tag)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *a = t_region(ctx, "weights", 0, CMS_POLICY_HOST);
+	cms_region *b = t_region(ctx, "kv_cache", 0, CMS_POLICY_DISCARD);
+	uint64_t p;
+
+	ck_ok(cms_alloc(a, 4096, &p));
+	ck_status(cms_resume(ctx, "weights", NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_message_has("cms_resume(weights)", "no region tagged \"weights\" is paused", NULL);
+	ck_status(cms_region_resume(a, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_message_has("cms_region_resume", "\"weights\"", "device 0", "not paused", NULL);
+	ck_status(cms_resume(ctx, NULL, NULL, NULL), CMS_ERR_NOT_PAUSED);
+	ck_message_has("cms_resume(NULL)", "no region is paused", NULL);
+	ck_ok(cms_pause(ctx, "weights", NULL, NULL));
+	ck_status(cms_pause(ctx, "weights", NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_message_has("cms_pause(weights)", "every region tagged \"weights\" is already paused",
+		       NULL);
+	ck_status(cms_region_pause(a, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_message_has("cms_region_pause", "\"weights\"", "device 0", "already paused", NULL);
+	ck_ok(cms_region_pause(b, NULL, NULL));
+	ck_status(cms_pause(ctx, NULL, NULL, NULL), CMS_ERR_ALREADY_PAUSED);
+	ck_message_has("cms_pause(NULL)", "every region is already paused", NULL);
+	ck_ok(cms_resume(ctx, NULL, NULL, NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/* cms_free(ctx, 0) does nothing and succeeds, as free(NULL) and cudaFree(0) (since 1.3;
+ * before: CMS_ERR_INVALID_ARGUMENT), in every region state; a NULL ctx is still refused. */
+START_TEST(free_of_zero_does_nothing)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "w", 0, CMS_POLICY_HOST);
+	cms_region_info i0, i1;
+	cmssim_counters c0 = { 0 }, c1;
+	uint64_t p;
+
+	ck_ok(cms_alloc(r, 2 * MiB, &p));
+	ck_assert_int_eq(t_fill(0, p, 2 * MiB, 5), 0);
+	for (int paused = 0; paused < 2; paused++) {
+		if (paused)
+			ck_ok(cms_region_pause(r, NULL, NULL));
+		i0 = info(r);
+		if (t_is_sim())
+			c0 = t_counters();
+		ck_ok(cms_free(ctx, 0));
+		i1 = info(r);
+		ck_assert_mem_eq(&i0, &i1, sizeof(i0));
+		if (t_is_sim()) {
+			c1 = t_counters();
+			ck_assert_uint_eq(c1.reservations, c0.reservations);
+			ck_assert_uint_eq(c1.handles, c0.handles);
+			ck_assert_uint_eq(c1.mappings, c0.mappings);
+		}
+	}
+	ck_status(cms_free(NULL, 0), CMS_ERR_INVALID_ARGUMENT);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_int_eq(t_check(0, p, 2 * MiB, 5), -1);
+	ck_ok(cms_free(ctx, p));
 	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
@@ -826,6 +906,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, paused_memory_is_not_accessible);
 	tcase_add_test(tc, tags_are_independent);
 	tcase_add_test(tc, repeated_and_mixed_calls);
+	tcase_add_test(tc, state_errors_name_the_tag);
+	tcase_add_test(tc, free_of_zero_does_nothing);
 	tcase_add_test(tc, all_tags_while_regions_are_destroyed);
 	tcase_add_test(tc, free_in_every_state_and_thread);
 	tcase_add_test(tc, pointer_info_answers_is_this_ours);

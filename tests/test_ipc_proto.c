@@ -6,6 +6,7 @@
  * overlapping or misaligned layouts, control characters) is refused with
  * CMS_ERR_PROTOCOL, never a crash.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +289,53 @@ START_TEST(strings_refused)
 }
 END_TEST
 
+/* A refused control request says what is wrong in words: the operation by name and an empty
+ * tag said to be empty, a control character in the tag said so, an unknown operation by
+ * number (before: "request: op 2, tag", and "a string is too long" for a control character). */
+static void ck_request_why(uint32_t op, const char *tag, const char *w1, const char *w2)
+{
+	struct cms_ipc_msg m;
+	uint8_t *buf = NULL;
+	char why[256] = "";
+	size_t len;
+
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = op;
+	snprintf(m.tag, sizeof(m.tag), "%s", tag);
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, why, sizeof(why)),
+			 CMS_ERR_INVALID_ARGUMENT);
+	ck_assert_ptr_null(buf);
+	ck_assert_msg(strstr(why, w1) && strstr(why, w2),
+		      "op %u, tag '%s': '%s' lacks '%s' or '%s'", op, tag, why, w1, w2);
+}
+
+START_TEST(request_refusals_in_words)
+{
+	struct cms_ipc_msg m, d;
+	uint8_t *buf;
+	size_t len, i;
+	char why[256] = "";
+
+	ck_request_why(CMS_IPC_OP_PAUSE, "", "pause", "empty tag");
+	ck_request_why(CMS_IPC_OP_RESUME, "", "resume", "empty tag");
+	ck_request_why(CMS_IPC_OP_PAUSE, "a\tb", "tag", "control character");
+	ck_request_why(9, "kv", "unknown operation 9", "");
+	/* the receiving side: a control character put in an encoded tag */
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_RESUME;
+	strcpy(m.tag, "abc");
+	buf = enc(&m, &len);
+	for (i = 0; i + 3 <= len; i++)
+		if (!memcmp(buf + i, "abc", 3))
+			buf[i + 1] = '\n';
+	ck_assert_int_eq(cms_ipc_decode(buf, len, 0, &d, why, sizeof(why)), CMS_ERR_PROTOCOL);
+	ck_assert_msg(strstr(why, "control character") != NULL, "decode: '%s'", why);
+	free(buf);
+}
+END_TEST
+
 START_TEST(huge_counts_do_not_allocate)
 {
 	/* A layout announcing 65536 allocations in a short payload is refused before any
@@ -377,6 +425,7 @@ static Suite *make(void)
 	tcase_add_test(t, descriptor_counts);
 	tcase_add_test(t, layout_refusals);
 	tcase_add_test(t, strings_refused);
+	tcase_add_test(t, request_refusals_in_words);
 	tcase_add_test(t, huge_counts_do_not_allocate);
 	tcase_add_test(t, options_structs);
 	suite_add_tcase(s, t);

@@ -156,7 +156,9 @@ out_v:
 
 static const char *op_name(uint32_t op)
 {
-	return op == CMS_IPC_OP_PAUSE ? "pause" : op == CMS_IPC_OP_RESUME ? "resume" : "status";
+	const char *name = cms_ipc_op_name(op); /* a request decoded: a known operation */
+
+	return name ? name : "?";
 }
 
 /* Serves the request q received on c (the server thread's); the reply is queued. Returns

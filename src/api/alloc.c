@@ -106,7 +106,7 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 	if (!ctx)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ctx is NULL");
 	if (!ptr)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "ptr is 0");
+		return CMS_OK; /* as free(NULL) and cudaFree(0): nothing to free (since 1.3) */
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;

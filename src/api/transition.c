@@ -107,6 +107,20 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 	return st;
 }
 
+/* The message of a pause or resume by tag that found nothing to change: which regions. */
+static void state_error(cms_status st, const char *tag)
+{
+	bool pause = st == CMS_ERR_ALREADY_PAUSED;
+
+	if (tag)
+		cms_set_error(st,
+			      pause ? "every region tagged \"%s\" is already paused" :
+				      "no region tagged \"%s\" is paused",
+			      tag);
+	else
+		cms_set_error(st, pause ? "every region is already paused" : "no region is paused");
+}
+
 static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const void *opts,
 			 void *result)
 {
@@ -145,6 +159,8 @@ static cms_status by_tag(cms_context *ctx, const char *tag, bool pause, const vo
 	}
 	st = run_locked(ctx, &t, sel.v, sel.n, sel.v + sel.n, result);
 	cms_select_unlock(&sel);
+	if (st == CMS_ERR_ALREADY_PAUSED || st == CMS_ERR_NOT_PAUSED)
+		state_error(st, tag);
 	return st;
 }
 

@@ -241,6 +241,43 @@ cms_status cms_ipc_check_layout(const struct cms_ipc_msg *m, char *why, size_t w
 	return CMS_OK;
 }
 
+const char *cms_ipc_op_name(uint32_t op)
+{
+	switch (op) {
+	case CMS_IPC_OP_STATUS:
+		return "status";
+	case CMS_IPC_OP_PAUSE:
+		return "pause";
+	case CMS_IPC_OP_RESUME:
+		return "resume";
+	case CMS_IPC_OP_STATS:
+		return "stats";
+	default:
+		return NULL;
+	}
+}
+
+/* A control request: a known operation; pause and resume name a tag, status and stats may. */
+static cms_status check_request(const struct cms_ipc_msg *m, char *why, size_t whylen)
+{
+	const char *op = cms_ipc_op_name(m->op);
+	int any = m->op == CMS_IPC_OP_STATUS || m->op == CMS_IPC_OP_STATS;
+
+	if (!op)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "request: unknown operation %u",
+				    m->op);
+	if (!m->tag[0] && !any)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "request: %s of an empty tag (a tag is needed)", op);
+	if (!valid_tag(m->tag, any))
+		return cms_ipc_fail(
+			CMS_ERR_PROTOCOL, why, whylen,
+			"request: %s: the tag is longer than %d bytes or holds a control "
+			"character",
+			op, CMS_TAG_MAX);
+	return CMS_OK;
+}
+
 /* What decode checks beyond the wire format; encode checks the same before writing. */
 static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *why, size_t whylen)
 {
@@ -273,11 +310,7 @@ static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *w
 	case CMS_IPC_CTL_PROGRESS:
 		return CMS_OK;
 	case CMS_IPC_CTL_REQUEST:
-		if (m->op < CMS_IPC_OP_STATUS || m->op > CMS_IPC_OP_STATS ||
-		    !valid_tag(m->tag, m->op == CMS_IPC_OP_STATUS || m->op == CMS_IPC_OP_STATS))
-			return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen, "request: op %u, tag",
-					    m->op);
-		return CMS_OK;
+		return check_request(m, why, whylen);
 	case CMS_IPC_CTL_REPLY:
 		if (!valid_status(m->status) || m->nregions > CMS_IPC_MAX_REGIONS ||
 		    (m->nregions && !m->regions))
@@ -306,11 +339,19 @@ static cms_status check_fields(const struct cms_ipc_msg *m, size_t nfds, char *w
 	}
 }
 
-static int text_fits(const char *s, size_t max)
+/* A string field encode writes: at most max bytes, no control character. */
+static cms_status check_string(const char *s, size_t max, const char *field, char *why,
+			       size_t whylen)
 {
 	size_t n = strnlen(s, max + 1);
 
-	return n <= max && !check_text(s, n);
+	if (n > max)
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen,
+				    "%s: longer than %zu bytes", field, max);
+	if (check_text(s, n))
+		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen, "%s: control character",
+				    field);
+	return CMS_OK;
 }
 
 /* ---- public functions ---- */
@@ -542,10 +583,13 @@ cms_status cms_ipc_encode(const struct cms_ipc_msg *m, uint8_t **out, size_t *le
 
 	*out = NULL;
 	*len = 0;
-	if (!text_fits(m->tag, CMS_TAG_MAX) || !text_fits(m->name, CMS_IPC_MAX_NAME) ||
-	    !text_fits(m->text, CMS_IPC_MAX_TEXT))
-		return cms_ipc_fail(CMS_ERR_INVALID_ARGUMENT, why, whylen, "a string is too long");
-	st = check_fields(m, m->nfds, why, whylen);
+	st = check_string(m->tag, CMS_TAG_MAX, "tag", why, whylen);
+	if (!st)
+		st = check_string(m->name, CMS_IPC_MAX_NAME, "name", why, whylen);
+	if (!st)
+		st = check_string(m->text, CMS_IPC_MAX_TEXT, "text", why, whylen);
+	if (!st)
+		st = check_fields(m, m->nfds, why, whylen);
 	if (st)
 		return CMS_ERR_INVALID_ARGUMENT;
 	put_le(&w, CMS_IPC_MAGIC, 4);

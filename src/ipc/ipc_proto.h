@@ -60,6 +60,8 @@ enum cms_ipc_type {
 /* Since 1.2, answered with CTL_STATS; a 1.1 server refuses it (CMS_IPC_ERROR, CMS_ERR_PROTOCOL,
  * "request: op 4, tag"). */
 #define CMS_IPC_OP_STATS 4u
+/* "status", "pause", "resume", "stats"; NULL for another number. */
+const char *cms_ipc_op_name(uint32_t op);
 
 /* One allocation of an exported region. offset: from the importer's base, a multiple of
  * the granularity, offsets increasing and not overlapping; size <= physical; physical a

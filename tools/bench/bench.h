@@ -252,6 +252,7 @@ struct bench {
 	bool coalesce; /* --coalesce: HOST and DISK workloads' regions get CMS_REGION_COALESCE */
 	unsigned int gap_ms; /* --gap: idle time before each resume and each floor back */
 	bool only_floor;
+	bool only_given; /* --only named the workloads: one of them that cannot run fails the run */
 	unsigned int nmdev; /* --devices: 0, or the number of devices listed (>= 2) */
 	int mdev[BENCH_MAX_MDEV];
 	struct bench_mwork mwork[BENCH_NMWORK];
@@ -523,7 +524,8 @@ void bench_nonret_json(const struct bench *b, const struct bench_work *w, FILE *
 void bench_disk_dir_set(const char *dir);
 /* --disk-dir, else $TMPDIR, else /tmp. */
 const char *bench_disk_dir(void);
-/* Runs (g) with the disk floor; skipped (a note, not a failure) when the disk lacks room. */
+/* Runs (g) with the disk floor. When the disk lacks room: skipped (a note, not a failure),
+ * unless --only named it (b->only_given): then a failure. */
 int bench_disk_run(struct bench *b, struct bench_work *w);
 /* (g)'s own table: pause/resume against the disk's write/read bandwidth. */
 void bench_disk_report(const struct bench *b, const struct bench_work *w);

@@ -299,10 +299,12 @@ unsigned int bench_touch_pattern(void *p, uint64_t bytes, unsigned int max_threa
 
 /* ---- driver choice (as cmsctl demo) ------------------------------------------- */
 
-/* 0: a driver with a device is open; -1: none (reason in why). */
+/* Opens the driver CMS_DRIVER_LIBRARY names, else libcuda.so.1, with a device. Returns 0; else
+ * -1 with the reason in why, or -2 when CMS_DRIVER_LIBRARY named it (no fall back then). */
 static int bench_try_gpu(struct bench *b, char *why, size_t len)
 {
-	const char *path = tool_driver_path(NULL);
+	int named;
+	const char *path = tool_driver_path(&named);
 	char err[512];
 	int st;
 
@@ -311,8 +313,10 @@ static int bench_try_gpu(struct bench *b, char *why, size_t len)
 		snprintf(why, len, "%s: %s", cms_status_name(st), err);
 	else if (st)
 		snprintf(why, len, "%s", err);
+	if (st && named)
+		snprintf(b->drv_path, sizeof(b->drv_path), "%s", path);
 	if (st)
-		return -1;
+		return named ? -2 : -1;
 	snprintf(b->drv_path, sizeof(b->drv_path), "%s", path);
 	b->drv_open = true;
 	b->sim = b->drv.is_sim != 0;
@@ -327,7 +331,17 @@ int bench_choose_driver(struct bench *b)
 	int st;
 
 	if (b->mode != BENCH_SIM) {
-		if (!bench_try_gpu(b, b->drv_why, sizeof(b->drv_why))) {
+		st = bench_try_gpu(b, b->drv_why, sizeof(b->drv_why));
+		if (st == -2) {
+			bench_fail(b,
+				   "%s%s=%s cannot be used: %s; unset it to try %s, then the host "
+				   "simulation, or pass --sim",
+				   b->mode == BENCH_GPU ? "--gpu: no usable GPU: " : "",
+				   CMS_DRIVER_ENV, b->drv_path, b->drv_why, CMS_DRIVER_DEFAULT);
+			b->drv_path[0] = '\0';
+			return -1;
+		}
+		if (!st) {
 			if (b->sim && b->mode == BENCH_GPU) {
 				bench_fail(b, "--gpu: %s=%s is the host simulation", CMS_DRIVER_ENV,
 					   b->drv_path);

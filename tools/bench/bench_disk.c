@@ -32,7 +32,7 @@ static struct {
 	const char *cache_how;
 	double write_gbs, read_gbs;
 	uint64_t bytes;
-	char skipped[1000];
+	char cannot[1000]; /* why (g) cannot run here */
 } g;
 
 void bench_disk_dir_set(const char *dir)
@@ -200,14 +200,14 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	       bench_fmt_bytes(b2, sizeof(b2), need), w->what, bench_coalesce_note(w));
 	snprintf(b->step, sizeof(b->step), "workload (g)");
 	if (statvfs(bench_disk_dir(), &sv)) {
-		snprintf(g.skipped, sizeof(g.skipped), "skipped: cannot statvfs %.600s: %s",
-			 bench_disk_dir(), strerror(errno));
+		snprintf(g.cannot, sizeof(g.cannot), "cannot statvfs %.600s: %s", bench_disk_dir(),
+			 strerror(errno));
 		goto skip;
 	}
 	room = (uint64_t)sv.f_bavail * sv.f_frsize;
 	if (room < need + DISK_ROOM_MARGIN) {
-		snprintf(g.skipped, sizeof(g.skipped),
-			 "skipped: %.600s has %s free, needs %s + 1 GiB (--disk-dir, --scale)",
+		snprintf(g.cannot, sizeof(g.cannot),
+			 "%.600s has %s free, needs %s + 1 GiB (--disk-dir, --scale)",
 			 bench_disk_dir(), bench_fmt_bytes(b1, sizeof(b1), room),
 			 bench_fmt_bytes(b2, sizeof(b2), need));
 		goto skip;
@@ -303,7 +303,13 @@ int bench_disk_run(struct bench *b, struct bench_work *w)
 	rc = 0;
 	goto out;
 skip:
-	snprintf(w->note, sizeof(w->note), "%s", g.skipped);
+	if (b->only_given) { /* asked for by name: not running it fails the run */
+		snprintf(w->note, sizeof(w->note), "not run: %s", g.cannot);
+		bench_fail(b, "(g) was asked for (--only) but cannot run: %s", g.cannot);
+		w->failed = true;
+		return -1;
+	}
+	snprintf(w->note, sizeof(w->note), "skipped: %s", g.cannot);
 	printf("  %s\n", w->note);
 	return 0;
 fail:

@@ -98,7 +98,8 @@ static void bench_usage(FILE *f, const struct bench *b)
 		"                     on 1 and on every device); --only floor: that floor alone\n"
 		"      --disk-dir DIR (g): the DISK region's directory (default $TMPDIR, else\n"
 		"                     /tmp); it must be a writable directory (checked before\n"
-		"                     the run); (g) is skipped when it lacks room (statvfs)\n"
+		"                     the run); (g) is skipped when it lacks room (statvfs),\n"
+		"                     a failure when --only names (g)\n"
 		"      --sim          run on the host simulation\n"
 		"      --gpu          run on the real driver (fail if there is no GPU)\n"
 		"exit status: 0 when every correctness check passed, 1 otherwise, 2 on bad "
@@ -116,6 +117,7 @@ static int bench_parse_only(struct bench *b, const char *arg)
 	for (i = 0; i < BENCH_NWORK; i++)
 		b->work[i].selected = false;
 	b->only_floor = false;
+	b->only_given = true;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "floor")) {
 			b->only_floor = true;

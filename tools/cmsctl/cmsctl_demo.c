@@ -384,29 +384,54 @@ static int demo_open(struct demo *d, const char *path)
 }
 
 /*
- * Tries a real driver; on success returns 0, else -1 with the reason in why,
- * or -2 when the library is the host simulation and failed to initialize.
+ * Tries a real driver (CMS_DRIVER_LIBRARY, else libcuda.so.1); on success returns 0, else -1
+ * with the reason in why, or -2 when CMS_DRIVER_LIBRARY names the library and it cannot be
+ * loaded or has no device (no fall back to the simulation then).
  */
 static int demo_try_gpu(struct demo *d, char *why, size_t len)
 {
-	const char *path = tool_driver_path(NULL);
+	int named;
+	const char *path = tool_driver_path(&named);
 	char err[512];
 	int st;
 
 	st = tool_open_device_driver(&d->drv, path, err, sizeof(err));
-	if (st < 0 && demo_lib_is_sim(path)) {
+	if (st < 0)
 		snprintf(why, len, "%s: %s", cms_status_name(st), err);
-		snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
-		return -2;
-	}
-	if (st) {
+	else if (st)
 		snprintf(why, len, "%s", err);
-		return -1;
+	if (st) {
+		snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
+		return named ? -2 : -1;
 	}
 	snprintf(d->drv_path, sizeof(d->drv_path), "%s", path);
 	d->drv_open = true;
 	d->sim = d->drv.is_sim != 0;
 	return 0;
+}
+
+/* The driver CMS_DRIVER_LIBRARY names failed (demo_try_gpu -2): the first line (not with
+ * --gpu, which fails as without a GPU), the failure. */
+static int demo_named_failed(struct demo *d, const char *why)
+{
+	bool gpu = d->mode == DEMO_GPU;
+
+	if (demo_lib_is_sim(d->drv_path)) {
+		if (!gpu)
+			printf("cumemsaver %s demo on the HOST SIMULATION (selected by %s=%s)\n",
+			       cms_version_string(), CMS_DRIVER_ENV, d->drv_path);
+		demo_fail(d, "%s%s; " DEMO_SIM_HINT, gpu ? "--gpu: no usable GPU: " : "", why);
+		return -1;
+	}
+	if (!gpu)
+		printf("cumemsaver %s demo on the driver %s names\n", cms_version_string(),
+		       CMS_DRIVER_ENV);
+	demo_fail(d,
+		  "%s%s=%s cannot be used: %s; unset it to try %s, then the host simulation, or "
+		  "pass --sim",
+		  gpu ? "--gpu: no usable GPU: " : "", CMS_DRIVER_ENV, d->drv_path, why,
+		  CMS_DRIVER_DEFAULT);
+	return -1;
 }
 
 /* Chooses the driver and prints the first line. */
@@ -418,17 +443,8 @@ static int demo_choose_driver(struct demo *d)
 
 	if (d->mode != DEMO_SIM) {
 		rc = demo_try_gpu(d, why, sizeof(why));
-		if (rc == -2) {
-			/* CMS_DRIVER_LIBRARY names the simulation, which failed: no fallback */
-			if (d->mode == DEMO_GPU) {
-				demo_fail(d, "--gpu: no usable GPU: %s; " DEMO_SIM_HINT, why);
-				return -1;
-			}
-			printf("cumemsaver %s demo on the HOST SIMULATION (selected by %s=%s)\n",
-			       cms_version_string(), CMS_DRIVER_ENV, d->drv_path);
-			demo_fail(d, "%s; " DEMO_SIM_HINT, why);
-			return -1;
-		}
+		if (rc == -2)
+			return demo_named_failed(d, why);
 		if (!rc) {
 			if (d->sim && d->mode == DEMO_GPU) {
 				demo_fail(d, "--gpu: CMS_DRIVER_LIBRARY=%s is the host simulation",

@@ -9,6 +9,7 @@
  * included, is one object carrying "schema_version" (CMSCTL_JSON_SCHEMA) and
  * "status"; an error object has "op", "tag" and "message" as well.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,35 @@ static void print_action(const struct cms_ipc_msg *m, const char *op, const char
 		       tool_format_bytes(b1, sizeof(b1), m->bytes), (double)m->elapsed_ns / 1e6);
 }
 
+/* Whether tag cannot go in a request for op (needed: pause and resume name one); why says so,
+ * the tag quoted with its control characters shown as '?'. */
+static bool tag_refused(const char *op, const char *tag, bool needed, char *why, size_t len)
+{
+	char shown[CMS_TAG_MAX + 1];
+	size_t i, n = strlen(tag);
+
+	if (n > CMS_TAG_MAX) {
+		snprintf(why, len, "tag longer than %d bytes", CMS_TAG_MAX);
+		return true;
+	}
+	if (!n && needed) {
+		snprintf(why, len,
+			 "%s: the tag is empty; name the tag of the regions to %s (status lists "
+			 "them)",
+			 op, op);
+		return true;
+	}
+	for (i = 0; i < n && (unsigned char)tag[i] >= 0x20 && tag[i] != 0x7f; i++)
+		;
+	if (i == n)
+		return false;
+	for (i = 0; i <= n; i++)
+		shown[i] =
+			tag[i] && ((unsigned char)tag[i] < 0x20 || tag[i] == 0x7f) ? '?' : tag[i];
+	snprintf(why, len, "%s: the tag \"%s\" holds a control character", op, shown);
+	return true;
+}
+
 int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 {
 	struct cms_ipc_msg q, m;
@@ -193,8 +223,7 @@ int cmsctl_remote(const struct cmsctl_remote_opts *o, int argc, char **argv)
 		fprintf(stderr, "%s\n", CMSCTL_REMOTE_USAGE);
 		return 2;
 	}
-	if (strlen(tag) > CMS_TAG_MAX) {
-		snprintf(why, sizeof(why), "tag longer than %d bytes", CMS_TAG_MAX);
+	if (tag_refused(op, tag, q.op != CMS_IPC_OP_STATUS, why, sizeof(why))) {
 		if (json)
 			json_error(CMS_ERR_INVALID_ARGUMENT, op, tag, why);
 		fprintf(stderr, "cmsctl: %s\n", why);

@@ -17,7 +17,8 @@
 #    <build-dir>; then the feature `bundled` (the crate builds the library with CMake, no
 #    pkg-config: PKG_CONFIG=false, the stage off LD_LIBRARY_PATH): the simulation test and the
 #    example, in a target directory of its own; set CARGO (and RUSTC) to use another
-#    toolchain, e.g. Debian's 1.63;
+#    toolchain, e.g. Debian's 1.63; then, with no library to find (PKG_CONFIG=false), the build
+#    must stop in build.rs naming `--features bundled`, pkg-config and CUMEMSAVER_LIB_DIR;
 #  - Go: `go vet`, `go test -race` and `go run ./examples/cycle` with GOPROXY=off and GOCACHE /
 #    GOPATH under <build-dir>; then a module outside the tree that requires the documented
 #    module path (github.com/cumemsaver/cumemsaver/bindings/go, with a replace to the tree)
@@ -104,6 +105,26 @@ else
 	else
 		echo "rust --features bundled: FAILED"
 		fail rust-bundled "$log"
+	fi
+	# No library anywhere (no pkg-config, no CUMEMSAVER_LIB_DIR, none in the linker's path):
+	# build.rs stops and says what to do, instead of the linker's "unable to find library".
+	log=$work/rust-nolib.log
+	if cc -print-file-name=libcumemsaver.so | grep -q /; then
+		echo "rust without the library: not checked (a libcumemsaver.so is in the linker's default path)"
+	else
+		(
+			export CARGO_TARGET_DIR=$work/cargo-target-nolib PKG_CONFIG=false
+			unset PKG_CONFIG_PATH LD_LIBRARY_PATH LIBRARY_PATH
+			cd "$root/bindings/rust" && "$cargo" build --offline -p cumemsaver --example cycle
+		) >"$log" 2>&1
+		rc=$?
+		if [ $rc -ne 0 ] && grep -q -- "--features bundled" "$log" && grep -q "PKG_CONFIG_PATH" "$log" &&
+			grep -q "CUMEMSAVER_LIB_DIR to the directory" "$log"; then
+			echo "rust without the library: build.rs stops, naming --features bundled, pkg-config and CUMEMSAVER_LIB_DIR"
+		else
+			echo "rust without the library: FAILED (exit $rc; no hint at --features bundled)"
+			fail rust-nolib "$log"
+		fi
 	fi
 fi
 

@@ -3,8 +3,9 @@
 # The Debian packages, end to end (run by tools/scripts/test.sh; needs root and Debian):
 #  1. configures build-deb/ for /usr (static library on, no tests), builds it and runs
 #     `cpack -G DEB`: libcumemsaver1, libcumemsaver-dev, cumemsaver-tools;
-#  2. lintian on each package: no error;
-#  3. prints each package's control fields and `dpkg -c` listing;
+#  2. lintian on each package: no error; its errors and warnings printed, with their count;
+#  3. each package's control fields and `dpkg -c` listing into BUILD_DIR/packages-contents.log
+#     (2 and 3: tools/scripts/deb-check.sh);
 #  4. installs the three with dpkg, builds a consumer with `pkg-config` alone and one with
 #     find_package(cumemsaver) against /usr, runs both and `cmsctl demo --sim` on the host
 #     simulation installed by libcumemsaver1;
@@ -29,21 +30,9 @@ for p in "${pkgs[@]}"; do
 	[ -n "$f" ] || { echo "test-packages: no $p package"; ls "$build"/*.deb; exit 1; }
 	debs+=("$f")
 done
-rc=0
-for f in "${debs[@]}"; do
-	echo "-- $(basename "$f")"
-	dpkg-deb -f "$f" Package Version Architecture Depends Section
-	dpkg-deb --ctrl-tarfile "$f" | tar -t | grep -E '^\./(shlibs|symbols|triggers)$' | sed 's/^/   control: /' || true
-	dpkg -c "$f" | awk '{ print "   " $1 " " $6 ($7 ? " " $7 " " $8 : "") }'
-	if ! lintian --fail-on error --suppress-tags-from-file /dev/null "$f" >"$f.lintian" 2>&1; then
-		echo "lintian: errors in $(basename "$f"):"
-		cat "$f.lintian"
-		rc=1
-	else
-		echo "   lintian: no error, $(grep -c '^W:' "$f.lintian" || true) warnings ($f.lintian)"
-	fi
-done
-[ $rc = 0 ] || exit $rc
+# Contents into a log, lintian's errors and warnings on the terminal (tools/scripts/deb-check.sh).
+bash "$root/tools/scripts/deb-check.sh" "$build/packages-contents.log" "${debs[@]}" | tee "$build/lintian.log"
+lint=$(tail -n 1 "$build/lintian.log")
 
 remove() { dpkg --purge "${pkgs[@]}" >/dev/null 2>&1 || true; }
 trap remove EXIT
@@ -113,4 +102,4 @@ dpkg --purge "${pkgs[@]}" >/dev/null
 for f in /usr/lib/$multiarch/libcumemsaver.so.1 /usr/include/cumemsaver.h /usr/bin/cmsctl "$sim"; do
 	[ ! -e "$f" ] || { echo "test-packages: $f left after removal"; exit 1; }
 done
-echo "packages: built, lintian clean, installed, pkg-config/static/find_package consumers and cmsctl ran, removed"
+echo "packages: built, $lint, installed, pkg-config/static/find_package consumers and cmsctl ran, removed"

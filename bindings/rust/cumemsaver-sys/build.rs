@@ -10,8 +10,10 @@
 //!
 //! Otherwise, with `CUMEMSAVER_LIB_DIR` set, links `-lcumemsaver` from that directory, else
 //! runs the `pkg-config` binary (or `$PKG_CONFIG`) with `--libs-only-L` and `--libs-only-l
-//! cumemsaver`. Without either, falls back to the linker's default search path (with a
-//! warning). Dependents see `DEP_CUMEMSAVER_INCLUDE` and `DEP_CUMEMSAVER_LIBDIR` (the
+//! cumemsaver`. Without either, links the libcumemsaver.so of the linker's default search
+//! path (with a warning) when the C compiler finds one there (`cc -print-file-name`), else
+//! fails with what to do: the feature `bundled`, pkg-config or `CUMEMSAVER_LIB_DIR`.
+//! Dependents see `DEP_CUMEMSAVER_INCLUDE` and `DEP_CUMEMSAVER_LIBDIR` (the
 //! `links` metadata).
 //!
 //! The layout probe (tests/layout.rs) needs nothing from here: tools/abigen generates its
@@ -192,12 +194,46 @@ fn link() {
                 }
             }
         }
-        _ => {
-            println!(
-                "cargo:warning=cumemsaver not found with pkg-config (set PKG_CONFIG_PATH or \
-                 CUMEMSAVER_LIB_DIR); linking -lcumemsaver from the default search path"
-            );
-            println!("cargo:rustc-link-lib=dylib=cumemsaver");
-        }
+        _ => match default_path_library() {
+            Some(file) => {
+                println!(
+                    "cargo:warning=cumemsaver not found with pkg-config; linking {} from the \
+                     linker's default search path",
+                    file
+                );
+                println!("cargo:rustc-link-lib=dylib=cumemsaver");
+            }
+            None => fail(
+                "libcumemsaver not found: pkg-config knows no `cumemsaver` (see the warning \
+                 above), CUMEMSAVER_LIB_DIR is not set and the linker's default search path \
+                 has no libcumemsaver.so. Either build the library with the crate: \
+                 `cargo build --features bundled` (needs cmake and a C compiler; docs/rust.md); \
+                 or install it (the libcumemsaver-dev package, or `cmake --install`) and point \
+                 pkg-config at its cumemsaver.pc (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig); or \
+                 set CUMEMSAVER_LIB_DIR to the directory holding libcumemsaver.so",
+            ),
+        },
+    }
+}
+
+/// libcumemsaver.so in the C compiler's (so the linker's) default search path: the path
+/// `$CC -print-file-name` (default `cc`) answers, or None when it knows no such file. When
+/// no compiler answers, assumes there is one (the link then says).
+fn default_path_library() -> Option<String> {
+    println!("cargo:rerun-if-env-changed=CC");
+    println!("cargo:rerun-if-env-changed=LIBRARY_PATH");
+    let cc = env_nonempty("CC").unwrap_or_else(|| "cc".to_string());
+    let out = match Command::new(&cc)
+        .arg("-print-file-name=libcumemsaver.so")
+        .output()
+    {
+        Ok(out) if out.status.success() => out,
+        _ => return Some("-lcumemsaver".to_string()),
+    };
+    let file = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if file.contains('/') && Path::new(&file).exists() {
+        Some(file)
+    } else {
+        None
     }
 }
