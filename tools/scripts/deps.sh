@@ -9,7 +9,7 @@ demo)
 	pkgs=(gcc libc6-dev cmake ninja-build)
 	;;
 all)
-	pkgs=(gcc libc6-dev make cmake ninja-build pkg-config check binutils clang-format clang libclang-rt-14-dev python3 python3-setuptools python3-wheel python3-pip golang-go
+	pkgs=(gcc libc6-dev make cmake ninja-build pkg-config check binutils clang-format clang libclang-rt-14-dev python3 python3-setuptools python3-wheel python3-pip python3-venv golang-go
 		abigail-tools libffi-dev libjson-c-dev
 		dpkg-dev file lintian) # the Debian packages: dpkg-shlibdeps, file (CPack finds ELF files), lintian
 	# Rust bindings (tools/scripts/test-bindings.sh): Debian's cargo and rustc 1.63, only where no cargo is on
