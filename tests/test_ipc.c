@@ -26,12 +26,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include "common.h"
 #include "ipc_sock.h"
@@ -1888,6 +1891,120 @@ START_TEST(idle_control_clients_deny_nobody)
 }
 END_TEST
 
+/* ---- issue 34: descriptors sent to servers ---- */
+
+
+/* Sends bytes[0, n) on fd with nfds descriptors attached (copies of one /dev/null descriptor). */
+static void send_with_fds(int fd, const void *bytes, size_t n, uint32_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { (void *)bytes, n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct cmsghdr *c;
+	uint32_t i;
+
+	ck_assert_int_ge(null, 0);
+	ck_assert_uint_le(nfds, CMS_IPC_MAX_FDS);
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	for (i = 0; i < nfds; i++)
+		memcpy(CMSG_DATA(c) + i * sizeof(int), &null, sizeof(int));
+	ck_assert_int_eq(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)n);
+	close(null);
+}
+
+/* Waits until the peer has read everything sent on fd (SIOCOUTQ: nothing queued; 20 s at
+ * most). */
+static void wait_consumed(int fd)
+{
+	int queued = -1, k;
+
+	for (k = 0; k < 2000; k++) {
+		ck_assert_int_eq(ioctl(fd, SIOCOUTQ, &queued), 0);
+		if (!queued)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("the server did not read %d bytes", queued);
+}
+
+/*
+ * Servers keep no descriptor a client sends (issue 34, 1): no message to a server carries
+ * any. Connections that sent part of a message with 200 descriptors (on its first byte or
+ * on a later one) and stalled made the exporter and the control socket hold every one of
+ * them until the message's 5 s deadline (128 such connections: 19,990 descriptors); now
+ * the server reads without a control buffer, the kernel discards them, and the connection
+ * is refused at once with ERROR CMS_ERR_PROTOCOL.
+ */
+START_TEST(servers_hold_no_passed_descriptors)
+{
+	enum { K = 3, NFDS = 200 };
+	static const uint8_t hdr[8] = { 'C', 'M', 'S', 'I', 1, 0, 8, 0 };
+	uint8_t hello[16 + 64];
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	struct fix f;
+	char ep[108], cp[108], why[256];
+	uint8_t *buf;
+	size_t len;
+	int c[2 * K], base, held, i;
+
+	fix_start(&f, "pfd", 1, 64 * KiB, 3, 0, CMS_ACCESS_READWRITE);
+	snprintf(ep, sizeof(ep), "%s", f.path);
+	f.path = ep;
+	ck_ok(cms_control_create(f.ctx, new_path("pfdctl"), NULL, &ctl));
+	snprintf(cp, sizeof(cp), "%s", sock_path);
+	base = t_open_fds();
+	for (i = 0; i < 2 * K; i++) {
+		c[i] = stalled_client(i < K ? ep : cp, 0);
+		if (i % 2) { /* with a later byte of the message */
+			ck_assert_int_eq(send(c[i], hdr, 4, MSG_NOSIGNAL), 4);
+			send_with_fds(c[i], hdr + 4, 2, NFDS);
+		} else {
+			send_with_fds(c[i], hdr, 6, NFDS);
+		}
+		wait_consumed(c[i]);
+	}
+	/* Each server's thread has returned from the reads that took them once it answers a
+	 * request sent after them. */
+	status_request(cp);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_HELLO;
+	strcpy(m.tag, "nope");
+	m.device = -1;
+	m.access = CMS_IPC_ACCESS_READ;
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
+	ck_assert_uint_le(len, sizeof(hello));
+	memcpy(hello, buf, len);
+	free(buf);
+	ck_assert_int_eq(raw_exchange(ep, hello, len), CMS_ERR_NOT_FOUND);
+	held = t_open_fds() - base - 2 * K; /* less the clients' own sockets */
+	ck_assert_msg(held <= 2 * K, "the servers hold %d descriptors for %d connections", held,
+		      2 * K);
+	for (i = 0; i < 2 * K; i++) {
+		ck_assert_msg(
+			!cms_ipc_recv(c[i], &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			"connection %d: %s", i, why);
+		ck_assert_msg(m.type == CMS_IPC_ERROR && m.status == CMS_ERR_PROTOCOL,
+			      "connection %d: type %u status %s: %s", i, m.type,
+			      cms_status_name(m.status), m.text);
+		cms_ipc_msg_free(&m);
+		close(c[i]);
+	}
+	ck_ok(cms_control_destroy(ctl));
+	fix_end(&f);
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("ipc");
@@ -1923,6 +2040,11 @@ static Suite *make(void)
 	tcase_add_test(t, control_socket);
 	tcase_add_test(t, control_socket_reports);
 #endif
+	suite_add_tcase(s, t);
+	/* issue 34 (CK_RUN_CASE=limits runs these alone) */
+	t = tcase_create("limits");
+	tcase_set_timeout(t, 240);
+	tcase_add_test(t, servers_hold_no_passed_descriptors);
 	suite_add_tcase(s, t);
 	return s;
 }

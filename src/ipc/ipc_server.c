@@ -338,6 +338,7 @@ static void accept_all(struct cms_ipc_server *s)
 		c->out_tail = &c->out;
 		cms_ipc_rx_init(&c->rx);
 		c->rx.max_payload = CMS_IPC_SERVER_MSG_MAX;
+		c->rx.take = CMS_IPC_RX_FDS_NONE; /* no message to a server carries descriptors */
 		pthread_mutex_lock(&s->lock);
 		c->next = s->conns;
 		s->conns = c;
