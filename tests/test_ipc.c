@@ -1891,8 +1891,9 @@ START_TEST(idle_control_clients_deny_nobody)
 }
 END_TEST
 
-/* ---- issue 34: descriptors sent to servers ---- */
+/* ---- issue 34: descriptors sent to servers, who loses at the connection limit ---- */
 
+#define CONTROL_CONNS 8 /* CMS_IPC_CONTROL_CONNS (src/ipc/ipc.h) */
 
 /* Sends bytes[0, n) on fd with nfds descriptors attached (copies of one /dev/null descriptor). */
 static void send_with_fds(int fd, const void *bytes, size_t n, uint32_t nfds)
@@ -2005,6 +2006,207 @@ START_TEST(servers_hold_no_passed_descriptors)
 }
 END_TEST
 
+static int hold_entered, hold_release;
+
+/* A control callback that waits until the test releases it, then refuses. */
+static cms_status hold_cb(void *user, const cms_control_request *req)
+{
+	(void)user;
+	(void)req;
+	__atomic_store_n(&hold_entered, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&hold_release, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	return CMS_ERR_REFUSED;
+}
+
+/* Holds the thread of the control socket at path (callback hold_cb) in a pause request of a
+ * connection of its own, returned: the connections made meanwhile arrive in one burst. */
+static int hold_server(const char *path)
+{
+	struct cms_ipc_msg m;
+	int fd, k;
+
+	__atomic_store_n(&hold_entered, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&hold_release, 0, __ATOMIC_SEQ_CST);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_PAUSE;
+	strcpy(m.tag, "held");
+	fd = connect_send(path, &m);
+	for (k = 0; k < 20000 && !__atomic_load_n(&hold_entered, __ATOMIC_SEQ_CST); k++)
+		usleep(1000);
+	ck_assert_msg(__atomic_load_n(&hold_entered, __ATOMIC_SEQ_CST),
+		      "the control socket did not take the request");
+	return fd;
+}
+
+/* Lets the request of hold_server go (refused) and reads its reply. */
+static void release_server(int fd)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+
+	__atomic_store_n(&hold_release, 1, __ATOMIC_SEQ_CST);
+	do {
+		ck_assert_msg(
+			!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			"%s", why);
+		cms_ipc_msg_free(&m);
+	} while (m.type == CMS_IPC_CTL_PROGRESS);
+	close(fd);
+}
+
+/* The text of the ERROR the server closed fd with (waited for, 20 s at most). */
+static void closed_why(int fd, char *text, size_t len)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_int_eq(m.type, CMS_IPC_ERROR);
+	snprintf(text, len, "%s", m.text);
+	cms_ipc_msg_free(&m);
+}
+
+/* Whether the server has closed fd to make room (what it sent so far, without waiting). */
+static int evicted(int fd)
+{
+	char text[CMS_IPC_MAX_TEXT + 1];
+
+	if (!server_closed(fd))
+		return 0;
+	closed_why(fd, text, sizeof(text));
+	return strstr(text, "make room") != NULL;
+}
+
+/*
+ * Sends the rest of a status request on fd, which sent its first n bytes before
+ * (stalled_client), and checks the reply. On the oldest connection of a control socket this
+ * is a barrier that opens no connection (one would make room at the limit): the server writes
+ * and reads its connections newest first, so once fd is answered, what it queued for the
+ * others before the request came is written.
+ */
+static void finish_status(int fd, size_t n)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+	uint8_t *buf;
+	size_t len;
+
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
+	ck_assert_int_eq(send(fd, buf + n, len - n, MSG_NOSIGNAL), (ssize_t)(len - n));
+	free(buf);
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_msg(m.type == CMS_IPC_CTL_REPLY && m.status == CMS_OK,
+		      "the oldest connection got type %u status %s: %s", m.type,
+		      cms_status_name(m.status), m.text);
+	cms_ipc_msg_free(&m);
+}
+
+/*
+ * A request that arrives at the connection limit in one burst with idle connections is
+ * served, and nobody is closed for it (issue 34, 2): the server reads a connection before
+ * judging it idle. Before, the 9th accept of the burst closed the "oldest idle" connection
+ * by a millisecond clock, none of them read yet: the request itself (ties went to the newest)
+ * or an idle one.
+ */
+START_TEST(burst_request_served_at_the_limit)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	char path[108], why[256];
+	int s[CONTROL_CONNS], h, r, i;
+
+	snprintf(path, sizeof(path), "%s", new_path("burst"));
+	co.fn = hold_cb;
+	ck_ok(cms_control_create(ctx, path, &co, &ctl));
+	h = hold_server(path);
+	for (i = 0; i < CONTROL_CONNS; i++)
+		s[i] = stalled_client(path, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	r = connect_send(path, &m);
+	release_server(h);
+	ck_assert_msg(!cms_ipc_recv(r, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_msg(m.type == CMS_IPC_CTL_REPLY && m.status == CMS_OK,
+		      "the request got type %u status %s: %s", m.type, cms_status_name(m.status),
+		      m.text);
+	cms_ipc_msg_free(&m);
+	close(r);
+	finish_status(s[0], 0); /* the oldest: what the server wrote before is readable now */
+	for (i = 1; i < CONTROL_CONNS; i++)
+		ck_assert_msg(!evicted(s[i]), "idle connection %d was closed to make room", i);
+	for (i = 0; i < CONTROL_CONNS; i++)
+		close(s[i]);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/*
+ * Who loses at the limit (issue 34, 2): connections that have sent nothing go first, oldest
+ * first; then those with part of a request, least progress first; a connection is read
+ * before it is judged. In one burst: P1 (1 byte of a header), S1 (silent), P2 (2 bytes), S2,
+ * P3-P6 (3-6 bytes), then four newcomers with 7 bytes each: they close S1, S2, P1, P2 in
+ * this order. Before, a partial request was never closed (the newcomers waited or closed
+ * each other) and silence was judged before reading.
+ */
+START_TEST(eviction_order_at_the_limit)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_control *ctl;
+	char path[108], text[CMS_IPC_MAX_TEXT + 1];
+	int p[6], s[2], x[4], h, i;
+
+	snprintf(path, sizeof(path), "%s", new_path("order"));
+	co.fn = hold_cb;
+	ck_ok(cms_control_create(ctx, path, &co, &ctl));
+	h = hold_server(path);
+	p[0] = stalled_client(path, 1);
+	s[0] = stalled_client(path, 0);
+	p[1] = stalled_client(path, 2);
+	s[1] = stalled_client(path, 0);
+	for (i = 2; i < 6; i++)
+		p[i] = stalled_client(path, (size_t)i + 1);
+	for (i = 0; i < 4; i++)
+		x[i] = stalled_client(path, 7);
+	release_server(h);
+	for (i = 0; i < 2; i++) {
+		closed_why(s[i], text, sizeof(text));
+		ck_assert_msg(strstr(text, "make room") && strstr(text, "no request yet"),
+			      "silent connection %d: %s", i, text);
+	}
+	for (i = 0; i < 2; i++) {
+		closed_why(p[i], text, sizeof(text));
+		ck_assert_msg(strstr(text, "make room") && strstr(text, "not whole"),
+			      "connection with %d bytes: %s", i + 1, text);
+	}
+	finish_status(p[2], 3); /* the oldest left: what the server wrote before is readable now */
+	for (i = 3; i < 6; i++)
+		ck_assert_msg(!evicted(p[i]), "the connection with %d bytes was closed", i + 1);
+	for (i = 0; i < 4; i++)
+		ck_assert_msg(!evicted(x[i]), "newcomer %d was closed", i);
+	for (i = 0; i < 6; i++)
+		close(p[i]);
+	for (i = 0; i < 2; i++)
+		close(s[i]);
+	for (i = 0; i < 4; i++)
+		close(x[i]);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("ipc");
@@ -2045,6 +2247,8 @@ static Suite *make(void)
 	t = tcase_create("limits");
 	tcase_set_timeout(t, 240);
 	tcase_add_test(t, servers_hold_no_passed_descriptors);
+	tcase_add_test(t, burst_request_served_at_the_limit);
+	tcase_add_test(t, eviction_order_at_the_limit);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -15,8 +15,10 @@
 /* A connection that has not sent its request (exporter: HELLO; control socket: the request)
  * within this is closed. Servers read without waiting, so it costs nobody else time. */
 #define CMS_IPC_IDLE_MS 5000
-/* Connections a server keeps at most; past it, the oldest that has sent no request makes
- * room for a new one (the rest wait in the listen backlog). */
+/* Connections a server keeps at most; past it, one that waits for its first request makes
+ * room for a new one: one that has sent nothing, the oldest, else the one whose request has
+ * made the least progress (ipc_server.c, victim()); when none waits, the rest wait in the
+ * listen backlog. */
 #define CMS_IPC_EXPORTER_CONNS 128
 #define CMS_IPC_CONTROL_CONNS 8
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
@@ -151,7 +153,8 @@ struct cms_ipc_conn {
 	int fd;
 	pid_t pid;
 	uid_t uid;
-	int64_t since; /* accepted (cms_ipc_now_ms) */
+	int64_t since;	/* accepted (cms_ipc_now_ms) */
+	uint64_t order; /* of its accept: smaller is older (the server thread's) */
 	/* the server thread's only: the message under way and when its first byte came */
 	struct cms_ipc_rx rx;
 	int64_t msg_since; /* 0: none under way */
@@ -170,7 +173,7 @@ struct cms_ipc_server_ops {
 	const char *what;  /* "exporter", "control socket": logs, the thread's name */
 	const char *where; /* a refused uid "is not allowed <where> <path>" */
 	size_t conn_size;  /* of the owner's connection struct (struct cms_ipc_conn first) */
-	size_t max_conns;  /* kept at most; past it the oldest idle one makes room */
+	size_t max_conns;  /* kept at most; past it one still waiting for its request makes room */
 	/*
 	 * A whole message from c (server thread, s->lock not held; m freed by the server
 	 * after). Returns true when c is to be closed once its queue is written.
@@ -203,6 +206,7 @@ struct cms_ipc_server {
 	size_t out_bytes; /* queued, all connections; lock */
 	size_t out_fds;	  /* descriptors queued, all connections; lock */
 	/* the server thread's only */
+	uint64_t accepts; /* connections accepted so far: the next one's order */
 	struct cms_ipc_accepting accepting;
 	struct pollfd *pf;
 	struct cms_ipc_conn **cs;
