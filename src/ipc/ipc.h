@@ -72,13 +72,14 @@ void cms_ipc_wake(int fd);
 
 /*
  * The thread of an IPC object (exporter, import, control socket) and the pipe
- * that wakes its poll loop. stop is read and written under the owner's lock
- * (given to the calls below), thread only by its starter and stopper.
+ * that wakes its poll loop. stop is set once, by cms_ipc_loop_stop, before it
+ * writes the pipe (so a thread that finds the pipe readable and then reads
+ * stop sees it); thread is used only by its starter and stopper.
  */
 struct cms_ipc_loop {
 	int wake[2]; /* -1 when not open */
 	pthread_t thread;
-	bool stop;
+	atomic_bool stop;
 };
 
 /* Opens the wake pipe (non-blocking, close-on-exec). CMS_OK, CMS_ERR_IO (error set; wake -1). */
@@ -94,12 +95,16 @@ cms_status cms_ipc_loop_start(struct cms_ipc_loop *l, void *(*fn)(void *), void 
 /*
  * On l's thread: waits for input on fd or a wake-up. Returns 1 when fd is
  * readable, 0 when not (interrupted or woken: wait again), -1 once stop is
- * set (leave the loop). Takes lock to read stop.
+ * set (leave the loop).
  */
-int cms_ipc_loop_wait(struct cms_ipc_loop *l, pthread_mutex_t *lock, int fd);
+int cms_ipc_loop_wait(struct cms_ipc_loop *l, int fd);
 
-/* Sets stop under lock, wakes the thread and joins it. lock not held by the caller. */
-void cms_ipc_loop_stop(struct cms_ipc_loop *l, pthread_mutex_t *lock);
+/* Whether cms_ipc_loop_stop was called (any thread). */
+bool cms_ipc_loop_stopping(struct cms_ipc_loop *l);
+
+/* Sets stop, wakes the thread and joins it. Takes no lock: the thread may hold its owner's
+ * lock while it waits on a socket, which the wake-up cancels (cms_ipc_recv_cancellable). */
+void cms_ipc_loop_stop(struct cms_ipc_loop *l);
 
 /* Closes the wake pipe if open (wake -1 after). */
 void cms_ipc_loop_fini(struct cms_ipc_loop *l);
@@ -195,7 +200,7 @@ struct cms_ipc_server {
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
 	struct cms_ipc_sockfile file; /* lfd's socket file */
-	struct cms_ipc_loop loop;     /* loop.stop under lock */
+	struct cms_ipc_loop loop;
 	bool started;
 	pthread_mutex_t lock; /* connections, their queues and flags; owners' state beside */
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast when a connection dies */

@@ -475,7 +475,7 @@ static void *server_main(void *arg)
 
 		pending = s->ops->round ? s->ops->round(s) : false;
 		pthread_mutex_lock(&s->lock);
-		if (s->loop.stop) {
+		if (cms_ipc_loop_stopping(&s->loop)) {
 			pthread_mutex_unlock(&s->lock);
 			break;
 		}
@@ -569,7 +569,7 @@ void cms_ipc_server_close(struct cms_ipc_server *s)
 	if (s->lfd < 0)
 		return;
 	if (s->started)
-		cms_ipc_loop_stop(&s->loop, &s->lock);
+		cms_ipc_loop_stop(&s->loop);
 	s->started = false;
 	pthread_mutex_lock(&s->lock);
 	while (s->conns)

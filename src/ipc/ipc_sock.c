@@ -35,10 +35,12 @@ static int fill_addr(struct sockaddr_un *a, const char *path)
 	return 0;
 }
 
-/* Waits for events on fd until deadline. 0: ready; CMS_ERR_TIMEOUT; CMS_ERR_IO. */
-static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, size_t whylen)
+/* Waits for events on fd until deadline, or until cancel (< 0: none) is readable. CMS_OK:
+ * ready; CMS_ERR_TIMEOUT; CMS_ERR_DISCONNECTED (cancelled); CMS_ERR_IO. */
+static cms_status wait_fd(int fd, short events, int cancel, int64_t deadline, char *why,
+			  size_t whylen)
 {
-	struct pollfd p = { fd, events, 0 };
+	struct pollfd p[2] = { { fd, events, 0 }, { cancel, POLLIN, 0 } };
 	int64_t left;
 	int rc;
 
@@ -46,7 +48,10 @@ static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, siz
 		left = deadline < 0 ? -1 : deadline - cms_ipc_now_ms();
 		if (deadline >= 0 && left < 0)
 			left = 0;
-		rc = poll(&p, 1, left > 600000 ? 600000 : (int)left);
+		rc = poll(p, 2, left > 600000 ? 600000 : (int)left);
+		if (rc > 0 && p[1].revents)
+			return cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+					    "cancelled: the connection is being closed");
 		if (rc > 0)
 			return CMS_OK;
 		if (rc == 0 && deadline >= 0 && cms_ipc_now_ms() >= deadline)
@@ -341,8 +346,8 @@ cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off
 	return CMS_OK;
 }
 
-cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
-			char *why, size_t whylen)
+cms_status cms_ipc_send_cancellable(int fd, int cancel, const struct cms_ipc_msg *m, const int *fds,
+				    int64_t deadline, char *why, size_t whylen)
 {
 	uint32_t nfds = m->type == CMS_IPC_FDS ? m->nfds : 0;
 	uint8_t *buf;
@@ -356,12 +361,18 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 		st = cms_ipc_send_some(fd, buf, len, &off, fds, nfds, why, whylen);
 		if (st || off == len)
 			break;
-		st = wait_fd(fd, POLLOUT, deadline, why, whylen);
+		st = wait_fd(fd, POLLOUT, cancel, deadline, why, whylen);
 		if (st)
 			break;
 	}
 	free(buf);
 	return st;
+}
+
+cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
+			char *why, size_t whylen)
+{
+	return cms_ipc_send_cancellable(fd, -1, m, fds, deadline, why, whylen);
 }
 
 void cms_ipc_rx_init(struct cms_ipc_rx *rx)
@@ -561,8 +572,8 @@ err_free:
 	return st;
 }
 
-cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
-			size_t whylen)
+cms_status cms_ipc_recv_cancellable(int fd, int cancel, struct cms_ipc_msg *m, int *out,
+				    int64_t deadline, char *why, size_t whylen)
 {
 	struct cms_ipc_rx rx;
 	cms_status st;
@@ -574,12 +585,18 @@ cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadlin
 		st = cms_ipc_rx_read(fd, &rx, m, out, &done, why, whylen);
 		if (st || done)
 			return st;
-		st = wait_fd(fd, POLLIN, deadline, why, whylen);
+		st = wait_fd(fd, POLLIN, cancel, deadline, why, whylen);
 		if (st) {
 			cms_ipc_rx_free(&rx);
 			return st;
 		}
 	}
+}
+
+cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
+			size_t whylen)
+{
+	return cms_ipc_recv_cancellable(fd, -1, m, out, deadline, why, whylen);
 }
 
 void cms_ipc_send_error(int fd, cms_status st, const char *text)

@@ -116,6 +116,18 @@ cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off
 cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadline_ms, char *why,
 			size_t whylen);
 
+/*
+ * cms_ipc_send_cancellable, cms_ipc_recv_cancellable - cms_ipc_send and
+ * cms_ipc_recv that also stop waiting as soon as cancel is readable (the wake
+ * pipe of a thread whose owner is closing; nothing is read from it; < 0:
+ * none): CMS_ERR_DISCONNECTED ("cancelled"), what was received closed as on
+ * any failure. They still send and receive what needs no wait.
+ */
+cms_status cms_ipc_send_cancellable(int fd, int cancel, const struct cms_ipc_msg *m, const int *fds,
+				    int64_t deadline_ms, char *why, size_t whylen);
+cms_status cms_ipc_recv_cancellable(int fd, int cancel, struct cms_ipc_msg *m, int *fds,
+				    int64_t deadline_ms, char *why, size_t whylen);
+
 /* What a receive state does with the descriptors that come with a message. */
 enum cms_ipc_rx_fds {
 	CMS_IPC_RX_FDS_KEEP,  /* held (at most the header's count) until handed out */
