@@ -26,12 +26,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include "common.h"
 #include "ipc_sock.h"
@@ -1888,6 +1891,322 @@ START_TEST(idle_control_clients_deny_nobody)
 }
 END_TEST
 
+/* ---- issue 34: descriptors sent to servers, who loses at the connection limit ---- */
+
+#define CONTROL_CONNS 8 /* CMS_IPC_CONTROL_CONNS (src/ipc/ipc.h) */
+
+/* Sends bytes[0, n) on fd with nfds descriptors attached (copies of one /dev/null descriptor). */
+static void send_with_fds(int fd, const void *bytes, size_t n, uint32_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * CMS_IPC_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { (void *)bytes, n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct cmsghdr *c;
+	uint32_t i;
+
+	ck_assert_int_ge(null, 0);
+	ck_assert_uint_le(nfds, CMS_IPC_MAX_FDS);
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	for (i = 0; i < nfds; i++)
+		memcpy(CMSG_DATA(c) + i * sizeof(int), &null, sizeof(int));
+	ck_assert_int_eq(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)n);
+	close(null);
+}
+
+/* Waits until the peer has read everything sent on fd (SIOCOUTQ: nothing queued; 20 s at
+ * most). */
+static void wait_consumed(int fd)
+{
+	int queued = -1, k;
+
+	for (k = 0; k < 2000; k++) {
+		ck_assert_int_eq(ioctl(fd, SIOCOUTQ, &queued), 0);
+		if (!queued)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("the server did not read %d bytes", queued);
+}
+
+/*
+ * Servers keep no descriptor a client sends (issue 34, 1): no message to a server carries
+ * any. Connections that sent part of a message with 200 descriptors (on its first byte or
+ * on a later one) and stalled made the exporter and the control socket hold every one of
+ * them until the message's 5 s deadline (128 such connections: 19,990 descriptors); now
+ * the server reads without a control buffer, the kernel discards them, and the connection
+ * is refused at once with ERROR CMS_ERR_PROTOCOL.
+ */
+START_TEST(servers_hold_no_passed_descriptors)
+{
+	enum { K = 3, NFDS = 200 };
+	static const uint8_t hdr[8] = { 'C', 'M', 'S', 'I', 1, 0, 8, 0 };
+	uint8_t hello[16 + 64];
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	struct fix f;
+	char ep[108], cp[108], why[256];
+	uint8_t *buf;
+	size_t len;
+	int c[2 * K], base, held, i;
+
+	fix_start(&f, "pfd", 1, 64 * KiB, 3, 0, CMS_ACCESS_READWRITE);
+	snprintf(ep, sizeof(ep), "%s", f.path);
+	f.path = ep;
+	ck_ok(cms_control_create(f.ctx, new_path("pfdctl"), NULL, &ctl));
+	snprintf(cp, sizeof(cp), "%s", sock_path);
+	base = t_open_fds();
+	for (i = 0; i < 2 * K; i++) {
+		c[i] = stalled_client(i < K ? ep : cp, 0);
+		if (i % 2) { /* with a later byte of the message */
+			ck_assert_int_eq(send(c[i], hdr, 4, MSG_NOSIGNAL), 4);
+			send_with_fds(c[i], hdr + 4, 2, NFDS);
+		} else {
+			send_with_fds(c[i], hdr, 6, NFDS);
+		}
+		wait_consumed(c[i]);
+	}
+	/* Each server's thread has returned from the reads that took them once it answers a
+	 * request sent after them. */
+	status_request(cp);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_HELLO;
+	strcpy(m.tag, "nope");
+	m.device = -1;
+	m.access = CMS_IPC_ACCESS_READ;
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
+	ck_assert_uint_le(len, sizeof(hello));
+	memcpy(hello, buf, len);
+	free(buf);
+	ck_assert_int_eq(raw_exchange(ep, hello, len), CMS_ERR_NOT_FOUND);
+	held = t_open_fds() - base - 2 * K; /* less the clients' own sockets */
+	ck_assert_msg(held <= 2 * K, "the servers hold %d descriptors for %d connections", held,
+		      2 * K);
+	for (i = 0; i < 2 * K; i++) {
+		ck_assert_msg(
+			!cms_ipc_recv(c[i], &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			"connection %d: %s", i, why);
+		ck_assert_msg(m.type == CMS_IPC_ERROR && m.status == CMS_ERR_PROTOCOL,
+			      "connection %d: type %u status %s: %s", i, m.type,
+			      cms_status_name(m.status), m.text);
+		cms_ipc_msg_free(&m);
+		close(c[i]);
+	}
+	ck_ok(cms_control_destroy(ctl));
+	fix_end(&f);
+}
+END_TEST
+
+static int hold_entered, hold_release;
+
+/* A control callback that waits until the test releases it, then refuses. */
+static cms_status hold_cb(void *user, const cms_control_request *req)
+{
+	(void)user;
+	(void)req;
+	__atomic_store_n(&hold_entered, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&hold_release, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	return CMS_ERR_REFUSED;
+}
+
+/* Holds the thread of the control socket at path (callback hold_cb) in a pause request of a
+ * connection of its own, returned: the connections made meanwhile arrive in one burst. */
+static int hold_server(const char *path)
+{
+	struct cms_ipc_msg m;
+	int fd, k;
+
+	__atomic_store_n(&hold_entered, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&hold_release, 0, __ATOMIC_SEQ_CST);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_PAUSE;
+	strcpy(m.tag, "held");
+	fd = connect_send(path, &m);
+	for (k = 0; k < 20000 && !__atomic_load_n(&hold_entered, __ATOMIC_SEQ_CST); k++)
+		usleep(1000);
+	ck_assert_msg(__atomic_load_n(&hold_entered, __ATOMIC_SEQ_CST),
+		      "the control socket did not take the request");
+	return fd;
+}
+
+/* Lets the request of hold_server go (refused) and reads its reply. */
+static void release_server(int fd)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+
+	__atomic_store_n(&hold_release, 1, __ATOMIC_SEQ_CST);
+	do {
+		ck_assert_msg(
+			!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)),
+			"%s", why);
+		cms_ipc_msg_free(&m);
+	} while (m.type == CMS_IPC_CTL_PROGRESS);
+	close(fd);
+}
+
+/* The text of the ERROR the server closed fd with (waited for, 20 s at most). */
+static void closed_why(int fd, char *text, size_t len)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_int_eq(m.type, CMS_IPC_ERROR);
+	snprintf(text, len, "%s", m.text);
+	cms_ipc_msg_free(&m);
+}
+
+/* Whether the server has closed fd to make room (what it sent so far, without waiting). */
+static int evicted(int fd)
+{
+	char text[CMS_IPC_MAX_TEXT + 1];
+
+	if (!server_closed(fd))
+		return 0;
+	closed_why(fd, text, sizeof(text));
+	return strstr(text, "make room") != NULL;
+}
+
+/*
+ * Sends the rest of a status request on fd, which sent its first n bytes before
+ * (stalled_client), and checks the reply. On the oldest connection of a control socket this
+ * is a barrier that opens no connection (one would make room at the limit): the server writes
+ * and reads its connections newest first, so once fd is answered, what it queued for the
+ * others before the request came is written.
+ */
+static void finish_status(int fd, size_t n)
+{
+	struct cms_ipc_msg m;
+	char why[256];
+	uint8_t *buf;
+	size_t len;
+
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	ck_assert_int_eq(cms_ipc_encode(&m, &buf, &len, NULL, 0), CMS_OK);
+	ck_assert_int_eq(send(fd, buf + n, len - n, MSG_NOSIGNAL), (ssize_t)(len - n));
+	free(buf);
+	ck_assert_msg(!cms_ipc_recv(fd, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_msg(m.type == CMS_IPC_CTL_REPLY && m.status == CMS_OK,
+		      "the oldest connection got type %u status %s: %s", m.type,
+		      cms_status_name(m.status), m.text);
+	cms_ipc_msg_free(&m);
+}
+
+/*
+ * A request that arrives at the connection limit in one burst with idle connections is
+ * served, and nobody is closed for it (issue 34, 2): the server reads a connection before
+ * judging it idle. Before, the 9th accept of the burst closed the "oldest idle" connection
+ * by a millisecond clock, none of them read yet: the request itself (ties went to the newest)
+ * or an idle one.
+ */
+START_TEST(burst_request_served_at_the_limit)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	struct cms_ipc_msg m;
+	cms_control *ctl;
+	char path[108], why[256];
+	int s[CONTROL_CONNS], h, r, i;
+
+	snprintf(path, sizeof(path), "%s", new_path("burst"));
+	co.fn = hold_cb;
+	ck_ok(cms_control_create(ctx, path, &co, &ctl));
+	h = hold_server(path);
+	for (i = 0; i < CONTROL_CONNS; i++)
+		s[i] = stalled_client(path, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = CMS_IPC_CTL_REQUEST;
+	m.op = CMS_IPC_OP_STATUS;
+	r = connect_send(path, &m);
+	release_server(h);
+	ck_assert_msg(!cms_ipc_recv(r, &m, NULL, cms_ipc_now_ms() + 20000, why, sizeof(why)), "%s",
+		      why);
+	ck_assert_msg(m.type == CMS_IPC_CTL_REPLY && m.status == CMS_OK,
+		      "the request got type %u status %s: %s", m.type, cms_status_name(m.status),
+		      m.text);
+	cms_ipc_msg_free(&m);
+	close(r);
+	finish_status(s[0], 0); /* the oldest: what the server wrote before is readable now */
+	for (i = 1; i < CONTROL_CONNS; i++)
+		ck_assert_msg(!evicted(s[i]), "idle connection %d was closed to make room", i);
+	for (i = 0; i < CONTROL_CONNS; i++)
+		close(s[i]);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+/*
+ * Who loses at the limit (issue 34, 2): connections that have sent nothing go first, oldest
+ * first; then those with part of a request, least progress first; a connection is read
+ * before it is judged. In one burst: P1 (1 byte of a header), S1 (silent), P2 (2 bytes), S2,
+ * P3-P6 (3-6 bytes), then four newcomers with 7 bytes each: they close S1, S2, P1, P2 in
+ * this order. Before, a partial request was never closed (the newcomers waited or closed
+ * each other) and silence was judged before reading.
+ */
+START_TEST(eviction_order_at_the_limit)
+{
+	cms_control_options co = CMS_CONTROL_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_control *ctl;
+	char path[108], text[CMS_IPC_MAX_TEXT + 1];
+	int p[6], s[2], x[4], h, i;
+
+	snprintf(path, sizeof(path), "%s", new_path("order"));
+	co.fn = hold_cb;
+	ck_ok(cms_control_create(ctx, path, &co, &ctl));
+	h = hold_server(path);
+	p[0] = stalled_client(path, 1);
+	s[0] = stalled_client(path, 0);
+	p[1] = stalled_client(path, 2);
+	s[1] = stalled_client(path, 0);
+	for (i = 2; i < 6; i++)
+		p[i] = stalled_client(path, (size_t)i + 1);
+	for (i = 0; i < 4; i++)
+		x[i] = stalled_client(path, 7);
+	release_server(h);
+	for (i = 0; i < 2; i++) {
+		closed_why(s[i], text, sizeof(text));
+		ck_assert_msg(strstr(text, "make room") && strstr(text, "no request yet"),
+			      "silent connection %d: %s", i, text);
+	}
+	for (i = 0; i < 2; i++) {
+		closed_why(p[i], text, sizeof(text));
+		ck_assert_msg(strstr(text, "make room") && strstr(text, "not whole"),
+			      "connection with %d bytes: %s", i + 1, text);
+	}
+	finish_status(p[2], 3); /* the oldest left: what the server wrote before is readable now */
+	for (i = 3; i < 6; i++)
+		ck_assert_msg(!evicted(p[i]), "the connection with %d bytes was closed", i + 1);
+	for (i = 0; i < 4; i++)
+		ck_assert_msg(!evicted(x[i]), "newcomer %d was closed", i);
+	for (i = 0; i < 6; i++)
+		close(p[i]);
+	for (i = 0; i < 2; i++)
+		close(s[i]);
+	for (i = 0; i < 4; i++)
+		close(x[i]);
+	ck_ok(cms_control_destroy(ctl));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("ipc");
@@ -1923,6 +2242,13 @@ static Suite *make(void)
 	tcase_add_test(t, control_socket);
 	tcase_add_test(t, control_socket_reports);
 #endif
+	suite_add_tcase(s, t);
+	/* issue 34 (CK_RUN_CASE=limits runs these alone) */
+	t = tcase_create("limits");
+	tcase_set_timeout(t, 240);
+	tcase_add_test(t, servers_hold_no_passed_descriptors);
+	tcase_add_test(t, burst_request_served_at_the_limit);
+	tcase_add_test(t, eviction_order_at_the_limit);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -7,8 +7,8 @@
  * connection without waiting and writes replies as each client reads (a
  * client that sends nothing, half a request, or does not read its reply
  * delays nobody), closes a connection whose request is not whole within
- * CMS_IPC_IDLE_MS, and past CMS_IPC_CONTROL_CONNS closes the oldest idle one
- * to make room for a new one.
+ * CMS_IPC_IDLE_MS, and past CMS_IPC_CONTROL_CONNS closes one that waits for
+ * its request to make room for a new one (ipc.h says which).
  */
 #include <stdarg.h>
 #include <stdio.h>

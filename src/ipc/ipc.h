@@ -15,8 +15,10 @@
 /* A connection that has not sent its request (exporter: HELLO; control socket: the request)
  * within this is closed. Servers read without waiting, so it costs nobody else time. */
 #define CMS_IPC_IDLE_MS 5000
-/* Connections a server keeps at most; past it, the oldest that has sent no request makes
- * room for a new one (the rest wait in the listen backlog). */
+/* Connections a server keeps at most; past it, one that waits for its first request makes
+ * room for a new one: one that has sent nothing, the oldest, else the one whose request has
+ * made the least progress (ipc_server.c, victim()); when none waits, the rest wait in the
+ * listen backlog. */
 #define CMS_IPC_EXPORTER_CONNS 128
 #define CMS_IPC_CONTROL_CONNS 8
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
@@ -70,13 +72,14 @@ void cms_ipc_wake(int fd);
 
 /*
  * The thread of an IPC object (exporter, import, control socket) and the pipe
- * that wakes its poll loop. stop is read and written under the owner's lock
- * (given to the calls below), thread only by its starter and stopper.
+ * that wakes its poll loop. stop is set once, by cms_ipc_loop_stop, before it
+ * writes the pipe (so a thread that finds the pipe readable and then reads
+ * stop sees it); thread is used only by its starter and stopper.
  */
 struct cms_ipc_loop {
 	int wake[2]; /* -1 when not open */
 	pthread_t thread;
-	bool stop;
+	atomic_bool stop;
 };
 
 /* Opens the wake pipe (non-blocking, close-on-exec). CMS_OK, CMS_ERR_IO (error set; wake -1). */
@@ -92,12 +95,16 @@ cms_status cms_ipc_loop_start(struct cms_ipc_loop *l, void *(*fn)(void *), void 
 /*
  * On l's thread: waits for input on fd or a wake-up. Returns 1 when fd is
  * readable, 0 when not (interrupted or woken: wait again), -1 once stop is
- * set (leave the loop). Takes lock to read stop.
+ * set (leave the loop).
  */
-int cms_ipc_loop_wait(struct cms_ipc_loop *l, pthread_mutex_t *lock, int fd);
+int cms_ipc_loop_wait(struct cms_ipc_loop *l, int fd);
 
-/* Sets stop under lock, wakes the thread and joins it. lock not held by the caller. */
-void cms_ipc_loop_stop(struct cms_ipc_loop *l, pthread_mutex_t *lock);
+/* Whether cms_ipc_loop_stop was called (any thread). */
+bool cms_ipc_loop_stopping(struct cms_ipc_loop *l);
+
+/* Sets stop, wakes the thread and joins it. Takes no lock: the thread may hold its owner's
+ * lock while it waits on a socket, which the wake-up cancels (cms_ipc_recv_cancellable). */
+void cms_ipc_loop_stop(struct cms_ipc_loop *l);
 
 /* Closes the wake pipe if open (wake -1 after). */
 void cms_ipc_loop_fini(struct cms_ipc_loop *l);
@@ -151,7 +158,8 @@ struct cms_ipc_conn {
 	int fd;
 	pid_t pid;
 	uid_t uid;
-	int64_t since; /* accepted (cms_ipc_now_ms) */
+	int64_t since;	/* accepted (cms_ipc_now_ms) */
+	uint64_t order; /* of its accept: smaller is older (the server thread's) */
 	/* the server thread's only: the message under way and when its first byte came */
 	struct cms_ipc_rx rx;
 	int64_t msg_since; /* 0: none under way */
@@ -170,7 +178,7 @@ struct cms_ipc_server_ops {
 	const char *what;  /* "exporter", "control socket": logs, the thread's name */
 	const char *where; /* a refused uid "is not allowed <where> <path>" */
 	size_t conn_size;  /* of the owner's connection struct (struct cms_ipc_conn first) */
-	size_t max_conns;  /* kept at most; past it the oldest idle one makes room */
+	size_t max_conns;  /* kept at most; past it one still waiting for its request makes room */
 	/*
 	 * A whole message from c (server thread, s->lock not held; m freed by the server
 	 * after). Returns true when c is to be closed once its queue is written.
@@ -192,7 +200,7 @@ struct cms_ipc_server {
 	char path[CMS_IPC_PATH_MAX + 1];
 	int lfd;
 	struct cms_ipc_sockfile file; /* lfd's socket file */
-	struct cms_ipc_loop loop;     /* loop.stop under lock */
+	struct cms_ipc_loop loop;
 	bool started;
 	pthread_mutex_t lock; /* connections, their queues and flags; owners' state beside */
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC; broadcast when a connection dies */
@@ -203,6 +211,7 @@ struct cms_ipc_server {
 	size_t out_bytes; /* queued, all connections; lock */
 	size_t out_fds;	  /* descriptors queued, all connections; lock */
 	/* the server thread's only */
+	uint64_t accepts; /* connections accepted so far: the next one's order */
 	struct cms_ipc_accepting accepting;
 	struct pollfd *pf;
 	struct cms_ipc_conn **cs;

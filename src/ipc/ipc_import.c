@@ -7,7 +7,16 @@
  *
  * imp->lock protects the state and the driver objects (handles, mappings);
  * the thread holds it while it maps or unmaps, never while it calls the
- * application's callbacks. Only the thread reads the socket after open.
+ * application's callbacks. Only the thread reads the socket after open, and
+ * every wait of it on the socket ends when the import is closed (the loop's
+ * wake pipe cancels it), so a stalled exporter never holds up
+ * cms_import_close nor, for longer than a message's deadline, the lock.
+ *
+ * The exporter is not trusted further than its uid check: messages are
+ * decoded strictly (ipc_proto.c), descriptors are bounded by what a message
+ * announces and closed on every path (ipc_sock.c), a grant is mapped only
+ * while nothing of the last one is held, never with more access than asked,
+ * and its ERROR statuses are passed on only when an exporter sends them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +29,7 @@ struct cms_import {
 	cms_context *ctx;
 	char path[CMS_IPC_PATH_MAX + 1];
 	int fd;
-	struct cms_ipc_loop loop; /* loop.stop under lock */
+	struct cms_ipc_loop loop;
 	bool thread_started;
 	pthread_mutex_t lock;
 	int32_t device;
@@ -38,12 +47,53 @@ struct cms_import {
 	int32_t error;
 	pid_t exporter_pid;
 	uid_t exporter_uid;
+	uint32_t asked; /* CMS_IPC_ACCESS_* asked for: never mapped with more */
 };
 
 static cms_status ifail(cms_import *imp, cms_status st, const char *what, const char *why)
 {
 	return cms_set_error(st, "import from %s: %s%s%s", imp->path, what, why ? ": " : "",
 			     why ? why : "");
+}
+
+/*
+ * The exporter's ERROR m as this import's failure: the statuses an exporter sends (docs/ipc.md)
+ * as they are, any other (CMS_ERR_FORKED, a number that is no status: a peer's bug or lie)
+ * as CMS_ERR_INTERNAL, "the exporter failed", which cms_import_open lists. Sets the error.
+ */
+static cms_status exporter_error(cms_import *imp, const struct cms_ipc_msg *m)
+{
+	switch (m->status) {
+	case CMS_ERR_NOT_FOUND:
+	case CMS_ERR_PERMISSION:
+	case CMS_ERR_TIMEOUT:
+	case CMS_ERR_PROTOCOL:
+	case CMS_ERR_DRIVER:
+	case CMS_ERR_INTERNAL:
+		return cms_set_error(m->status, "import from %s: %s", imp->path, m->text);
+	default:
+		return cms_set_error(CMS_ERR_INTERNAL,
+				     "import from %s: the exporter failed (%s): %s", imp->path,
+				     cms_status_name(m->status), m->text);
+	}
+}
+
+/* Receives on the import's connection (cms_ipc_recv); closing the import cancels the wait. */
+static cms_status imp_recv(cms_import *imp, struct cms_ipc_msg *m, int *fds, int64_t deadline,
+			   char *why, size_t whylen)
+{
+	return cms_ipc_recv_cancellable(imp->fd, imp->loop.wake[0], m, fds, deadline, why, whylen);
+}
+
+/* Whether a handle or a mapping of the last grant is still held; lock held. */
+static bool holds_memory(cms_import *imp)
+{
+	uint32_t i;
+
+	for (i = 0; imp->handles && i < imp->layout.nallocs; i++)
+		if (imp->handles[i] || imp->mapped[i])
+			return true;
+	return false;
 }
 
 /* Unmaps and releases whatever is mapped or held; lock held. Returns the first failure. */
@@ -122,11 +172,11 @@ static cms_status import_handles(cms_import *imp, int64_t deadline)
 		struct cms_ipc_msg f;
 		int fds[CMS_IPC_MAX_FDS];
 
-		st = cms_ipc_recv(imp->fd, &f, fds, deadline, why, sizeof(why));
+		st = imp_recv(imp, &f, fds, deadline, why, sizeof(why));
 		if (st)
 			return ifail(imp, st, "receiving descriptors", why);
 		if (f.type == CMS_IPC_ERROR) {
-			st = ifail(imp, f.status, "the exporter failed", f.text);
+			st = exporter_error(imp, &f);
 			cms_ipc_msg_free(&f);
 			return st;
 		}
@@ -193,7 +243,8 @@ static void reply(cms_import *imp, uint16_t type, uint64_t seq, cms_status statu
 	m.type = type;
 	m.seq = seq;
 	m.status = status;
-	cms_ipc_send(imp->fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, NULL, 0);
+	cms_ipc_send_cancellable(imp->fd, imp->loop.wake[0], &m, NULL,
+				 cms_ipc_now_ms() + CMS_IPC_IO_MS, NULL, 0);
 }
 
 /*
@@ -209,6 +260,10 @@ static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t de
 	cms_status st;
 
 	*event = 0;
+	if (!first && holds_memory(imp))
+		/* never sent by an exporter: it grants only after the memory was dropped */
+		return ifail(imp, CMS_ERR_PROTOCOL, "a grant while the last one is still mapped",
+			     NULL);
 	if (first) {
 		st = reserve(imp, m);
 		if (st)
@@ -220,7 +275,7 @@ static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t de
 		while (got < n) {
 			struct cms_ipc_msg f;
 
-			if (cms_ipc_recv(imp->fd, &f, NULL, deadline, NULL, 0))
+			if (imp_recv(imp, &f, NULL, deadline, NULL, 0))
 				break;
 			got += f.type == CMS_IPC_FDS ? f.nfds : n;
 			cms_ipc_msg_free(&f);
@@ -237,7 +292,7 @@ static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t de
 				     imp->path, m->tag, m->nallocs, (unsigned long long)m->total,
 				     imp->layout.nallocs, (unsigned long long)imp->layout.total);
 	}
-	imp->layout.access = m->access;
+	imp->layout.access = imp->asked == CMS_IPC_ACCESS_READ ? CMS_IPC_ACCESS_READ : m->access;
 	imp->layout.state = m->state;
 	if (m->state != CMS_STATE_ACTIVE) {
 		imp->state = CMS_IMPORT_REVOKED;
@@ -332,13 +387,14 @@ static void *serve(void *arg)
 		cms_status st;
 		int rc;
 
-		rc = cms_ipc_loop_wait(&imp->loop, &imp->lock, imp->fd);
+		rc = cms_ipc_loop_wait(&imp->loop, imp->fd);
 		if (rc < 0)
 			break;
 		if (!rc)
 			continue;
-		st = cms_ipc_recv(imp->fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why,
-				  sizeof(why));
+		st = imp_recv(imp, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why));
+		if (st && cms_ipc_loop_stopping(&imp->loop))
+			break; /* cancelled: the import is closing */
 		if (st) {
 			cms_log(imp->ctx, st == CMS_ERR_DISCONNECTED ? CMS_LOG_INFO : CMS_LOG_WARN,
 				"import from %s: %s", imp->path, why);
@@ -354,9 +410,13 @@ static void *serve(void *arg)
 		case CMS_IPC_LAYOUT:
 			pthread_mutex_lock(&imp->lock);
 			st = apply_grant(imp, &m, cms_ipc_now_ms() + CMS_IPC_GRANT_MS, &event);
+			pthread_mutex_unlock(&imp->lock);
+			if (st && cms_ipc_loop_stopping(&imp->loop)) {
+				cms_ipc_msg_free(&m);
+				return NULL; /* cancelled: the import is closing */
+			}
 			if (st)
 				cms_log(imp->ctx, CMS_LOG_WARN, "%s", cms_last_error());
-			pthread_mutex_unlock(&imp->lock);
 			if (event && imp->event_fn)
 				imp->event_fn(imp->user, imp, event, m.epoch);
 			if (st == CMS_ERR_PROTOCOL || st == CMS_ERR_TIMEOUT || st == CMS_ERR_IO ||
@@ -414,6 +474,7 @@ static cms_status hello(cms_import *imp, const char *tag, const cms_import_optio
 	m.device = o->exporter_device;
 	m.access =
 		(o->flags & CMS_IMPORT_READ_ONLY) ? CMS_IPC_ACCESS_READ : CMS_IPC_ACCESS_READWRITE;
+	imp->asked = m.access;
 	if (o->name)
 		snprintf(m.name, sizeof(m.name), "%s", o->name);
 	st = cms_ipc_send(imp->fd, &m, NULL, cms_ipc_now_ms() + CMS_IPC_IO_MS, why, sizeof(why));
@@ -423,8 +484,7 @@ static cms_status hello(cms_import *imp, const char *tag, const cms_import_optio
 
 		if (!cms_ipc_recv(imp->fd, &e, NULL, cms_ipc_now_ms() + 1000, NULL, 0)) {
 			if (e.type == CMS_IPC_ERROR)
-				st = cms_set_error(e.status, "import from %s: %s", imp->path,
-						   e.text);
+				st = exporter_error(imp, &e);
 			cms_ipc_msg_free(&e);
 			if (st != CMS_ERR_DISCONNECTED)
 				return st;
@@ -538,7 +598,7 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	}
 	if (m.type != CMS_IPC_LAYOUT) {
 		st = m.type == CMS_IPC_ERROR ?
-			     cms_set_error(m.status, "import from %s: %s", path, m.text) :
+			     exporter_error(imp, &m) :
 			     ifail(imp, CMS_ERR_PROTOCOL, "unexpected first message", NULL);
 		cms_ipc_msg_free(&m);
 		goto err_free;
@@ -581,7 +641,7 @@ CMS_API cms_status cms_import_close(cms_import *imp)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	cms_ipc_loop_stop(&imp->loop, &imp->lock);
+	cms_ipc_loop_stop(&imp->loop);
 	st = teardown(imp);
 	import_free(imp);
 	atomic_fetch_sub(&ctx->ipc_objects, 1);

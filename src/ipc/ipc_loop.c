@@ -64,6 +64,7 @@ void cms_ipc_wake(int fd)
 
 cms_status cms_ipc_loop_init(struct cms_ipc_loop *l)
 {
+	atomic_init(&l->stop, false);
 	if (pipe2(l->wake, O_CLOEXEC | O_NONBLOCK)) {
 		l->wake[0] = l->wake[1] = -1;
 		return cms_set_error(CMS_ERR_IO, "pipe: %s", strerror(errno));
@@ -79,26 +80,25 @@ cms_status cms_ipc_loop_start(struct cms_ipc_loop *l, void *(*fn)(void *), void 
 	return CMS_OK;
 }
 
-int cms_ipc_loop_wait(struct cms_ipc_loop *l, pthread_mutex_t *lock, int fd)
+int cms_ipc_loop_wait(struct cms_ipc_loop *l, int fd)
 {
 	struct pollfd pf[2] = { { fd, POLLIN, 0 }, { l->wake[0], POLLIN, 0 } };
-	bool stop;
 
 	if (poll(pf, 2, -1) < 0)
 		return 0;
-	pthread_mutex_lock(lock);
-	stop = l->stop;
-	pthread_mutex_unlock(lock);
-	if (stop)
+	if (cms_ipc_loop_stopping(l))
 		return -1;
 	return pf[0].revents ? 1 : 0;
 }
 
-void cms_ipc_loop_stop(struct cms_ipc_loop *l, pthread_mutex_t *lock)
+bool cms_ipc_loop_stopping(struct cms_ipc_loop *l)
 {
-	pthread_mutex_lock(lock);
-	l->stop = true;
-	pthread_mutex_unlock(lock);
+	return atomic_load(&l->stop);
+}
+
+void cms_ipc_loop_stop(struct cms_ipc_loop *l)
+{
+	atomic_store(&l->stop, true);
 	cms_ipc_wake(l->wake[1]);
 	pthread_join(l->thread, NULL);
 }

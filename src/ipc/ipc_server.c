@@ -238,15 +238,30 @@ static void conn_read(struct cms_ipc_server *s, struct cms_ipc_conn *c)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* The oldest connection that has sent no request and is not closing yet; s->lock held. */
-static struct cms_ipc_conn *oldest_idle(struct cms_ipc_server *s)
+/* Whether c is still served and waits for its first request (s->lock held): it may be closed
+ * to make room at the limit. */
+static bool waits_first(struct cms_ipc_server *s, const struct cms_ipc_conn *c)
+{
+	return cms_ipc_conn_live(c) && s->ops->idle(c);
+}
+
+/*
+ * Who is closed to make room (s->lock held; server thread: rx is its own): of the connections
+ * that wait for their first request, other than spare, one that has sent nothing yet, the
+ * oldest; else the one whose request has made the least progress (the oldest of equals).
+ * A connection whose request is whole no longer waits (it is served). NULL when none.
+ */
+static struct cms_ipc_conn *victim(struct cms_ipc_server *s, const struct cms_ipc_conn *spare)
 {
 	struct cms_ipc_conn *c, *best = NULL;
 
-	for (c = s->conns; c; c = c->next)
-		if (cms_ipc_conn_live(c) && s->ops->idle(c) && !c->rx.have &&
-		    (!best || c->since < best->since))
+	for (c = s->conns; c; c = c->next) {
+		if (c == spare || !waits_first(s, c))
+			continue;
+		if (!best || c->rx.have < best->rx.have ||
+		    (c->rx.have == best->rx.have && c->order < best->order))
 			best = c;
+	}
 	return best;
 }
 
@@ -261,27 +276,63 @@ static size_t live_conns(struct cms_ipc_server *s)
 	return n;
 }
 
-/* Whether one more connection may come in: under the limit, or the oldest idle one can make
- * room (room_made); and, counting those closing that still hold their descriptor, under twice
- * the limit (else a connect flood makes room without end); s->lock held. */
+/* Whether one more connection may come in: under the limit, or one can make room (victim);
+ * and, counting those closing that still hold their descriptor, under twice the limit (else
+ * a connect flood makes room without end); s->lock held. */
 static bool has_room(struct cms_ipc_server *s)
 {
 	if (s->nconns >= 2 * s->ops->max_conns)
 		return false;
-	return live_conns(s) < s->ops->max_conns || oldest_idle(s);
+	return live_conns(s) < s->ops->max_conns || victim(s, NULL);
 }
 
-/* After an accept: past the limit, the oldest idle connection is closed (s->lock held). */
-static void room_made(struct cms_ipc_server *s)
+static bool over_limit(struct cms_ipc_server *s)
 {
-	struct cms_ipc_conn *old;
+	bool over;
 
-	if (live_conns(s) <= s->ops->max_conns || !(old = oldest_idle(s)))
+	pthread_mutex_lock(&s->lock);
+	over = live_conns(s) > s->ops->max_conns;
+	pthread_mutex_unlock(&s->lock);
+	return over;
+}
+
+/*
+ * After accepting c past the limit: reads, without waiting, what c and every connection that
+ * waits for its first request have sent (a request already whole is served, not judged idle),
+ * then closes the one victim() names, if still past the limit. Server thread, s->lock not
+ * held; only this thread adds or frees connections, so the list is walked without the lock.
+ */
+static void make_room(struct cms_ipc_server *s, struct cms_ipc_conn *c)
+{
+	struct cms_ipc_conn *o, *old = NULL;
+	bool waits;
+
+	if (!over_limit(s))
 		return;
-	cms_log(s->ctx, CMS_LOG_WARN, "%s %s: pid %d closed to make room (no request yet)",
-		s->ops->what, s->path, (int)old->pid);
-	cms_ipc_conn_fail(s, old, CMS_ERR_TIMEOUT,
-			  "closed to make room for a newer connection (no request yet)");
+	conn_read(s, c);
+	for (o = s->conns; o && over_limit(s); o = o->next) {
+		if (o == c)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		waits = waits_first(s, o);
+		pthread_mutex_unlock(&s->lock);
+		if (waits)
+			conn_read(s, o);
+	}
+	pthread_mutex_lock(&s->lock);
+	if (live_conns(s) > s->ops->max_conns)
+		old = victim(s, c);
+	if (old) {
+		cms_log(s->ctx, CMS_LOG_WARN, "%s %s: pid %d closed to make room (%s)",
+			s->ops->what, s->path, (int)old->pid,
+			old->rx.have ? "its request not whole" : "no request yet");
+		cms_ipc_conn_fail(s, old, CMS_ERR_TIMEOUT,
+				  old->rx.have ? "closed to make room for a newer connection "
+						 "(its request not whole)" :
+						 "closed to make room for a newer connection "
+						 "(no request yet)");
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Records an accept's outcome: CMS_ERR_OUT_OF_HOST_MEMORY starts or doubles a pause. */
@@ -335,15 +386,17 @@ static void accept_all(struct cms_ipc_server *s)
 		c->pid = pid;
 		c->uid = uid;
 		c->since = cms_ipc_now_ms();
+		c->order = s->accepts++;
 		c->out_tail = &c->out;
 		cms_ipc_rx_init(&c->rx);
 		c->rx.max_payload = CMS_IPC_SERVER_MSG_MAX;
+		c->rx.take = CMS_IPC_RX_FDS_NONE; /* no message to a server carries descriptors */
 		pthread_mutex_lock(&s->lock);
 		c->next = s->conns;
 		s->conns = c;
 		s->nconns++;
-		room_made(s);
 		pthread_mutex_unlock(&s->lock);
+		make_room(s, c);
 	}
 }
 
@@ -422,7 +475,7 @@ static void *server_main(void *arg)
 
 		pending = s->ops->round ? s->ops->round(s) : false;
 		pthread_mutex_lock(&s->lock);
-		if (s->loop.stop) {
+		if (cms_ipc_loop_stopping(&s->loop)) {
 			pthread_mutex_unlock(&s->lock);
 			break;
 		}
@@ -516,7 +569,7 @@ void cms_ipc_server_close(struct cms_ipc_server *s)
 	if (s->lfd < 0)
 		return;
 	if (s->started)
-		cms_ipc_loop_stop(&s->loop, &s->lock);
+		cms_ipc_loop_stop(&s->loop);
 	s->started = false;
 	pthread_mutex_lock(&s->lock);
 	while (s->conns)

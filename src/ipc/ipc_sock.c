@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,12 @@ static int fill_addr(struct sockaddr_un *a, const char *path)
 	return 0;
 }
 
-/* Waits for events on fd until deadline. 0: ready; CMS_ERR_TIMEOUT; CMS_ERR_IO. */
-static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, size_t whylen)
+/* Waits for events on fd until deadline, or until cancel (< 0: none) is readable. CMS_OK:
+ * ready; CMS_ERR_TIMEOUT; CMS_ERR_DISCONNECTED (cancelled); CMS_ERR_IO. */
+static cms_status wait_fd(int fd, short events, int cancel, int64_t deadline, char *why,
+			  size_t whylen)
 {
-	struct pollfd p = { fd, events, 0 };
+	struct pollfd p[2] = { { fd, events, 0 }, { cancel, POLLIN, 0 } };
 	int64_t left;
 	int rc;
 
@@ -45,7 +48,10 @@ static cms_status wait_fd(int fd, short events, int64_t deadline, char *why, siz
 		left = deadline < 0 ? -1 : deadline - cms_ipc_now_ms();
 		if (deadline >= 0 && left < 0)
 			left = 0;
-		rc = poll(&p, 1, left > 600000 ? 600000 : (int)left);
+		rc = poll(p, 2, left > 600000 ? 600000 : (int)left);
+		if (rc > 0 && p[1].revents)
+			return cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
+					    "cancelled: the connection is being closed");
 		if (rc > 0)
 			return CMS_OK;
 		if (rc == 0 && deadline >= 0 && cms_ipc_now_ms() >= deadline)
@@ -340,8 +346,8 @@ cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off
 	return CMS_OK;
 }
 
-cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
-			char *why, size_t whylen)
+cms_status cms_ipc_send_cancellable(int fd, int cancel, const struct cms_ipc_msg *m, const int *fds,
+				    int64_t deadline, char *why, size_t whylen)
 {
 	uint32_t nfds = m->type == CMS_IPC_FDS ? m->nfds : 0;
 	uint8_t *buf;
@@ -355,12 +361,18 @@ cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int
 		st = cms_ipc_send_some(fd, buf, len, &off, fds, nfds, why, whylen);
 		if (st || off == len)
 			break;
-		st = wait_fd(fd, POLLOUT, deadline, why, whylen);
+		st = wait_fd(fd, POLLOUT, cancel, deadline, why, whylen);
 		if (st)
 			break;
 	}
 	free(buf);
 	return st;
+}
+
+cms_status cms_ipc_send(int fd, const struct cms_ipc_msg *m, const int *fds, int64_t deadline,
+			char *why, size_t whylen)
+{
+	return cms_ipc_send_cancellable(fd, -1, m, fds, deadline, why, whylen);
 }
 
 void cms_ipc_rx_init(struct cms_ipc_rx *rx)
@@ -371,6 +383,7 @@ void cms_ipc_rx_init(struct cms_ipc_rx *rx)
 
 void cms_ipc_rx_free(struct cms_ipc_rx *rx)
 {
+	enum cms_ipc_rx_fds take = rx->take;
 	uint32_t max = rx->max_payload;
 	size_t i;
 
@@ -379,18 +392,27 @@ void cms_ipc_rx_free(struct cms_ipc_rx *rx)
 	free(rx->buf);
 	cms_ipc_rx_init(rx);
 	rx->max_payload = max;
+	rx->take = take;
 }
 
-/* Keeps the descriptors of one recvmsg (closes those past the limit). */
-static void take_fds(struct cms_ipc_rx *rx, struct msghdr *mh)
+/*
+ * Takes the descriptors of one recvmsg as rx->take says. They must come with the read of the
+ * message's first byte (first: this recvmsg took it), at most CMS_IPC_MAX_FDS; any other, one
+ * of a control message the kernel truncated (MSG_CTRUNC: also every one sent where rx takes
+ * none), or another kind of control message fails the message. What is not kept is closed at
+ * once. Returns CMS_OK or CMS_ERR_PROTOCOL.
+ */
+static cms_status take_fds(struct cms_ipc_rx *rx, struct msghdr *mh, bool first, char *why,
+			   size_t whylen)
 {
+	bool bad = mh->msg_flags & MSG_CTRUNC;
 	struct cmsghdr *c;
 
 	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		size_t k, cnt;
 
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-			rx->bad = 1;
+			bad = true;
 			continue;
 		}
 		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -398,16 +420,22 @@ static void take_fds(struct cms_ipc_rx *rx, struct msghdr *mh)
 			int v;
 
 			memcpy(&v, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-			if (rx->nfds < CMS_IPC_MAX_FDS)
-				rx->fds[rx->nfds++] = v;
-			else {
+			if (!first || ++rx->came > CMS_IPC_MAX_FDS)
+				bad = true;
+			if (bad || rx->take != CMS_IPC_RX_FDS_KEEP)
 				close(v);
-				rx->bad = 1;
-			}
+			else
+				rx->fds[rx->nfds++] = v;
 		}
 	}
-	if (mh->msg_flags & MSG_CTRUNC)
-		rx->bad = 1;
+	if (!bad)
+		return CMS_OK;
+	if (rx->take == CMS_IPC_RX_FDS_NONE)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "descriptors were sent with a message; none are taken here");
+	return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+			    "descriptors came after a message's first read, or more than %u",
+			    CMS_IPC_MAX_FDS);
 }
 
 /* Room for the next bytes of the message: the buffer grows with what arrives (at most
@@ -444,6 +472,11 @@ static cms_status rx_header(struct cms_ipc_rx *rx, char *why, size_t whylen)
 		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
 				    "a message of %u bytes (type %u); at most %u are taken here",
 				    payload, type, rx->max_payload);
+	/* every descriptor came with the first byte: none more can come */
+	if (announced != rx->came)
+		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
+				    "header announces %u descriptors, %zu came with it", announced,
+				    rx->came);
 	rx->need = CMS_IPC_HEADER_SIZE + (size_t)payload;
 	return rx_grow(rx, why, whylen);
 }
@@ -454,10 +487,7 @@ static cms_status rx_done(struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *out
 {
 	cms_status st;
 
-	if (rx->bad)
-		return cms_ipc_fail(CMS_ERR_PROTOCOL, why, whylen,
-				    "unexpected or too many descriptors with a message");
-	st = cms_ipc_decode(rx->buf, rx->need, rx->nfds, m, why, whylen);
+	st = cms_ipc_decode(rx->buf, rx->need, rx->came, m, why, whylen);
 	if (st)
 		return st;
 	if (out) {
@@ -482,6 +512,7 @@ cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m,
 	for (;;) {
 		uint8_t *dst = rx->buf ? rx->buf : rx->hdr;
 		struct iovec iov = { dst + rx->have, (rx->buf ? rx->cap : rx->need) - rx->have };
+		bool first = !rx->have;
 		struct msghdr mh;
 		ssize_t got;
 
@@ -507,8 +538,10 @@ cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m,
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
+		if (rx->take != CMS_IPC_RX_FDS_NONE) {
+			mh.msg_control = ctl.buf;
+			mh.msg_controllen = sizeof(ctl.buf);
+		}
 		got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return CMS_OK; /* the rest later */
@@ -521,7 +554,9 @@ cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m,
 								"recvmsg: %s", strerror(errno));
 			goto err_free;
 		}
-		take_fds(rx, &mh);
+		st = take_fds(rx, &mh, first, why, whylen);
+		if (st)
+			goto err_free;
 		if (got == 0) {
 			st = !rx->have ? cms_ipc_fail(CMS_ERR_DISCONNECTED, why, whylen,
 						      "the peer closed the connection") :
@@ -537,24 +572,31 @@ err_free:
 	return st;
 }
 
-cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
-			size_t whylen)
+cms_status cms_ipc_recv_cancellable(int fd, int cancel, struct cms_ipc_msg *m, int *out,
+				    int64_t deadline, char *why, size_t whylen)
 {
 	struct cms_ipc_rx rx;
 	cms_status st;
 	int done;
 
 	cms_ipc_rx_init(&rx);
+	rx.take = out ? CMS_IPC_RX_FDS_KEEP : CMS_IPC_RX_FDS_CLOSE;
 	for (;;) {
 		st = cms_ipc_rx_read(fd, &rx, m, out, &done, why, whylen);
 		if (st || done)
 			return st;
-		st = wait_fd(fd, POLLIN, deadline, why, whylen);
+		st = wait_fd(fd, POLLIN, cancel, deadline, why, whylen);
 		if (st) {
 			cms_ipc_rx_free(&rx);
 			return st;
 		}
 	}
+}
+
+cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *out, int64_t deadline, char *why,
+			size_t whylen)
+{
+	return cms_ipc_recv_cancellable(fd, -1, m, out, deadline, why, whylen);
 }
 
 void cms_ipc_send_error(int fd, cms_status st, const char *text)

@@ -99,11 +99,15 @@ cms_status cms_ipc_send_some(int fd, const uint8_t *buf, size_t len, size_t *off
 
 /*
  * cms_ipc_recv - receives one whole message before deadline_ms and decodes
- * it into *m. The descriptors received with it are the helper's until it
- * hands them out: with fds (room for CMS_IPC_MAX_FDS) they go there on
- * success, their number in m->nfds, and belong to the caller; with fds NULL
- * (a receiver that takes none) they are closed before the call returns, and
- * m->nfds still tells how many came. On any failure every received
+ * it into *m. Descriptors must arrive with the read that takes the message's
+ * first byte (cms_ipc_send attaches them to it), as many as its header
+ * announces: any others (more or fewer, with a later read, or truncated by
+ * the kernel) fail the call at once, so a peer makes it hold at most the
+ * announced number (CMS_IPC_MAX_FDS), and only until the message is whole or
+ * refused. With fds (room for CMS_IPC_MAX_FDS) they
+ * go there on success, their number in m->nfds, and belong to the caller;
+ * with fds NULL (a receiver that takes none) each is closed as it arrives,
+ * and m->nfds still tells how many came. On any failure every received
  * descriptor is closed. Returns CMS_OK, CMS_ERR_DISCONNECTED (orderly close
  * before a message), CMS_ERR_TIMEOUT (nothing or only part of a message
  * arrived), CMS_ERR_PROTOCOL (malformed; close the connection),
@@ -113,39 +117,63 @@ cms_status cms_ipc_recv(int fd, struct cms_ipc_msg *m, int *fds, int64_t deadlin
 			size_t whylen);
 
 /*
+ * cms_ipc_send_cancellable, cms_ipc_recv_cancellable - cms_ipc_send and
+ * cms_ipc_recv that also stop waiting as soon as cancel is readable (the wake
+ * pipe of a thread whose owner is closing; nothing is read from it; < 0:
+ * none): CMS_ERR_DISCONNECTED ("cancelled"), what was received closed as on
+ * any failure. They still send and receive what needs no wait.
+ */
+cms_status cms_ipc_send_cancellable(int fd, int cancel, const struct cms_ipc_msg *m, const int *fds,
+				    int64_t deadline_ms, char *why, size_t whylen);
+cms_status cms_ipc_recv_cancellable(int fd, int cancel, struct cms_ipc_msg *m, int *fds,
+				    int64_t deadline_ms, char *why, size_t whylen);
+
+/* What a receive state does with the descriptors that come with a message. */
+enum cms_ipc_rx_fds {
+	CMS_IPC_RX_FDS_KEEP,  /* held (at most the header's count) until handed out */
+	CMS_IPC_RX_FDS_CLOSE, /* counted and closed as they arrive (a receiver that takes none) */
+	/* read without a control buffer, so the kernel discards any; one that came fails the
+	 * message at once (a server: no message to it carries descriptors) */
+	CMS_IPC_RX_FDS_NONE,
+};
+
+/*
  * A message being received by a server without waiting: the bytes and the
  * descriptors of it gathered so far. The descriptors are the rx's until
  * handed out (as cms_ipc_recv's).
  */
 struct cms_ipc_rx {
 	uint8_t hdr[CMS_IPC_HEADER_SIZE];
-	uint8_t *buf;	      /* header + payload received, once the header is in */
-	size_t cap;	      /* of buf: grows with what arrives, up to need */
-	size_t have;	      /* bytes of the message received (0: none started) */
-	size_t need;	      /* CMS_IPC_HEADER_SIZE, then the whole message */
-	uint32_t max_payload; /* larger messages are refused at the header; 0: the protocol's */
-	int fds[CMS_IPC_MAX_FDS];
-	size_t nfds;
-	int bad; /* unexpected or too many descriptors came */
+	uint8_t *buf;		  /* header + payload received, once the header is in */
+	size_t cap;		  /* of buf: grows with what arrives, up to need */
+	size_t have;		  /* bytes of the message received (0: none started) */
+	size_t need;		  /* CMS_IPC_HEADER_SIZE, then the whole message */
+	uint32_t max_payload;	  /* larger messages are refused at the header; 0: the protocol's */
+	enum cms_ipc_rx_fds take; /* kept by cms_ipc_rx_free, as max_payload */
+	int fds[CMS_IPC_MAX_FDS]; /* CMS_IPC_RX_FDS_KEEP: those held */
+	size_t nfds;		  /* held */
+	size_t came;		  /* received with the message, held or not */
 };
 
 /* A message's buffer starts at this and grows with what arrives. */
 #define CMS_IPC_RX_CHUNK (64u << 10)
 
-/* An empty rx (max_payload 0). */
+/* An empty rx (max_payload 0, CMS_IPC_RX_FDS_KEEP). */
 void cms_ipc_rx_init(struct cms_ipc_rx *rx);
 
-/* Closes the descriptors rx holds and frees its buffer (empty after; max_payload kept). */
+/* Closes the descriptors rx holds and frees its buffer (empty after; max_payload and take
+ * kept). */
 void cms_ipc_rx_free(struct cms_ipc_rx *rx);
 
 /*
  * cms_ipc_rx_read - reads what fd has now into rx, never waiting and never
- * past the end of the message. When the message is whole: decodes it into
- * *m, hands its descriptors out as cms_ipc_recv does (fds, or closed when
- * NULL), empties rx for the next one and sets *done to 1; else *done is 0
- * and rx keeps what came (rx->have > 0: a message is under way). Returns
- * CMS_OK, or as cms_ipc_recv (never CMS_ERR_TIMEOUT); after a failure rx
- * is empty and holds nothing.
+ * past the end of the message, taking descriptors as rx->take says and as
+ * cms_ipc_recv checks them. When the message is whole: decodes it into *m,
+ * hands the descriptors held out (to fds, or closed when NULL), empties rx
+ * for the next one and sets *done to 1; else *done is 0 and rx keeps what
+ * came (rx->have > 0: a message is under way). Returns CMS_OK, or as
+ * cms_ipc_recv (never CMS_ERR_TIMEOUT); after a failure rx is empty and
+ * holds nothing.
  */
 cms_status cms_ipc_rx_read(int fd, struct cms_ipc_rx *rx, struct cms_ipc_msg *m, int *fds,
 			   int *done, char *why, size_t whylen);
