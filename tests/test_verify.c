@@ -9,7 +9,8 @@
  * allocations; the flag's rules; the kernel's module loaded once per device
  * and unloaded with the context; on a full device the first verified pause
  * succeeds (what the checksum needs was reserved with the flag) and setting
- * the flag fails cleanly; (simulation only) a fault at every driver call of a
+ * the flag fails cleanly; the flag turned on and off by two threads while a
+ * third region cycles; (simulation only) a fault at every driver call of a
  * verified pause and resume rolls back whole, one of setting the flag leaves
  * nothing. On a GPU (label gpu) the same (the device filled for real), and
  * the kernel's PTX JITs and computes what the C definition does on random
@@ -18,6 +19,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -737,6 +739,67 @@ START_TEST(faults_hold)
 }
 END_TEST
 
+/* One thread's turns of CMS_REGION_VERIFY on and off on its region. */
+struct toggler {
+	cms_region *r;
+	int turns;
+	cms_status st; /* the first failure */
+};
+
+static void *toggle(void *arg)
+{
+	struct toggler *t = arg;
+	int k;
+
+	for (k = 0; k < t->turns && !t->st; k++) {
+		t->st = cms_region_flags_set(t->r, CMS_REGION_VERIFY, CMS_REGION_VERIFY);
+		if (!t->st)
+			t->st = cms_region_flags_set(t->r, CMS_REGION_VERIFY, 0);
+	}
+	return NULL;
+}
+
+/* Two threads turn the flag on and off on two regions of one device while a third verified
+ * region pauses and resumes (checksumming with the same kernel): every call succeeds, the
+ * third's checks pass, and after the joins the kernel is held once (the third's); its clear
+ * gives everything back. ThreadSanitizer checks the holds. */
+START_TEST(holds_race)
+{
+	enum { TURNS = 40, CYCLES = 10 };
+	cms_context *ctx = t_ctx();
+	cms_region *c = region(ctx, "c", CMS_POLICY_HOST, CMS_REGION_VERIFY);
+	struct toggler t[2] = { { region(ctx, "a", CMS_POLICY_HOST, 0), TURNS, CMS_OK },
+				{ region(ctx, "b", CMS_POLICY_HOST, 0), TURNS, CMS_OK } };
+	uint64_t p[NA], before[5], after[5];
+	pthread_t th[2];
+	int k;
+
+	alloc_fill(c, p, 130);
+	for (k = 0; k < 2; k++)
+		ck_assert_int_eq(pthread_create(&th[k], NULL, toggle, &t[k]), 0);
+	for (k = 0; k < CYCLES; k++) {
+		ck_ok(cms_region_pause(c, NULL, NULL));
+		ck_ok(cms_region_resume(c, NULL, NULL));
+	}
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+		ck_assert_msg(t[k].st == CMS_OK, "thread %d: %s", k, cms_status_name(t[k].st));
+		ck_assert_uint_eq(t_info(t[k].r).flags, 0);
+	}
+	ck_content(p, 130);
+	ck_assert_uint_eq(t_stats(c).bytes_verified, CYCLES * (sizes[0] + sizes[1] + sizes[2]));
+	ck_assert_uint_eq(modules(), t_is_sim() ? 1 : 0);
+	sim_held(before);
+	ck_ok(cms_region_flags_set(c, CMS_REGION_VERIFY, 0));
+	sim_held(after);
+	if (t_is_sim()) {
+		ck_assert_uint_eq(before[3] - after[3], t_info(c).granularity);
+		ck_assert_uint_eq(after[4], 0);
+	}
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static uint64_t rnd_state = 0x1234567887654321ull;
 
 static uint64_t rnd(void)
@@ -919,6 +982,7 @@ static Suite *make(void)
 	tcase_add_test(tc, big_round_trip);
 	tcase_add_test(tc, full_device_pause);
 	tcase_add_test(tc, full_device_flag_refused);
+	tcase_add_test(tc, holds_race);
 	tcase_add_test(tc, faults_host);       /* simulation only */
 	tcase_add_test(tc, faults_disk);       /* simulation only */
 	tcase_add_test(tc, module_load_fails); /* simulation only */
