@@ -492,10 +492,15 @@ CMS_API cms_status cms_device_memory_info(cms_context *ctx, int32_t device, uint
  * checksummed, and not while the flag is clear, so clearing it takes a
  * mismatching backup back as it is. The cost: the kernel reads the content
  * once at the pause and once at the resume (device memory bandwidth; bytes
- * and time in cms_region_stats.bytes_verified, verify_ns); the first pause
- * with the flag on a device loads the kernel (cuModuleLoadData) and maps one
- * granule of device memory for its tables and results, both kept until
- * cms_context_destroy. Not combinable with CMS_RESUME_ASYNC.
+ * and time in cms_region_stats.bytes_verified, verify_ns); while a region of
+ * a device has the flag, the device holds the kernel (cuModuleLoadData) and
+ * one granule of device memory for its tables and results (one for all its
+ * verified regions), so that a pause, meant to free device memory, needs none
+ * to checksum: made when the first region gets the flag (cms_region_create
+ * with it, cms_region_flags_set setting it; on a full device those calls
+ * return CMS_ERR_OUT_OF_DEVICE_MEMORY and change nothing), given back when
+ * the last one clears it or is destroyed. Not combinable with
+ * CMS_RESUME_ASYNC.
  */
 #define CMS_REGION_VERIFY 0x80ull
 /*
@@ -572,7 +577,9 @@ CMS_API cms_status cms_region_options_init(cms_region_options *opts);
  * cuMemGetAllocationGranularity, cuDevicePrimaryCtxRetain, cuStreamCreate,
  * cuEventCreate (first use of the device); cuMemCreate, cuMemMap,
  * cuMemSetAccess, cuMemsetD8Async (CMS_REGION_GUARD, first region with it on
- * the device).
+ * the device); cuModuleLoadData, cuModuleGetFunction, cuMemAddressReserve,
+ * cuMemCreate, cuMemMap, cuMemSetAccess (CMS_REGION_VERIFY, when no region of
+ * the device has it).
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx, tag or out is NULL; a bad tag; an unknown
@@ -583,6 +590,9 @@ CMS_API cms_status cms_region_options_init(cms_region_options *opts);
  *     CMS_POLICY_DISK.
  *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
  *   CMS_ERR_EXISTS: a region with this tag exists on this device.
+ *   CMS_ERR_OUT_OF_DEVICE_MEMORY: no device memory for what CMS_REGION_VERIFY
+ *     holds (since 1.3: its kernel and scratch) or for CMS_REGION_GUARD's zero
+ *     handles (since 1.2); no region is created.
  *   CMS_ERR_INVALID_DEVICE: opts->device is negative, 64 or more, or not a
  *     device of this process.
  *   CMS_ERR_NOT_SUPPORTED: the device has no virtual memory management, or
@@ -626,7 +636,8 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
  * Threads: not concurrently with other calls naming this handle (calls by tag
  * or pointer are safe); waits for a pause or resume of the region in progress.
  * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree; cuStreamSynchronize (an
- * asynchronous restore in flight), cuMemHostUnregister (HOST backups).
+ * asynchronous restore in flight), cuMemHostUnregister (HOST backups);
+ * cuModuleUnload (the device's last CMS_REGION_VERIFY region).
  * Returns:
  *   CMS_OK
  *   driver statuses: freeing an allocation failed (see Ownership).
@@ -826,14 +837,23 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  * given back; waits for it) and clearing it prepares again. On a frozen
  * region (since 1.3) a change of CMS_REGION_RELEASE_HOST or
  * CMS_REGION_HOST_PAGEABLE makes the next pause copy everything; one of
- * CMS_REGION_VERIFY does not.
+ * CMS_REGION_VERIFY does not. Setting CMS_REGION_VERIFY (since 1.3) makes
+ * what its checksum needs on the region's device now, if no region of the
+ * device has the flag: the kernel and one granule of device memory (see
+ * CMS_REGION_VERIFY); clearing it on the device's last such region gives them
+ * back.
  * cms_region_info.flags reports the flags.
  *   mask:  the flags to change; only those above.
  *   flags: their new values; no bit outside mask.
  * Threads: thread-safe; waits for a pause, resume or swap of the region in
- * progress; not concurrently with cms_region_destroy of the region.
+ * progress (setting or clearing CMS_REGION_VERIFY: also for a checksum in
+ * progress on the device); not concurrently with cms_region_destroy of the
+ * region.
  * CUDA: cuStreamSynchronize (an asynchronous restore in flight),
- * cuMemHostUnregister.
+ * cuMemHostUnregister; CMS_REGION_VERIFY set: cuModuleLoadData,
+ * cuModuleGetFunction, cuMemAddressReserve, cuMemCreate, cuMemMap,
+ * cuMemSetAccess; cleared: cuModuleUnload, cuMemUnmap, cuMemRelease,
+ * cuMemAddressFree.
  * Returns (on failure nothing changed):
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: region is NULL; mask has a bit other than the
@@ -841,7 +861,10 @@ CMS_API cms_status cms_region_disk_dir_set(cms_region *region, const char *dir);
  *     set on a region whose policy is not CMS_POLICY_HOST; CMS_REGION_VERIFY
  *     set on one whose policy is neither CMS_POLICY_HOST nor CMS_POLICY_DISK.
  *   CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change on a paused region.
- *   driver statuses: waiting for an asynchronous restore failed.
+ *   CMS_ERR_OUT_OF_DEVICE_MEMORY (since 1.3): CMS_REGION_VERIFY set with no
+ *     device memory left for its kernel and scratch.
+ *   driver statuses: waiting for an asynchronous restore failed; loading the
+ *     checksum kernel failed.
  */
 CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint64_t flags);
 
@@ -1222,9 +1245,8 @@ typedef struct cms_resume_result {
  * opts); cuMemcpyDtoHAsync for HOST and DISK; cuMemUnmap, cuMemRelease; on
  * rollback cuMemCreate, cuMemMap, cuMemSetAccess, cuMemcpyHtoDAsync.
  * CMS_REGION_VERIFY (since 1.3): cuMemcpyHtoDAsync, cuMemsetD8Async,
- * cuLaunchKernel, cuMemcpyDtoHAsync; the first time on a device also
- * cuModuleLoadData, cuModuleGetFunction, cuMemAddressReserve, cuMemCreate,
- * cuMemMap, cuMemSetAccess.
+ * cuLaunchKernel, cuMemcpyDtoHAsync, into the kernel's scratch made with the
+ * flag (no device memory taken).
  * Returns:
  *   CMS_OK
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL; a bad tag; unknown opts->flags; a
@@ -1236,7 +1258,8 @@ typedef struct cms_resume_result {
  *   CMS_ERR_OUT_OF_HOST_MEMORY: a host backup or a device thread could not be
  *     made.
  *   CMS_ERR_OUT_OF_DEVICE_MEMORY: the rollback of a failed release found no
- *     device memory.
+ *     device memory (a pause itself creates none, CMS_REGION_VERIFY included:
+ *     see there).
  *   CMS_ERR_TIMEOUT, CMS_ERR_REFUSED (since 1.1): an importer did not drop its
  *     mappings in time (cms_exporter_options.revoke_timeout_ms), or refused;
  *     nothing was released.

@@ -7,14 +7,20 @@
  * until the flag is cleared; declared content-free ranges are not checked;
  * a swap's resume side checks too; the checksum's rounds over many
  * allocations; the flag's rules; the kernel's module loaded once per device
- * and unloaded with the context; (simulation only) a fault at every driver
- * call of a verified pause and resume rolls back whole. On a GPU (label gpu)
- * the same, and the kernel's PTX JITs and computes what the C definition does
- * on random data, and a 1 GiB allocation round trips.
+ * and unloaded with the context; on a full device the first verified pause
+ * succeeds (what the checksum needs was reserved with the flag) and setting
+ * the flag fails cleanly; the flag turned on and off by two threads while a
+ * third region cycles; (simulation only) a fault at every driver call of a
+ * verified pause and resume rolls back whole, one of setting the flag leaves
+ * nothing. On a GPU (label gpu) the same (the device filled for real), and
+ * the kernel's PTX JITs and computes what the C definition does on random
+ * data, and a 1 GiB allocation round trips.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,20 +358,28 @@ START_TEST(flag_rules)
 }
 END_TEST
 
+/* Whether the last error names the checksum kernel's launch. */
+static bool launch_failed(void)
+{
+	return strstr(cms_last_error(), "cuLaunchKernel") != NULL;
+}
+
 /* Fails the i-th driver call of a verified pause, then of a verified resume, for every i until
- * the call succeeds (module load, launch, read back included): each failure leaves the region
- * as it was (content, state, backup); the kernel is loaded once it succeeds, and the context
- * destroy leaves nothing. */
+ * the call succeeds (the checksum's copies, launch, read back included; its kernel was loaded
+ * with the region): each failure leaves the region as it was (content, state, backup), and
+ * the context destroy leaves nothing. */
 static void fault_sweep(uint32_t policy)
 {
 	const struct t_sim *sim = t_sim();
 	cms_context *ctx = t_ctx();
 	cms_region *r = region(ctx, "v", policy, CMS_REGION_VERIFY);
 	uint64_t p[NA], i, failed = 0;
+	bool launch = false;
 	cms_status st;
 	unsigned char b;
 
 	alloc_fill(r, p, 80);
+	ck_assert_uint_eq(modules(), 1);
 	for (i = 1;; i++) {
 		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
 		st = cms_region_pause(r, NULL, NULL);
@@ -374,13 +388,15 @@ static void fault_sweep(uint32_t policy)
 			break;
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED, "call %llu: %s", (unsigned long long)i,
 			      cms_last_error());
+		launch |= launch_failed();
 		ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
 		ck_content(p, 80);
 		failed++;
 	}
-	ck_assert_uint_ge(failed, 8); /* the checksum's calls were among them */
+	ck_assert_uint_ge(failed, 7);
+	ck_assert_msg(launch, "no failed pause met the checksum's launch");
 	ck_assert_uint_eq(modules(), 1);
-	for (i = 1, failed = 0;; i++) {
+	for (i = 1, failed = 0, launch = false;; i++) {
 		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
 		st = cms_region_resume(r, NULL, NULL);
 		sim->clear_faults();
@@ -389,12 +405,16 @@ static void fault_sweep(uint32_t policy)
 		ck_assert_msg(st != CMS_ERR_ROLLBACK_FAILED && st != CMS_ERR_VERIFY_FAILED,
 			      "call %llu: %s: %s", (unsigned long long)i, cms_status_name(st),
 			      cms_last_error());
+		launch |= launch_failed();
 		ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
 		ck_assert_uint_eq(t_info(r).backed_bytes, 0);
 		ck_ok(cms_backup_read(ctx, p[1] + 5, &b, 1));
 		failed++;
 	}
 	ck_assert_uint_ge(failed, 5);
+	/* (DISK: the sweep ends at the first fault the resume survives, before its check) */
+	ck_assert_msg(launch || policy == CMS_POLICY_DISK,
+		      "no failed resume met the checksum's launch");
 	ck_content(p, 80);
 	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
 	ck_ok(cms_context_destroy(ctx));
@@ -418,29 +438,40 @@ START_TEST(faults_disk)
 }
 END_TEST
 
-/* The kernel's load fails (an image the driver refuses): the pause fails whole, names the
- * call, and the next pause loads it. */
+/* The kernel's load fails (an image the driver refuses): cms_region_create with the flag and
+ * cms_region_flags_set setting it fail, name the call and hold nothing; once it is loaded, a
+ * failed launch fails the pause whole, and the next pause works. */
 START_TEST(module_load_fails)
 {
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
 	const struct t_sim *sim;
+	cms_region *r, *w = NULL;
 	cms_context *ctx;
-	cms_region *r;
 	uint64_t p[NA];
 
 	if (!t_is_sim())
 		return;
 	sim = t_sim();
 	ctx = t_ctx();
-	r = region(ctx, "v", CMS_POLICY_HOST, CMS_REGION_VERIFY);
+	r = region(ctx, "v", CMS_POLICY_HOST, 0);
 	alloc_fill(r, p, 90);
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_VERIFY;
 	ck_assert_int_eq(sim->fail_call("cuModuleLoadData", 1, CUDA_ERROR_INVALID_PTX), 0);
-	ck_assert_int_ne(cms_region_pause(r, NULL, NULL), CMS_OK);
+	ck_assert_int_ne(cms_region_create(ctx, "w", &o, &w), CMS_OK);
 	ck_assert_ptr_nonnull(strstr(cms_last_error(), "cuModuleLoadData"));
-	ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_ptr_null(w);
+	ck_assert_int_eq(sim->fail_call("cuModuleLoadData", 1, CUDA_ERROR_INVALID_PTX), 0);
+	ck_assert_int_ne(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY), CMS_OK);
+	ck_assert_ptr_nonnull(strstr(cms_last_error(), "cuModuleLoadData"));
+	ck_assert_uint_eq(t_info(r).flags, 0);
 	ck_assert_uint_eq(modules(), 0);
+	sim->clear_faults();
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
+	ck_assert_uint_eq(modules(), 1);
 	ck_assert_int_eq(sim->fail_call("cuLaunchKernel", 1, CUDA_ERROR_UNKNOWN), 0);
 	ck_assert_int_ne(cms_region_pause(r, NULL, NULL), CMS_OK);
-	ck_assert_ptr_nonnull(strstr(cms_last_error(), "cuLaunchKernel"));
+	ck_assert_msg(launch_failed(), "%s", cms_last_error());
 	ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
 	ck_assert_uint_eq(modules(), 1); /* loaded; the launch failed */
 	sim->clear_faults();
@@ -449,6 +480,323 @@ START_TEST(module_load_fails)
 	ck_content(p, 90);
 	ck_ok(cms_context_destroy(ctx));
 	ck_assert_uint_eq(modules(), 0);
+}
+END_TEST
+
+/* Fills device 0 with allocations of region f (DISCARD) until not one granule more fits
+ * (cms_alloc: CMS_ERR_OUT_OF_DEVICE_MEMORY): on the simulation in a capacity lowered to what
+ * is in use plus 8 MiB, on a GPU the whole device (1 GiB at a time, then halves). The
+ * allocations into p[0..cap), largest first; returns how many. */
+static size_t fill_device(cms_region *f, uint64_t *p, size_t cap)
+{
+	uint64_t size = t_is_sim() ? 4 * MiB : 1024 * MiB, gran = t_info(f).granularity;
+	size_t n = 0;
+	cms_status st;
+
+	if (t_is_sim())
+		ck_assert_int_eq(
+			t_sim()->set_capacity(0, t_counters().device_used_bytes[0] + 8 * MiB), 0);
+	while (size >= gran) {
+		ck_assert_uint_lt(n, cap);
+		st = cms_alloc(f, size, &p[n]);
+		if (!st) {
+			n++;
+			continue;
+		}
+		ck_assert_msg(st == CMS_ERR_OUT_OF_DEVICE_MEMORY, "cms_alloc(%llu): %s: %s",
+			      (unsigned long long)size, cms_status_name(st), cms_last_error());
+		size /= 2;
+	}
+	ck_assert_uint_gt(n, 0);
+	return n;
+}
+
+#define FILL_MAX 512
+
+/* The first pause of a verified region on a full device: what the checksum needs was
+ * reserved with the flag (at the region's create), so the pause takes no device memory; it
+ * gives the region's back, the resume takes it again and checks (a changed backup byte is
+ * caught, so the check ran). On a GPU the device is really full. */
+START_TEST(full_device_pause)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = region(ctx, "v", CMS_POLICY_HOST, CMS_REGION_VERIFY);
+	cms_region *f = region(ctx, "fill", CMS_POLICY_DISCARD, 0);
+	uint64_t p[NA], fp[FILL_MAX], cap = t_is_sim() ? t_sim()->get_capacity(0) : 0;
+	cms_pause_result res = { .struct_size = sizeof(res) };
+
+	alloc_fill(r, p, 110);
+	fill_device(f, fp, FILL_MAX);
+	ck_ok(cms_region_pause(r, NULL, &res));
+	ck_assert_uint_eq(res.bytes_backed_up, sizes[0] + sizes[1] + sizes[2]);
+	ck_assert_uint_eq(t_info(r).backed_bytes, 0);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_content(p, 110);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	*t_host_byte(ctx, p[1] + 77) ^= 0x20;
+	ck_status(cms_region_resume(r, NULL, NULL), CMS_ERR_VERIFY_FAILED);
+	*t_host_byte(ctx, p[1] + 77) ^= 0x20;
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_content(p, 110);
+	ck_ok(cms_context_destroy(ctx));
+	if (t_is_sim()) {
+		t_nothing_left(1);
+		ck_assert_int_eq(t_sim()->set_capacity(0, cap), 0);
+	}
+}
+END_TEST
+
+/* Debug lines of a context (the accounting of what the library holds on a device). */
+struct logcap {
+	char lines[64][512];
+	int n;
+};
+
+static void cap_log(void *user, int32_t level, const char *message)
+{
+	struct logcap *c = user;
+
+	(void)level;
+	if (c->n < 64)
+		snprintf(c->lines[c->n++], sizeof(c->lines[0]), "%s", message);
+}
+
+/* Whether a captured line says that the library holds bytes of device 0 for itself. */
+static bool holds(const struct logcap *c, uint64_t bytes)
+{
+	char want[128];
+	int i;
+
+	snprintf(want, sizeof(want), "the library holds %llu bytes of the device",
+		 (unsigned long long)bytes);
+	for (i = 0; i < c->n; i++)
+		if (strstr(c->lines[i], "device 0: ") && strstr(c->lines[i], want))
+			return true;
+	return false;
+}
+
+/* What the simulation holds: reservations, handles, mappings, device 0's bytes, modules. */
+static void sim_held(uint64_t v[5])
+{
+	cmssim_counters c;
+
+	if (!t_is_sim()) {
+		memset(v, 0, 5 * sizeof(*v));
+		return;
+	}
+	c = t_counters();
+	v[0] = c.reservations;
+	v[1] = c.handles;
+	v[2] = c.mappings;
+	v[3] = c.device_used_bytes[0];
+	v[4] = c.modules;
+}
+
+/* With no device memory left, CMS_REGION_VERIFY cannot be reserved: cms_region_flags_set
+ * turning it on and cms_region_create with it fail with CMS_ERR_OUT_OF_DEVICE_MEMORY and
+ * change nothing (flags as they were, no region, no module, no driver object, no device byte
+ * held). With room again the flag takes one granule per device, counted in what the library
+ * holds (one for two regions), given back when the last verified region clears the flag or
+ * goes. */
+START_TEST(full_device_flag_refused)
+{
+	cms_context_options co = CMS_CONTEXT_OPTIONS_INIT;
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	uint64_t p[NA], fp[FILL_MAX], before[5], after[5], gran, cap = 0;
+	struct logcap *log = calloc(1, sizeof(*log));
+	cms_region *r, *f, *w = NULL;
+	cms_context *ctx;
+	size_t nf;
+
+	ck_assert_ptr_nonnull(log);
+	if (t_is_sim())
+		cap = t_sim()->get_capacity(0);
+	co.log_fn = cap_log;
+	co.log_user = log;
+	co.log_level = CMS_LOG_DEBUG;
+	ck_ok(cms_context_create(&co, &ctx));
+	r = region(ctx, "v", CMS_POLICY_HOST, 0);
+	f = region(ctx, "fill", CMS_POLICY_DISCARD, 0);
+	gran = t_info(r).granularity;
+	alloc_fill(r, p, 120);
+	nf = fill_device(f, fp, FILL_MAX);
+	sim_held(before);
+	ck_status(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY),
+		  CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	ck_assert_uint_eq(t_info(r).flags, 0);
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_VERIFY;
+	ck_status(cms_region_create(ctx, "w", &o, &w), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	ck_assert_ptr_null(w);
+	ck_status(cms_region_find(ctx, "w", 0, &w), CMS_ERR_NOT_FOUND);
+	sim_held(after);
+	ck_assert_mem_eq(before, after, sizeof(before));
+	ck_assert_uint_eq(after[4], 0);
+	/* nothing changed: the region pauses and resumes unverified */
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_content(p, 120);
+	ck_assert_uint_eq(t_stats(r).bytes_verified, 0);
+	/* room again: the flag holds one granule, once per device however many regions */
+	ck_ok(cms_free(ctx, fp[0]));
+	sim_held(before);
+	log->n = 0;
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY));
+	ck_assert_msg(holds(log, gran), "no line says the library holds %llu bytes",
+		      (unsigned long long)gran);
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY)); /* no change */
+	ck_ok(cms_region_create(ctx, "w", &o, &w));
+	sim_held(after);
+	if (t_is_sim()) {
+		ck_assert_uint_eq(after[3] - before[3], gran);
+		ck_assert_uint_eq(after[4], 1);
+	}
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_assert_uint_eq(t_stats(r).bytes_verified, sizes[0] + sizes[1] + sizes[2]);
+	ck_ok(cms_region_destroy(w)); /* r still holds it */
+	sim_held(after);
+	if (t_is_sim()) {
+		ck_assert_uint_eq(after[3] - before[3], gran);
+		ck_assert_uint_eq(after[4], 1);
+	}
+	log->n = 0;
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0)); /* the last: given back */
+	ck_assert_msg(holds(log, 0), "no line says the library holds 0 bytes");
+	sim_held(after);
+	ck_assert_mem_eq(before, after, sizeof(before));
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0)); /* no change */
+	ck_assert_uint_gt(nf, 1);
+	ck_ok(cms_context_destroy(ctx));
+	free(log);
+	if (t_is_sim()) {
+		t_nothing_left(1);
+		ck_assert_uint_eq(t_counters().modules, 0);
+		ck_assert_int_eq(t_sim()->set_capacity(0, cap), 0);
+	}
+}
+END_TEST
+
+/* Fails the i-th driver call of what turns CMS_REGION_VERIFY on (cms_region_flags_set setting
+ * it, then cms_region_create with it: the kernel's load, the scratch's reservation, handle,
+ * mapping and access), for every i until the call succeeds: each failure leaves nothing (the
+ * flag clear, no region, no module, no driver object, no device byte); clearing the flag and
+ * the region's destroy give everything back. */
+START_TEST(faults_hold)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	uint64_t before[5], after[5], i, failed;
+	const struct t_sim *sim;
+	cms_region *r, *w = NULL;
+	cms_context *ctx;
+	cms_status st;
+
+	if (!t_is_sim())
+		return;
+	sim = t_sim();
+	ctx = t_ctx();
+	r = region(ctx, "v", CMS_POLICY_HOST, 0);
+	sim_held(before);
+	for (i = 1, failed = 0;; i++) {
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		st = cms_region_flags_set(r, CMS_REGION_VERIFY, CMS_REGION_VERIFY);
+		sim->clear_faults();
+		if (!st)
+			break;
+		ck_assert_uint_eq(t_info(r).flags, 0);
+		sim_held(after);
+		ck_assert_mem_eq(before, after, sizeof(before));
+		failed++;
+	}
+	ck_assert_uint_ge(failed, 6);
+	ck_assert_uint_eq(modules(), 1);
+	ck_ok(cms_region_flags_set(r, CMS_REGION_VERIFY, 0));
+	sim_held(after);
+	ck_assert_mem_eq(before, after, sizeof(before));
+	o.policy = CMS_POLICY_HOST;
+	o.flags = CMS_REGION_VERIFY;
+	for (i = 1, failed = 0;; i++) {
+		w = NULL;
+		ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+		st = cms_region_create(ctx, "w", &o, &w);
+		sim->clear_faults();
+		if (!st)
+			break;
+		ck_assert_ptr_null(w);
+		ck_status(cms_region_find(ctx, "w", 0, &w), CMS_ERR_NOT_FOUND);
+		sim_held(after);
+		ck_assert_mem_eq(before, after, sizeof(before));
+		failed++;
+	}
+	ck_assert_uint_ge(failed, 6);
+	ck_assert_uint_eq(modules(), 1);
+	ck_ok(cms_region_destroy(w));
+	sim_held(after);
+	ck_assert_mem_eq(before, after, sizeof(before));
+	ck_ok(cms_context_destroy(ctx));
+	t_nothing_left(1);
+}
+END_TEST
+
+/* One thread's turns of CMS_REGION_VERIFY on and off on its region. */
+struct toggler {
+	cms_region *r;
+	int turns;
+	cms_status st; /* the first failure */
+};
+
+static void *toggle(void *arg)
+{
+	struct toggler *t = arg;
+	int k;
+
+	for (k = 0; k < t->turns && !t->st; k++) {
+		t->st = cms_region_flags_set(t->r, CMS_REGION_VERIFY, CMS_REGION_VERIFY);
+		if (!t->st)
+			t->st = cms_region_flags_set(t->r, CMS_REGION_VERIFY, 0);
+	}
+	return NULL;
+}
+
+/* Two threads turn the flag on and off on two regions of one device while a third verified
+ * region pauses and resumes (checksumming with the same kernel): every call succeeds, the
+ * third's checks pass, and after the joins the kernel is held once (the third's); its clear
+ * gives everything back. ThreadSanitizer checks the holds. */
+START_TEST(holds_race)
+{
+	enum { TURNS = 40, CYCLES = 10 };
+	cms_context *ctx = t_ctx();
+	cms_region *c = region(ctx, "c", CMS_POLICY_HOST, CMS_REGION_VERIFY);
+	struct toggler t[2] = { { region(ctx, "a", CMS_POLICY_HOST, 0), TURNS, CMS_OK },
+				{ region(ctx, "b", CMS_POLICY_HOST, 0), TURNS, CMS_OK } };
+	uint64_t p[NA], before[5], after[5];
+	pthread_t th[2];
+	int k;
+
+	alloc_fill(c, p, 130);
+	for (k = 0; k < 2; k++)
+		ck_assert_int_eq(pthread_create(&th[k], NULL, toggle, &t[k]), 0);
+	for (k = 0; k < CYCLES; k++) {
+		ck_ok(cms_region_pause(c, NULL, NULL));
+		ck_ok(cms_region_resume(c, NULL, NULL));
+	}
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+		ck_assert_msg(t[k].st == CMS_OK, "thread %d: %s", k, cms_status_name(t[k].st));
+		ck_assert_uint_eq(t_info(t[k].r).flags, 0);
+	}
+	ck_content(p, 130);
+	ck_assert_uint_eq(t_stats(c).bytes_verified, CYCLES * (sizes[0] + sizes[1] + sizes[2]));
+	ck_assert_uint_eq(modules(), t_is_sim() ? 1 : 0);
+	sim_held(before);
+	ck_ok(cms_region_flags_set(c, CMS_REGION_VERIFY, 0));
+	sim_held(after);
+	if (t_is_sim()) {
+		ck_assert_uint_eq(before[3] - after[3], t_info(c).granularity);
+		ck_assert_uint_eq(after[4], 0);
+	}
+	ck_ok(cms_context_destroy(ctx));
 }
 END_TEST
 
@@ -632,9 +980,13 @@ static Suite *make(void)
 	tcase_add_test(tc, two_devices);
 	tcase_add_test(tc, kernel_matches_c);
 	tcase_add_test(tc, big_round_trip);
+	tcase_add_test(tc, full_device_pause);
+	tcase_add_test(tc, full_device_flag_refused);
+	tcase_add_test(tc, holds_race);
 	tcase_add_test(tc, faults_host);       /* simulation only */
 	tcase_add_test(tc, faults_disk);       /* simulation only */
 	tcase_add_test(tc, module_load_fails); /* simulation only */
+	tcase_add_test(tc, faults_hold);       /* simulation only */
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -118,15 +118,23 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 				   r->tag);
 		goto out;
 	}
+	if (changed & next & CMS_REGION_VERIFY) {
+		/* held from now on, so that a pause on a full device need not find memory */
+		st = cms_verify_hold(r->ctx, r->device);
+		if (st)
+			goto out; /* nothing changed */
+	}
 	/* Active and asked to keep less: what it keeps goes now, once no copy reads it. */
 	if (r->state == CMS_STATE_ACTIVE &&
 	    ((next & CMS_REGION_RELEASE_HOST) || (changed & CMS_REGION_HOST_PAGEABLE))) {
 		st = cms_region_settle(r);
 		if (st)
-			goto out; /* nothing changed */
+			goto err_verify; /* nothing changed */
 		cms_store_release_kept(r, next & CMS_REGION_RELEASE_HOST);
 	}
 	r->flags = next;
+	if (changed & ~next & CMS_REGION_VERIFY)
+		cms_verify_release(r->ctx, r->device); /* the region's hold */
 	/* What it keeps may have gone: a frozen region's next pause copies. CMS_REGION_VERIFY
 	 * changes no backup (the next pause checksums the memory, copied or not). */
 	if (changed & ~(uint64_t)CMS_REGION_VERIFY)
@@ -134,6 +142,11 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 	cms_prepare_kick(r); /* CMS_REGION_PREPARE without CMS_REGION_RELEASE_HOST: again */
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": flags 0x%llx", r->tag,
 		(unsigned long long)next);
+	goto out;
+
+err_verify:
+	if (changed & next & CMS_REGION_VERIFY)
+		cms_verify_release(r->ctx, r->device);
 out:
 	pthread_mutex_unlock(&r->lock);
 	return st;

@@ -113,17 +113,24 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 		if (st)
 			return st;
 	}
+	if (o.flags & CMS_REGION_VERIFY) {
+		/* held from now on, so that a pause on a full device need not find memory */
+		st = cms_verify_hold(ctx, o.device);
+		if (st)
+			return st;
+	}
 	r = calloc(1, sizeof(struct cms_api_region)); /* its core part, at offset 0 */
-	if (!r)
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");
+	if (!r) {
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");
+		goto err_verify;
+	}
 	if (pthread_mutex_init(&r->lock, NULL)) {
-		free(r);
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
+		goto err_free;
 	}
 	if (pthread_cond_init(&r->unclaimed, NULL)) {
-		pthread_mutex_destroy(&r->lock);
-		free(r);
-		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a condition");
+		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a condition");
+		goto err_lock;
 	}
 	r->ctx = ctx;
 	memcpy(r->tag, tag, strlen(tag) + 1);
@@ -143,7 +150,7 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 		 * still ascend in list order */
 		st = cms_store_dir_set(r, dir);
 		if (st)
-			goto out_free;
+			goto err_cond;
 		dir_set = true;
 	}
 
@@ -170,10 +177,15 @@ out_exists:
 			   o.device);
 	if (dir_set)
 		cms_store_region_close(r); /* its file */
-out_free:
+err_cond:
 	pthread_cond_destroy(&r->unclaimed);
+err_lock:
 	pthread_mutex_destroy(&r->lock);
+err_free:
 	free(r);
+err_verify:
+	if (o.flags & CMS_REGION_VERIFY)
+		cms_verify_release(ctx, o.device);
 	return st;
 }
 
@@ -278,6 +290,8 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 		pthread_mutex_unlock(&ctx->lock);
 		cms_arena_drop_all(r);	   /* none left unless bookkeeping failed (arena.c) */
 		cms_store_region_close(r); /* a file's space goes back now */
+		if (r->flags & CMS_REGION_VERIFY)
+			cms_verify_release(ctx, r->device); /* its hold (cms_region_create) */
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (st)

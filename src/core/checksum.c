@@ -4,13 +4,17 @@
  * device by the library's kernel (kernels/checksum_kernel.c, JITted from the
  * PTX of kernels/checksum_ptx.h), for CMS_REGION_VERIFY (engine/verify.c).
  *
- * Each device gets, at its first use, a checksummer: the kernel's module and
- * function, and one granule of device memory (a reservation, a handle, a
- * read-write mapping) holding a round's task table (the first 3/4) and its
- * sums (the rest). A round: the task table copied in (cuMemcpyHtoDAsync), the
- * sums zeroed (cuMemsetD8Async), one launch, the sums copied out
- * (cuMemcpyDtoHAsync), the stream synchronized. The checksummer's lock
- * serializes the calls of one device (a leaf lock: nothing is taken under it).
+ * Each device has a checksummer, loaded while a CMS_REGION_VERIFY region of
+ * the device holds it (cms_checksum_hold: the first hold loads, the last
+ * release unloads): the kernel's module and function, and one granule of
+ * device memory (a reservation, a handle, a read-write mapping) holding a
+ * round's task table (the first 3/4) and its sums (the rest), counted in the
+ * device's own_bytes. So a pause, which is meant to free device memory, never
+ * needs any to checksum. A round: the task table copied in
+ * (cuMemcpyHtoDAsync), the sums zeroed (cuMemsetD8Async), one launch, the sums
+ * copied out (cuMemcpyDtoHAsync), the stream synchronized. The checksummer's
+ * lock serializes the calls of one device (a leaf lock: nothing is taken
+ * under it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +34,19 @@ struct cms_checksummer {
 	struct cms_checksum_task *table; /* host copy of a round's tasks */
 	uint64_t *sums;			 /* host copy of a round's sums */
 	size_t max_tasks, max_slots;
+	unsigned holds; /* CMS_REGION_VERIFY regions of the device (cms_checksum_hold) */
 };
 
-/* dev's checksummer, made (unloaded) on first use; NULL without memory. */
-static struct cms_checksummer *checksummer(cms_context *ctx, int32_t dev)
+/* dev's checksummer, made (unloaded) on first use when make; NULL without memory or, when
+ * not make, without one. */
+static struct cms_checksummer *checksummer(cms_context *ctx, int32_t dev, bool make)
 {
 	struct cms_device *d = &ctx->devices[dev];
 	struct cms_checksummer *c;
 
 	pthread_mutex_lock(&ctx->lock);
 	c = d->checksum;
-	if (!c) {
+	if (!c && make) {
 		c = calloc(1, sizeof(*c));
 		if (c && pthread_mutex_init(&c->lock, NULL)) {
 			free(c);
@@ -49,7 +55,7 @@ static struct cms_checksummer *checksummer(cms_context *ctx, int32_t dev)
 		d->checksum = c;
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	if (!c)
+	if (!c && make)
 		cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a checksummer");
 	return c;
 }
@@ -64,6 +70,8 @@ static void unload(cms_context *ctx, int32_t dev, struct cms_checksummer *c)
 	c->mapped = false;
 	if (c->handle && ctx->drv.cuMemRelease(c->handle) != CUDA_SUCCESS)
 		cms_log(ctx, CMS_LOG_ERROR, "device %d: the checksum scratch handle leaked", dev);
+	else if (c->handle) /* a leaked handle still holds its memory: it stays counted */
+		atomic_fetch_sub(&ctx->devices[dev].own_bytes, c->len);
 	c->handle = 0;
 	if (c->va && ctx->drv.cuMemAddressFree(c->va, c->len) != CUDA_SUCCESS)
 		cms_cleanup_range(ctx, dev, c->va, c->len, false);
@@ -81,7 +89,7 @@ static void unload(cms_context *ctx, int32_t dev, struct cms_checksummer *c)
 /* Loads the kernel and maps the scratch (c's lock held, device context current). */
 static cms_status load(cms_context *ctx, int32_t dev, struct cms_checksummer *c)
 {
-	const struct cms_device *d = &ctx->devices[dev];
+	struct cms_device *d = &ctx->devices[dev];
 	CUmemAllocationProp prop;
 	CUmemAccessDesc access;
 	cms_status st = CMS_OK;
@@ -107,11 +115,14 @@ static cms_status load(cms_context *ctx, int32_t dev, struct cms_checksummer *c)
 	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	CU_TRY(ctx, cuMemAddressReserve(&c->va, c->len, 0, 0, 0), st, err);
 	CU_TRY(ctx, cuMemCreate(&c->handle, c->len, &prop, 0), st, err);
+	atomic_fetch_add(&d->own_bytes, c->len);
 	CU_TRY(ctx, cuMemMap(c->va, c->len, 0, c->handle, 0), st, err);
 	c->mapped = true;
 	CU_TRY(ctx, cuMemSetAccess(c->va, c->len, &access, 1), st, err);
-	cms_log(ctx, CMS_LOG_DEBUG, "device %d: checksum kernel loaded, %zu bytes of scratch", dev,
-		c->len);
+	cms_log(ctx, CMS_LOG_DEBUG,
+		"device %d: checksum kernel loaded, %zu bytes of scratch reserved (the library "
+		"holds %llu bytes of the device)",
+		dev, c->len, (unsigned long long)atomic_load(&d->own_bytes));
 	return CMS_OK;
 
 err: /* nothing stays half made: the next use tries again */
@@ -144,22 +155,63 @@ out: /* also after a failure: the table and the scratch are reused next */
 	return st;
 }
 
+static cms_status not_held(int32_t dev)
+{
+	return cms_set_error(CMS_ERR_INTERNAL,
+			     "device %d: the checksum kernel is not loaded (no CMS_REGION_VERIFY "
+			     "region of the device holds it)",
+			     dev);
+}
+
+cms_status cms_checksum_hold(cms_context *ctx, int32_t dev)
+{
+	struct cms_checksummer *c = checksummer(ctx, dev, true);
+	cms_status st = CMS_OK;
+
+	if (!c)
+		return CMS_ERR_OUT_OF_HOST_MEMORY;
+	pthread_mutex_lock(&c->lock);
+	if (!c->fn) /* also with holds 0: a release that could not unload left it loaded */
+		st = load(ctx, dev, c);
+	if (!st)
+		c->holds++;
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+void cms_checksum_release(cms_context *ctx, int32_t dev, bool current)
+{
+	struct cms_checksummer *c = checksummer(ctx, dev, false);
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (c->holds && !--c->holds && current && c->fn) {
+		unload(ctx, dev, c);
+		cms_log(ctx, CMS_LOG_DEBUG,
+			"device %d: checksum kernel unloaded, its scratch given back (the library "
+			"holds %llu bytes of the device)",
+			dev, (unsigned long long)atomic_load(&ctx->devices[dev].own_bytes));
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 cms_status cms_checksum_device(cms_context *ctx, int32_t dev, CUstream stream,
 			       const struct cms_checksum_span *v, size_t n, uint64_t *sums,
 			       size_t nslots)
 {
-	struct cms_checksummer *c = checksummer(ctx, dev);
+	struct cms_checksummer *c = checksummer(ctx, dev, false);
 	size_t i = 0, ntasks = 0, k;
 	uint64_t done = 0; /* bytes of v[i] in earlier rounds */
 	size_t lo = 0;	   /* the first slot of the round */
 	cms_status st = CMS_OK;
 
-	if (!c)
-		return CMS_ERR_OUT_OF_HOST_MEMORY;
 	memset(sums, 0, nslots * sizeof(*sums));
+	if (!c)
+		return not_held(dev);
 	pthread_mutex_lock(&c->lock);
-	if (!c->fn)
-		st = load(ctx, dev, c);
+	if (!c->holds) /* loaded only for a verified region: none would be a bug */
+		st = not_held(dev);
 	while (!st && i < n) {
 		const struct cms_checksum_span *s = &v[i];
 		uint64_t len = s->len - done < CMS_CHECKSUM_TASK_BYTES ? s->len - done :

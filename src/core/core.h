@@ -181,9 +181,14 @@ struct cms_device {
 	 * mapped whole and read-only over pieces of the released allocations of paused
 	 * CMS_REGION_GUARD regions (vmm/guard.c); 0 until the first such region. ctx->lock. */
 	CUmemGenericAllocationHandle zero[CMS_GUARD_ORDERS];
-	/* The checksum kernel and its scratch (checksum.c; CMS_REGION_VERIFY), made by the first
-	 * use: NULL until then; the pointer under ctx->lock. */
+	/* The checksum kernel and its scratch (checksum.c; CMS_REGION_VERIFY), loaded while a
+	 * verified region of the device holds it: NULL until the first hold; the pointer under
+	 * ctx->lock. */
 	struct cms_checksummer *checksum;
+	/* Device memory the library holds on this device for itself, outside the regions'
+	 * allocations (so not in their backed or retained bytes): the checksum scratch
+	 * (checksum.c). What a node-wide arbiter must add to the regions' bytes. Atomic. */
+	_Atomic uint64_t own_bytes;
 };
 
 struct cms_alloc {
@@ -314,17 +319,28 @@ struct cms_checksum_span {
 	size_t slot;
 };
 /*
+ * Takes a hold on device dev's checksum kernel for a CMS_REGION_VERIFY region (device context
+ * current): the first hold loads the kernel (cuModuleLoadData, cuModuleGetFunction) and maps
+ * one granule of scratch (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess),
+ * counted in the device's own_bytes; a failure leaves nothing held or loaded (the driver's
+ * status: CMS_ERR_OUT_OF_DEVICE_MEMORY on a full device). May wait for a checksum in
+ * progress on the device.
+ */
+cms_status cms_checksum_hold(cms_context *ctx, int32_t dev);
+/* Drops a hold; the last one unloads the kernel and gives the scratch back when current (the
+ * device context is current), else they stay for the next hold or cms_checksum_drop. */
+void cms_checksum_release(cms_context *ctx, int32_t dev, bool current);
+/*
  * sums[0..nslots) = the checksums of spans v[0..n) (slots nondecreasing along v, each below
  * nslots) computed on device dev by the library's kernel on stream, device context current;
- * returns once they are read back. The first call on a device loads the kernel
- * (cuModuleLoadData) and maps one granule of scratch; a failure leaves nothing loaded (the
- * next call tries again). Calls on one device are serialized (a leaf lock).
+ * returns once they are read back. Needs a hold on the device (CMS_ERR_INTERNAL without one):
+ * takes no device memory. Calls on one device are serialized (a leaf lock).
  */
 cms_status cms_checksum_device(cms_context *ctx, int32_t dev, CUstream stream,
 			       const struct cms_checksum_span *v, size_t n, uint64_t *sums,
 			       size_t nslots);
-/* Unloads device dev's kernel and frees its scratch (cms_context_destroy, its primary context
- * current); what the driver refuses is logged or kept as a cleanup. */
+/* Unloads device dev's kernel and frees its scratch whatever the holds (cms_context_destroy,
+ * its primary context current); what the driver refuses is logged or kept as a cleanup. */
 void cms_checksum_drop(cms_context *ctx, int32_t dev);
 
 /* ---- device.c: driver, devices, fork detection ---- */

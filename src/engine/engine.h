@@ -220,6 +220,15 @@ cms_status cms_in_undo(struct cms_work *w);
 bool cms_in_frozen(const struct cms_work *w);
 
 /* ---- verify.c: verified backups (CMS_REGION_VERIFY) ---- */
+/* Holds what the checksum needs on device dev for a region that gets the flag (its create,
+ * cms_region_flags_set): the device's kernel and scratch, loaded by the first hold
+ * (cms_checksum_hold; CMS_ERR_OUT_OF_DEVICE_MEMORY on a full device); on failure nothing is
+ * held. Pushes the device's context. */
+cms_status cms_verify_hold(cms_context *ctx, int32_t dev);
+/* Gives a hold back (the flag cleared, the region destroyed or its create failed): the last
+ * one of the device unloads the kernel and frees the scratch. Never fails (a context that
+ * cannot be pushed leaves them loaded, logged, for the context's destroy). */
+void cms_verify_release(cms_context *ctx, int32_t dev);
 /* Out side, before any save: checksums the device content of w->vo's mapped allocations of
  * CMS_REGION_VERIFY regions on stream (the others of w->vo get none). */
 cms_status cms_verify_out(struct cms_work *w, CUstream stream);

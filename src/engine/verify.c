@@ -10,6 +10,10 @@
  * pause that took it to the next pause (which takes a new one or none); the
  * in side checks only allocations that have one, of regions that have the
  * flag now (cms_region_flags_set may clear it to take a backup back anyway).
+ * What the checksum needs on the device (its kernel and a granule of scratch)
+ * is held from the moment a region has the flag (cms_verify_hold at its
+ * create or when cms_region_flags_set sets it) until it clears it or goes
+ * (cms_verify_release), so a pause never needs device memory to checksum.
  */
 #include <stdlib.h>
 
@@ -18,6 +22,29 @@
 static bool verified(const struct cms_alloc *a)
 {
 	return (a->region->flags & CMS_REGION_VERIFY) != 0;
+}
+
+cms_status cms_verify_hold(cms_context *ctx, int32_t dev)
+{
+	cms_status st = cms_push(ctx, dev);
+
+	if (st)
+		return st;
+	st = cms_checksum_hold(ctx, dev);
+	cms_pop(ctx);
+	return st;
+}
+
+void cms_verify_release(cms_context *ctx, int32_t dev)
+{
+	bool current = cms_push(ctx, dev) == CMS_OK;
+
+	if (!current)
+		cms_log(ctx, CMS_LOG_ERROR, "device %d: the checksum kernel stays loaded: %s", dev,
+			cms_last_error());
+	cms_checksum_release(ctx, dev, current);
+	if (current)
+		cms_pop(ctx);
 }
 
 uint64_t cms_verify_bytes(const struct cms_alloc *a)
