@@ -127,6 +127,10 @@ class CumemsaverError(Exception):
             text += f": {message}"
         super().__init__(text)
 
+    def __reduce__(self):
+        # pickled with what __init__ takes (across processes: multiprocessing, torch.distributed)
+        return (type(self), (self.status, self.name, self.message, self.function))
+
 
 class InvalidArgument(CumemsaverError, ValueError):
     pass
@@ -271,7 +275,11 @@ ERRORS = {
 
 for _status, _cls in ERRORS.items():
     _cls.status = _status
+    # Raised and printed as cumemsaver.NoDriver, the name they are imported by (they stay
+    # importable from cumemsaver.api too); pickle finds them there as well.
+    _cls.__module__ = "cumemsaver"
 del _status, _cls
+CumemsaverError.__module__ = "cumemsaver"
 
 
 def _decode(b: Optional[bytes]) -> str:
@@ -382,25 +390,30 @@ def _i64(value, what: str) -> int:
 
 def _enum_arg(cls, value, what: str):
     """An enumeration argument: a member of cls, its name as a str in any case ("host",
-    "HOST"), or an integer (a value this module does not know, from a newer library, is
-    passed on for the library to check)."""
+    "HOST"), or its number. Anything else raises before the library is called: TypeError
+    for another type (float, bool, None), ValueError for an unknown name or number."""
+    names = ", ".join(repr(m.name.lower()) for m in cls)
+    an = "an" if cls.__name__[0] in "AEIOU" else "a"
     if isinstance(value, str):
         try:
             return cls[value.upper()]
         except KeyError:
-            names = ", ".join(repr(m.name.lower()) for m in cls)
             raise ValueError(
-                f"{what} must be a {cls.__name__} or one of {names}, not {value!r}"
+                f"{what} must be {an} {cls.__name__} or one of {names}, not {value!r}"
             ) from None
-    return _enum_or_int(cls, _u32(value, what))
+    number = _index(value, what)
+    try:
+        return cls(number)
+    except ValueError:
+        numbers = ", ".join(str(int(m)) for m in cls)
+        raise ValueError(
+            f"{what} must be {an} {cls.__name__} or one of {names} ({numbers}), not {number}"
+        ) from None
 
 
 def _policy(value, what: str = "policy") -> "Policy":
-    """A restore policy this module knows (Policy, its name, or its number), else ValueError."""
-    policy = _enum_arg(Policy, value, what)
-    if not isinstance(policy, Policy):
-        raise ValueError(f"{what} must be a Policy, not {value!r}")
-    return policy
+    """A restore policy (Policy, its name, or its number), else TypeError / ValueError."""
+    return _enum_arg(Policy, value, what)
 
 
 def _path(path: PathLike, what: str = "path") -> bytes:
@@ -538,18 +551,24 @@ class PointerInfo:
     state: Union[State, int]
 
 
-# Region flags and backup states of release 1.2 (read from _lib once it is regenerated with
-# them; the values are the ABI's).
-REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
-# With coalesce=True: allocations carved from shared 64 MiB chunks from the first one (flags=).
-REGION_CHUNKS = getattr(L, "CMS_REGION_CHUNKS", 0x40)
-# Verified backups (release 1.3; Context.region(verify=True)): checksums at pause, checked at
-# resume (VerifyFailed on a mismatch).
+# Region flags (cms_region_options.flags: Context.region(flags=...), Region.set_flags), the
+# ABI's CMS_REGION_* values, exported from cumemsaver. The keywords of Context.region set
+# the first ones: release_host, shareable, coalesce, verify, prepare.
+REGION_RELEASE_HOST = L.CMS_REGION_RELEASE_HOST  # host backups given back after each resume
+REGION_SHAREABLE = L.CMS_REGION_SHAREABLE  # 1.1: exportable to other processes (docs/ipc.md)
+REGION_SHAREABLE_FABRIC = L.CMS_REGION_SHAREABLE_FABRIC  # 1.1: also fabric handles
+REGION_COALESCE = L.CMS_REGION_COALESCE  # 1.1: adjacent allocations share physical handles
+REGION_GUARD = L.CMS_REGION_GUARD  # 1.2: paused ranges mapped read-only to zeros
+REGION_HOST_PAGEABLE = L.CMS_REGION_HOST_PAGEABLE  # 1.2: pageable host backups (HOST)
+# 1.2, with REGION_COALESCE: allocations carved from shared 64 MiB chunks from the first one.
+REGION_CHUNKS = L.CMS_REGION_CHUNKS
+# 1.3 (verify=True): checksums at pause, checked at resume (VerifyFailed on a mismatch).
 REGION_VERIFY = L.CMS_REGION_VERIFY
-BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
-BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
-# Release 1.3: host backups prepared ahead by a background thread (Context.region(prepare=True)).
-REGION_PREPARE = getattr(L, "CMS_REGION_PREPARE", 0x100)
+# 1.3 (prepare=True): host backups made ahead by a background thread (HOST).
+REGION_PREPARE = L.CMS_REGION_PREPARE
+# BackupInfo.state (1.2)
+BACKUP_CURRENT = L.CMS_BACKUP_CURRENT
+BACKUP_RETAINED = L.CMS_BACKUP_RETAINED
 
 
 @dataclass(frozen=True)
@@ -642,7 +661,8 @@ class Context:
          calls into the library, with library locks held: it must not call back into
          cumemsaver. Exceptions it raises are swallowed. None: no callback (the library
          prints to stderr only when $CMS_LOG is set).
-    log_level: the highest LogLevel passed to log (default LogLevel.WARN).
+    log_level: the highest LogLevel passed to log (default LogLevel.WARN); a LogLevel, its
+         name ("debug") or its number.
 
     Exporters, imports and control sockets of the context are closed by close() first.
     """
@@ -670,7 +690,7 @@ class Context:
         opts = L.init_struct(L.cms_context_options)
         self._driver_path = None if driver_path is None else _path(driver_path, "driver_path")
         opts.driver_path = self._driver_path
-        opts.log_level = _i32(log_level, "log_level")
+        opts.log_level = _enum_arg(LogLevel, log_level, "log_level")
         if log is not None:
 
             def trampoline(_user, level, message, _log=log):
@@ -989,19 +1009,27 @@ class Context:
         )
 
     def backup_read(self, ptr: int, length: int, out=None):
-        """Copies length bytes of the backup, from the byte that backs ptr, into out (a
-        writable buffer of at least length bytes) or a new bytearray, which it returns:
-        cms_backup_read, since 1.2 (memcpy from host memory, or a read of a DISK
-        region's file). ptr + length must stay inside the allocation. Raises as backup, and
-        InvalidArgument for a range past the allocation's end."""
-        length = _u64(length, "length")
+        """The length bytes of the backup from the byte that backs ptr (cms_backup_read,
+        since 1.2: a memcpy from host memory, or a read of a DISK region's file), as bytes,
+        like a file's read(). With out (a writable buffer of at least length bytes: a
+        bytearray, memoryview, numpy array, mmap) they are read into out, which is returned,
+        like readinto(): no copy, the way for large reads. ptr + length must stay inside the
+        allocation. Raises as backup, and InvalidArgument for a range past the allocation's
+        end."""
+        length, ptr = _u64(length, "length"), _u64(ptr, "ptr")
         if out is None:
-            out = bytearray(length)
+            # (never NULL: length 0 still checks ptr, and C refuses a NULL buffer)
+            buf = ctypes.create_string_buffer(max(length, 1))
+            _call("cms_backup_read", self._h(), ptr, buf, length)
+            return buf.raw if length else b""
         view = memoryview(out).cast("B")
         if view.readonly or view.nbytes < length:
             raise ValueError(f"out must be a writable buffer of at least {length} bytes")
-        buf = (ctypes.c_char * view.nbytes).from_buffer(view) if view.nbytes else None
-        _call("cms_backup_read", self._h(), _u64(ptr, "ptr"), buf, length)
+        if view.nbytes:
+            buf = (ctypes.c_char * view.nbytes).from_buffer(view)
+        else:
+            buf = ctypes.create_string_buffer(1)
+        _call("cms_backup_read", self._h(), ptr, buf, length)
         return out
 
     def device_memory_info(self, device: int = 0) -> DeviceMemoryInfo:

@@ -356,7 +356,7 @@ class Saver:
         would otherwise keep serving them from the outer pool). release_host
         (CMS_REGION_RELEASE_HOST: host backups freed after each resume; default False keeps
         them, the fast choice for repeated cycles), disk_dir (Policy.DISK) and flags (further
-        CMS_REGION_* bits, e.g. cumemsaver.api.REGION_HOST_PAGEABLE) apply when the block
+        CMS_REGION_* bits, e.g. cumemsaver.REGION_HOST_PAGEABLE) apply when the block
         creates the region; a region that exists keeps its own."""
         dev = _device_index(device)
         region = self._region(tag, _policy(policy), dev, release_host, disk_dir, flags)
