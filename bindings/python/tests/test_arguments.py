@@ -200,6 +200,50 @@ class TestEnumNumbers(Base):
                 self.assert_refused_here(cm, "^access must be an Access or one of 'read'")
 
 
+class TestBooleans(Base):
+    """Switches take True or False only (issue 34 item 4: prepare='no' and verify=2.5
+    switched the flags on)."""
+
+    BAD = (("no", "str"), (2.5, "float"), (1, "int"), (0, "int"), (None, "NoneType"))
+
+    def assert_bool_only(self, what, call):
+        for bad, name in self.BAD:
+            with self.subTest(keyword=what, value=bad):
+                with self.assertRaisesRegex(TypeError, f"^{what} must be a bool, not {name}$"):
+                    call(bad)
+
+    def test_region_switches(self):
+        for kw in ("release_host", "coalesce", "shareable", "prepare", "verify"):
+            self.assert_bool_only(kw, lambda v: self.ctx.region("a", policy="host", **{kw: v}))
+        self.assertEqual(self.ctx.regions(), [])
+        r = self.ctx.region("a", policy="host", prepare=True, verify=False)
+        self.assertEqual(r.info().flags & (cms.REGION_PREPARE | cms.REGION_VERIFY), cms.REGION_PREPARE)
+
+    def test_pause_swap_ipc_switches(self):
+        r = self.ctx.region("a")
+        self.ctx.region("b")
+        r.alloc(MiB)
+        self.assert_bool_only("no_sync", lambda v: self.ctx.pause("a", no_sync=v))
+        self.assert_bool_only("no_sync", lambda v: r.pause(no_sync=v))
+        self.assert_bool_only("no_sync", lambda v: self.ctx.swap("a", "b", no_sync=v))
+        self.assertFalse(r.info().paused)
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s")
+            self.assert_bool_only("read_only", lambda v: self.ctx.open_import(path, "a", read_only=v))
+            self.assert_bool_only("allow_all", lambda v: self.ctx.control_socket(path, allow_all=v))
+            self.assertEqual(os.listdir(tmp), [])
+
+    def test_distributed_switches(self):
+        from cumemsaver import distributed
+
+        for kw in ("rollback", "barrier"):
+            self.assert_bool_only(
+                kw, lambda v: distributed.Coordinator(self.ctx, dist=object(), torch=object(), **{kw: v})
+            )
+
+
 class TestVersion(unittest.TestCase):
     def test_version_is_the_string(self):
         self.assertIsInstance(cms.version(), str)
