@@ -10,6 +10,8 @@ its own subclass of CumemsaverError, importable from here (ERRORS maps status to
 
 from ._needs_torch import NeedsPyTorch  # noqa: F401
 from .api import (  # noqa: F401
+    BACKUP_CURRENT,
+    BACKUP_RETAINED,
     ERRORS,
     SIMULATION,
     AlreadyPaused,
@@ -42,6 +44,14 @@ from .api import (  # noqa: F401
     PointerInfo,
     Policy,
     ProtocolError,
+    REGION_CHUNKS,
+    REGION_COALESCE,
+    REGION_GUARD,
+    REGION_HOST_PAGEABLE,
+    REGION_PREPARE,
+    REGION_RELEASE_HOST,
+    REGION_SHAREABLE,
+    REGION_SHAREABLE_FABRIC,
     REGION_VERIFY,
     Refused,
     Region,

@@ -8,6 +8,9 @@ class NeedsPyTorch(ModuleNotFoundError):
     `except ImportError` catches it)."""
 
 
+NeedsPyTorch.__module__ = "cumemsaver"  # printed as cumemsaver.NeedsPyTorch, its public name
+
+
 def import_torch(module: str):
     """torch, or NeedsPyTorch naming module and why `import torch` failed."""
     try:

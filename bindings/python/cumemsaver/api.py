@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Idiomatic Python layer over the ctypes mirror in _lib.py."""
 
+import contextlib
 import ctypes
 import enum
 import logging
@@ -9,7 +10,18 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+    Union,
+)
 
 from . import _lib as L
 
@@ -126,6 +138,10 @@ class CumemsaverError(Exception):
         if message:
             text += f": {message}"
         super().__init__(text)
+
+    def __reduce__(self):
+        # pickled with what __init__ takes (across processes: multiprocessing, torch.distributed)
+        return (type(self), (self.status, self.name, self.message, self.function))
 
 
 class InvalidArgument(CumemsaverError, ValueError):
@@ -271,7 +287,11 @@ ERRORS = {
 
 for _status, _cls in ERRORS.items():
     _cls.status = _status
+    # Raised and printed as cumemsaver.NoDriver, the name they are imported by (they stay
+    # importable from cumemsaver.api too); pickle finds them there as well.
+    _cls.__module__ = "cumemsaver"
 del _status, _cls
+CumemsaverError.__module__ = "cumemsaver"
 
 
 def _decode(b: Optional[bytes]) -> str:
@@ -382,25 +402,38 @@ def _i64(value, what: str) -> int:
 
 def _enum_arg(cls, value, what: str):
     """An enumeration argument: a member of cls, its name as a str in any case ("host",
-    "HOST"), or an integer (a value this module does not know, from a newer library, is
-    passed on for the library to check)."""
+    "HOST"), or its number. Anything else raises before the library is called: TypeError
+    for another type (float, bool, None), ValueError for an unknown name or number."""
+    names = ", ".join(repr(m.name.lower()) for m in cls)
+    an = "an" if cls.__name__[0] in "AEIOU" else "a"
     if isinstance(value, str):
         try:
             return cls[value.upper()]
         except KeyError:
-            names = ", ".join(repr(m.name.lower()) for m in cls)
             raise ValueError(
-                f"{what} must be a {cls.__name__} or one of {names}, not {value!r}"
+                f"{what} must be {an} {cls.__name__} or one of {names}, not {value!r}"
             ) from None
-    return _enum_or_int(cls, _u32(value, what))
+    number = _index(value, what)
+    try:
+        return cls(number)
+    except ValueError:
+        numbers = ", ".join(str(int(m)) for m in cls)
+        raise ValueError(
+            f"{what} must be {an} {cls.__name__} or one of {names} ({numbers}), not {number}"
+        ) from None
 
 
 def _policy(value, what: str = "policy") -> "Policy":
-    """A restore policy this module knows (Policy, its name, or its number), else ValueError."""
-    policy = _enum_arg(Policy, value, what)
-    if not isinstance(policy, Policy):
-        raise ValueError(f"{what} must be a Policy, not {value!r}")
-    return policy
+    """A restore policy (Policy, its name, or its number), else TypeError / ValueError."""
+    return _enum_arg(Policy, value, what)
+
+
+def _bool(value, what: str) -> bool:
+    """A switch argument: True or False only. 'no', 2.5, 1 or None raise TypeError (a
+    non-empty string or any non-zero number would otherwise switch it on)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return value
 
 
 def _path(path: PathLike, what: str = "path") -> bytes:
@@ -538,18 +571,24 @@ class PointerInfo:
     state: Union[State, int]
 
 
-# Region flags and backup states of release 1.2 (read from _lib once it is regenerated with
-# them; the values are the ABI's).
-REGION_HOST_PAGEABLE = getattr(L, "CMS_REGION_HOST_PAGEABLE", 0x20)
-# With coalesce=True: allocations carved from shared 64 MiB chunks from the first one (flags=).
-REGION_CHUNKS = getattr(L, "CMS_REGION_CHUNKS", 0x40)
-# Verified backups (release 1.3; Context.region(verify=True)): checksums at pause, checked at
-# resume (VerifyFailed on a mismatch).
+# Region flags (cms_region_options.flags: Context.region(flags=...), Region.set_flags), the
+# ABI's CMS_REGION_* values, exported from cumemsaver. The keywords of Context.region set
+# the first ones: release_host, shareable, coalesce, verify, prepare.
+REGION_RELEASE_HOST = L.CMS_REGION_RELEASE_HOST  # host backups given back after each resume
+REGION_SHAREABLE = L.CMS_REGION_SHAREABLE  # 1.1: exportable to other processes (docs/ipc.md)
+REGION_SHAREABLE_FABRIC = L.CMS_REGION_SHAREABLE_FABRIC  # 1.1: also fabric handles
+REGION_COALESCE = L.CMS_REGION_COALESCE  # 1.1: adjacent allocations share physical handles
+REGION_GUARD = L.CMS_REGION_GUARD  # 1.2: paused ranges mapped read-only to zeros
+REGION_HOST_PAGEABLE = L.CMS_REGION_HOST_PAGEABLE  # 1.2: pageable host backups (HOST)
+# 1.2, with REGION_COALESCE: allocations carved from shared 64 MiB chunks from the first one.
+REGION_CHUNKS = L.CMS_REGION_CHUNKS
+# 1.3 (verify=True): checksums at pause, checked at resume (VerifyFailed on a mismatch).
 REGION_VERIFY = L.CMS_REGION_VERIFY
-BACKUP_CURRENT = getattr(L, "CMS_BACKUP_CURRENT", 0)
-BACKUP_RETAINED = getattr(L, "CMS_BACKUP_RETAINED", 1)
-# Release 1.3: host backups prepared ahead by a background thread (Context.region(prepare=True)).
-REGION_PREPARE = getattr(L, "CMS_REGION_PREPARE", 0x100)
+# 1.3 (prepare=True): host backups made ahead by a background thread (HOST).
+REGION_PREPARE = L.CMS_REGION_PREPARE
+# BackupInfo.state (1.2)
+BACKUP_CURRENT = L.CMS_BACKUP_CURRENT
+BACKUP_RETAINED = L.CMS_BACKUP_RETAINED
 
 
 @dataclass(frozen=True)
@@ -616,7 +655,7 @@ def _pause_args(stream, event, no_sync):
     opts = L.init_struct(L.cms_pause_options)
     opts.stream = _u64(stream, "stream")
     opts.event = _u64(event, "event")
-    opts.flags = L.CMS_PAUSE_NO_SYNC if no_sync else 0
+    opts.flags = L.CMS_PAUSE_NO_SYNC if _bool(no_sync, "no_sync") else 0
     return opts, L.init_struct(L.cms_pause_result)
 
 
@@ -642,7 +681,8 @@ class Context:
          calls into the library, with library locks held: it must not call back into
          cumemsaver. Exceptions it raises are swallowed. None: no callback (the library
          prints to stderr only when $CMS_LOG is set).
-    log_level: the highest LogLevel passed to log (default LogLevel.WARN).
+    log_level: the highest LogLevel passed to log (default LogLevel.WARN); a LogLevel, its
+         name ("debug") or its number.
 
     Exporters, imports and control sockets of the context are closed by close() first.
     """
@@ -658,6 +698,12 @@ class Context:
         self._log_cb = None  # the CFUNCTYPE object: must live as long as the context
         self._callbacks: List[Any] = []  # progress CFUNCTYPEs: kept until close()
         self._children: "weakref.WeakSet[Any]" = weakref.WeakSet()  # exporters, imports, ...
+        # The one Region object of each native region (by handle) while anything holds it:
+        # find_region, pointer_info and the hooks return it, so destroy() through any of
+        # them is seen by all. Lookups run under _regions_lock together with the call that
+        # returned the handle, so a handle is never matched to a region destroyed meanwhile.
+        self._regions: "weakref.WeakValueDictionary[int, Region]" = weakref.WeakValueDictionary()
+        self._regions_lock = threading.RLock()
         if isinstance(log, str):
             if log != "logging":
                 raise ValueError(f'log must be a callable, "logging" or None, not {log!r}')
@@ -670,7 +716,7 @@ class Context:
         opts = L.init_struct(L.cms_context_options)
         self._driver_path = None if driver_path is None else _path(driver_path, "driver_path")
         opts.driver_path = self._driver_path
-        opts.log_level = _i32(log_level, "log_level")
+        opts.log_level = _enum_arg(LogLevel, log_level, "log_level")
         if log is not None:
 
             def trampoline(_user, level, message, _log=log):
@@ -701,16 +747,28 @@ class Context:
         return self._handle
 
     def close(self) -> None:
-        """Destroys every region and allocation and the context. Idempotent. On failure the
-        context stays open (retry close())."""
+        """Destroys every region and allocation and the context. Idempotent. Waits for
+        calls on its Region objects in flight on other threads; its Region objects raise
+        ValueError from then on. On failure the context stays open with the regions not
+        yet destroyed (retry close()); the Region objects of the destroyed ones raise."""
         with self._lock:
             if self._handle is None:
                 return
             for child in list(self._children):  # each must go before the context
                 child.close()
-            _call("cms_context_destroy", self._handle)
+            with self._regions_lock:
+                regions = list(self._regions.values())
+            regions = [r for r in regions if r._begin_destroy(close=True)]
+            status = L.lib().cms_context_destroy(self._handle)
+            if status != L.CMS_OK:
+                exc = error_for(status, "cms_context_destroy")  # before any other call
+                for region in regions:
+                    region._end_destroy(region._alive())
+                raise exc
             self._handle = None
             self._callbacks.clear()
+            for region in regions:
+                region._end_destroy(False)
 
     def __enter__(self) -> "Context":
         return self
@@ -772,36 +830,67 @@ class Context:
         opts.device = _i32(device, "device")
         opts.policy = _enum_arg(Policy, policy, "policy")
         opts.flags = _u64(flags, "flags")
-        if release_host:
-            opts.flags |= L.CMS_REGION_RELEASE_HOST
-        if coalesce:
-            opts.flags |= L.CMS_REGION_COALESCE
-        if shareable:
-            opts.flags |= L.CMS_REGION_SHAREABLE
-        if prepare:
-            opts.flags |= REGION_PREPARE
-        if verify:
-            opts.flags |= L.CMS_REGION_VERIFY
+        for on, bit, what in (
+            (release_host, REGION_RELEASE_HOST, "release_host"),
+            (coalesce, REGION_COALESCE, "coalesce"),
+            (shareable, REGION_SHAREABLE, "shareable"),
+            (prepare, REGION_PREPARE, "prepare"),
+            (verify, REGION_VERIFY, "verify"),
+        ):
+            if _bool(on, what):
+                opts.flags |= bit
         dir_bytes = None if disk_dir is None else _path(disk_dir, "disk_dir")
         out = L.cms_region_p()
         tag_bytes = _tag(tag)
         if tag_bytes is None:
             raise TypeError("tag must be a str, not NoneType")
-        _call("cms_region_create", self._h(), tag_bytes, ctypes.byref(opts), ctypes.byref(out))
-        region = Region(self, out.value)
+        with self._regions_lock:
+            _call("cms_region_create", self._h(), tag_bytes, ctypes.byref(opts), ctypes.byref(out))
+            region = self._region_of(out.value, created=True)
+            region._set_key(tag_bytes, opts.device)
         if dir_bytes is not None:
             try:
                 _call("cms_region_disk_dir_set", out, dir_bytes)
             except CumemsaverError:
-                L.lib().cms_region_destroy(out)
+                try:
+                    region.destroy()
+                except CumemsaverError:
+                    pass  # the region stays (find_region finds it); the first error is raised
                 raise
         return region
 
+    def _region_of(self, handle: Optional[int], created: bool = False) -> "Region":
+        """The Region object of a native handle that a call made under _regions_lock just
+        returned: the registered one, or a new one registered now. created: the call made
+        the region, so a Region still registered at that address is of a region destroyed
+        on another thread, whose destroy() has not yet unregistered it."""
+        if not handle:
+            raise ValueError("cumemsaver: no region handle (NULL)")
+        with self._regions_lock:
+            region = self._regions.get(handle)
+            if region is None or region._handle is None or created:
+                region = object.__new__(Region)
+                region._setup(self, handle)
+                self._regions[handle] = region
+            return region
+
+    def _forget(self, region: "Region", handle: int) -> None:
+        """Drops a destroyed region from the registry (unless a new region took its address
+        and its entry already)."""
+        with self._regions_lock:
+            if self._regions.get(handle) is region:
+                del self._regions[handle]
+
     def find_region(self, tag: Tag, device: int = 0) -> "Region":
-        """The region with this tag on this device; raises NotFound."""
+        """The region with this tag on this device (the same Region object every time while
+        one is held, the one region() returned); raises NotFound."""
         out = L.cms_region_p()
-        _call("cms_region_find", self._h(), _tag(tag), _i32(device, "device"), ctypes.byref(out))
-        return Region(self, out.value)
+        tag_bytes, device = _tag(tag), _i32(device, "device")
+        with self._regions_lock:
+            _call("cms_region_find", self._h(), tag_bytes, device, ctypes.byref(out))
+            region = self._region_of(out.value)
+            region._set_key(tag_bytes, device)
+            return region
 
     # -- pause / resume
     def pause(
@@ -967,13 +1056,11 @@ class Context:
     def pointer_info(self, ptr: int) -> PointerInfo:
         """The allocation containing ptr; raises NotFound if it is not ours."""
         info = L.init_struct(L.cms_pointer_info)
-        _call("cms_pointer_info_get", self._h(), _u64(ptr, "ptr"), ctypes.byref(info))
-        return _fields(
-            info,
-            PointerInfo,
-            region=Region(self, info.region),
-            state=_enum_or_int(State, info.state),
-        )
+        ptr = _u64(ptr, "ptr")
+        with self._regions_lock:
+            _call("cms_pointer_info_get", self._h(), ptr, ctypes.byref(info))
+            region = self._region_of(info.region)
+        return _fields(info, PointerInfo, region=region, state=_enum_or_int(State, info.state))
 
     def backup(self, ptr: int) -> BackupInfo:
         """Where the backup of the allocation containing ptr is (cms_backup_get, since 1.2).
@@ -989,19 +1076,27 @@ class Context:
         )
 
     def backup_read(self, ptr: int, length: int, out=None):
-        """Copies length bytes of the backup, from the byte that backs ptr, into out (a
-        writable buffer of at least length bytes) or a new bytearray, which it returns:
-        cms_backup_read, since 1.2 (memcpy from host memory, or a read of a DISK
-        region's file). ptr + length must stay inside the allocation. Raises as backup, and
-        InvalidArgument for a range past the allocation's end."""
-        length = _u64(length, "length")
+        """The length bytes of the backup from the byte that backs ptr (cms_backup_read,
+        since 1.2: a memcpy from host memory, or a read of a DISK region's file), as bytes,
+        like a file's read(). With out (a writable buffer of at least length bytes: a
+        bytearray, memoryview, numpy array, mmap) they are read into out, which is returned,
+        like readinto(): no copy, the way for large reads. ptr + length must stay inside the
+        allocation. Raises as backup, and InvalidArgument for a range past the allocation's
+        end."""
+        length, ptr = _u64(length, "length"), _u64(ptr, "ptr")
         if out is None:
-            out = bytearray(length)
+            # (never NULL: length 0 still checks ptr, and C refuses a NULL buffer)
+            buf = ctypes.create_string_buffer(max(length, 1))
+            _call("cms_backup_read", self._h(), ptr, buf, length)
+            return buf.raw if length else b""
         view = memoryview(out).cast("B")
         if view.readonly or view.nbytes < length:
             raise ValueError(f"out must be a writable buffer of at least {length} bytes")
-        buf = (ctypes.c_char * view.nbytes).from_buffer(view) if view.nbytes else None
-        _call("cms_backup_read", self._h(), _u64(ptr, "ptr"), buf, length)
+        if view.nbytes:
+            buf = (ctypes.c_char * view.nbytes).from_buffer(view)
+        else:
+            buf = ctypes.create_string_buffer(1)
+        _call("cms_backup_read", self._h(), ptr, buf, length)
         return out
 
     def device_memory_info(self, device: int = 0) -> DeviceMemoryInfo:
@@ -1018,55 +1113,157 @@ class Context:
 
 
 class Region:
-    """A region handle (cms_region *), owned by its Context. Two Region objects for the same
-    handle compare equal; destroy() invalidates every one of them in the library's eyes.
-    As a context manager (with ctx.region(...) as r:) it destroys the region on exit."""
+    """A region (cms_region *), owned by its Context. There is one Region object per native
+    region: Context.region, find_region, pointer_info(p).region and the hooks return the
+    same object (Region(context, handle) too), so destroy() through any name of it is seen
+    by all. Once the region is destroyed (destroy(), or Context.close()) every method raises
+    ValueError without calling the library. A method running on another thread finishes
+    before destroy() or Context.close() calls the library; a method called while a destroy
+    is in progress raises ValueError. As a context manager (with ctx.region(...) as r:) it
+    destroys the region on exit."""
 
-    def __init__(self, context: Context, handle: int):
-        self._ctx: Context = context
+    _ctx: Context
+    _handle: Optional[int]
+
+    def __new__(cls, context: Context, handle: int) -> "Region":
+        """The Region of a raw handle (an int from another binding): the context's object
+        for it. The handle must be a live region of context."""
+        if not isinstance(context, Context):
+            raise TypeError(f"context must be a Context, not {type(context).__name__}")
+        return context._region_of(_u64(handle, "handle"))
+
+    def _setup(self, context: Context, handle: int) -> None:
+        self._ctx = context
         self._handle = handle
+        self._name = hex(handle)  # its tag once known, for messages after it is gone
+        self._cond = threading.Condition(threading.Lock())
+        self._users = 0  # calls in flight on other threads
+        self._destroying = False
+        self._key: Optional[Tuple[bytes, int]] = None  # (tag, device), read before a destroy
+
+    def __reduce__(self):
+        raise TypeError("a cumemsaver Region cannot be copied or pickled (it is a handle)")
 
     @property
     def context(self) -> Context:
         return self._ctx
 
     @property
-    def handle(self) -> int:
+    def handle(self) -> Optional[int]:
+        """The raw cms_region * as an int (for other bindings); None once destroyed."""
         return self._handle
 
-    def _h(self):
-        self._ctx._h()  # raises if the context is closed
-        if self._handle is None:
-            raise ValueError("cumemsaver region is destroyed")
-        return self._handle
+    @property
+    def destroyed(self) -> bool:
+        """Whether the region is gone (destroy(), or its context closed)."""
+        return self._handle is None
 
-    def __eq__(self, other):
-        return isinstance(other, Region) and other._ctx is self._ctx and other._handle == self._handle
+    def _gone(self) -> ValueError:
+        return ValueError(f"cumemsaver region {self._name} is destroyed")
 
-    def __hash__(self):
-        return hash((id(self._ctx), self._handle))
+    @contextlib.contextmanager
+    def _use(self) -> Iterator[int]:
+        """The handle, for one call: raises ValueError when the region or its context is
+        gone, or is being destroyed; a destroy waits until the call is done."""
+        with self._cond:
+            if self._handle is None:
+                raise self._gone()
+            if self._destroying:
+                raise ValueError(f"cumemsaver region {self._name} is being destroyed")
+            self._ctx._h()  # raises if the context is closed
+            self._users += 1
+        try:
+            yield self._handle
+        finally:
+            with self._cond:
+                self._users -= 1
+                if not self._users:
+                    self._cond.notify_all()
+
+    def _begin_destroy(self, close: bool = False) -> bool:
+        """Before cms_region_destroy (or cms_context_destroy: close): marks the region as
+        being destroyed (later calls raise) and waits for the calls in flight. For close,
+        waits for a destroy() in progress on another thread and returns False if the region
+        is gone; else raises ValueError then."""
+        with self._cond:
+            while close and self._destroying:
+                self._cond.wait()
+            if self._handle is None:
+                if close:
+                    return False
+                raise self._gone()
+            if self._destroying:
+                raise ValueError(f"cumemsaver region {self._name} is being destroyed")
+            self._destroying = True
+            while self._users:
+                self._cond.wait()
+        if self._key is None:  # no call can be in flight now
+            self._read_key(self._handle)
+        return True
+
+    def _read_key(self, handle: int) -> None:
+        info = L.init_struct(L.cms_region_info)
+        if L.lib().cms_region_info_get(handle, ctypes.byref(info)) == L.CMS_OK:
+            self._set_key(bytes(info.tag), info.device)
+
+    def _set_key(self, tag: bytes, device: int) -> None:
+        """Its tag and device: for messages once it is gone, and to tell after a failed
+        context destroy whether it survived."""
+        if self._key is None:
+            self._key = (tag, device)
+            self._name = f"{_decode(tag)!r} (device {device})"
+
+    def _end_destroy(self, alive: bool) -> None:
+        """After the destroy: the region is usable again (alive: the destroy failed before
+        it) or gone for good."""
+        handle = self._handle
+        with self._cond:
+            self._destroying = False
+            if not alive:
+                self._handle = None
+            self._cond.notify_all()
+        if not alive and handle is not None:
+            self._ctx._forget(self, handle)
+
+    def _alive(self) -> bool:
+        """After a failed cms_context_destroy (which stops at the first region it cannot
+        destroy): whether this region survived, found by its tag and device. The handle
+        itself is not touched (it may be freed). Unknown counts as gone: the object then
+        raises, and find_region gives a new one if the region is there."""
+        if self._key is None:
+            return False
+        out = L.cms_region_p()
+        tag, device = self._key
+        st = L.lib().cms_region_find(self._ctx._handle, tag, device, ctypes.byref(out))
+        return st == L.CMS_OK and out.value == self._handle
 
     def __repr__(self):
-        return f"<cumemsaver.Region {hex(self._handle) if self._handle else 'destroyed'}>"
+        state = "destroyed" if self._handle is None else hex(self._handle)
+        return f"<cumemsaver.Region {self._name} {state}>"
 
     def alloc(self, size: int) -> int:
         """Allocates size bytes; returns the device pointer (an int, stable until free)."""
+        size = _u64(size, "size")
         ptr = ctypes.c_uint64()
-        _call("cms_alloc", self._h(), _u64(size, "size"), ctypes.byref(ptr))
+        with self._use() as h:
+            _call("cms_alloc", h, size, ctypes.byref(ptr))
         return ptr.value
 
     def free(self, ptr: int) -> None:
         """Same as Context.free (allocations are found by address)."""
-        self._ctx.free(ptr)
+        with self._use():
+            self._ctx.free(ptr)
 
     def pause(self, stream: int = 0, event: int = 0, no_sync: bool = False) -> PauseResult:
         opts, res = _pause_args(stream, event, no_sync)
-        _call("cms_region_pause", self._h(), ctypes.byref(opts), ctypes.byref(res))
+        with self._use() as h:
+            _call("cms_region_pause", h, ctypes.byref(opts), ctypes.byref(res))
         return _fields(res, PauseResult)
 
     def resume(self, async_stream: Optional[int] = None) -> ResumeResult:
         opts, res = _resume_args(async_stream)
-        _call("cms_region_resume", self._h(), ctypes.byref(opts), ctypes.byref(res))
+        with self._use() as h:
+            _call("cms_region_resume", h, ctypes.byref(opts), ctypes.byref(res))
         return _fields(res, ResumeResult)
 
     def set_peer_devices(self, devices: Union[int, Iterable[int]]) -> None:
@@ -1079,15 +1276,18 @@ class Region:
                 mask |= 1 << _ranged(d, "devices", 0, 63, "a device ordinal 0 to 63")
         else:
             mask = _u64(devices, "devices")
-        _call("cms_region_peer_devices_set", self._h(), mask)
+        with self._use() as h:
+            _call("cms_region_peer_devices_set", h, mask)
 
     def set_flags(self, mask: int, flags: int) -> None:
         """Sets the retention flags selected by mask to their values in flags
-        (cms_region_flags_set, since 1.2): CMS_REGION_RELEASE_HOST, CMS_REGION_HOST_PAGEABLE,
-        CMS_REGION_VERIFY (since 1.3).
+        (cms_region_flags_set, since 1.2): REGION_RELEASE_HOST, REGION_HOST_PAGEABLE,
+        REGION_VERIFY (since 1.3).
         On an active region, asking to keep less gives the kept backups back now. Raises
         InvalidArgument (another bit), RegionPaused (HOST_PAGEABLE changed while paused)."""
-        _call("cms_region_flags_set", self._h(), _u64(mask, "mask"), _u64(flags, "flags"))
+        mask, flags = _u64(mask, "mask"), _u64(flags, "flags")
+        with self._use() as h:
+            _call("cms_region_flags_set", h, mask, flags)
 
     def freeze(self) -> None:
         """Makes the region's memory read-only for its device and peers (cms_region_freeze,
@@ -1095,12 +1295,14 @@ class Region:
         backup still holds the content copies nothing (the first pause after freezing an
         active region copies). A paused region becomes read-only at its resume. Raises
         NotSupported for a shareable region. Freezing a frozen region does nothing."""
-        _call("cms_region_freeze", self._h())
+        with self._use() as h:
+            _call("cms_region_freeze", h)
 
     def thaw(self) -> None:
         """Ends freeze(): read-write again, the next pause copies everything
         (cms_region_thaw, since 1.3). Thawing a region not frozen does nothing."""
-        _call("cms_region_thaw", self._h())
+        with self._use() as h:
+            _call("cms_region_thaw", h)
 
     @property
     def frozen(self) -> bool:
@@ -1113,11 +1315,14 @@ class Region:
         closes the region's file. Raises InvalidArgument for another policy, NotFound,
         PermissionDenied, IOFailure, RegionPaused (while paused)."""
         arg = None if directory is None else _path(directory, "directory")
-        _call("cms_region_disk_dir_set", self._h(), arg)
+        with self._use() as h:
+            _call("cms_region_disk_dir_set", h, arg)
 
     def info(self) -> RegionInfo:
         info = L.init_struct(L.cms_region_info)
-        _call("cms_region_info_get", self._h(), ctypes.byref(info))
+        with self._use() as h:
+            _call("cms_region_info_get", h, ctypes.byref(info))
+        self._set_key(bytes(info.tag), info.device)
         return _fields(
             info,
             RegionInfo,
@@ -1131,13 +1336,22 @@ class Region:
     def stats(self) -> RegionStats:
         """Cumulative counters of the region (cms_region_stats_get, since 1.2)."""
         c = L.init_struct(L.cms_region_stats)
-        _call("cms_region_stats_get", self._h(), ctypes.byref(c))
+        with self._use() as h:
+            _call("cms_region_stats_get", h, ctypes.byref(c))
         return _stats(c)
 
     def destroy(self) -> None:
-        """Frees every allocation of the region and the region itself."""
-        _call("cms_region_destroy", self._h())
-        self._handle = None
+        """Frees every allocation of the region and the region itself. Waits for calls on
+        this region in flight on other threads; afterwards every method raises ValueError.
+        On failure (a driver status) the region stays, with the allocations not yet freed:
+        retry destroy()."""
+        self._ctx._h()  # raises if the context is closed
+        self._begin_destroy()
+        status = L.lib().cms_region_destroy(self._handle)
+        exc = error_for(status, "cms_region_destroy") if status != L.CMS_OK else None
+        self._end_destroy(exc is not None)
+        if exc is not None:
+            raise exc
 
     def __enter__(self) -> "Region":
         return self
@@ -1145,5 +1359,5 @@ class Region:
     def __exit__(self, *exc) -> None:
         """Leaving `with ctx.region(...) as r:` destroys the region, unless it or its context
         is gone already."""
-        if self._handle is not None and not self._ctx.closed:
+        if self._handle is not None and not self._destroying and not self._ctx.closed:
             self.destroy()

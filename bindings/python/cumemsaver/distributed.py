@@ -57,6 +57,8 @@ imports without it. Tests pass a stand-in for ``torch.distributed`` (``dist=``) 
 
 from typing import Any, Callable, List, Optional
 
+from .api import _bool
+
 Hook = Optional[Callable[[Optional[str]], Any]]
 
 __all__ = ["Coordinator", "DistributedError"]
@@ -131,8 +133,8 @@ class Coordinator:
         self.post_pause = post_pause
         self.pre_resume = pre_resume
         self.post_resume = post_resume
-        self.rollback = rollback
-        self.barrier = barrier
+        self.rollback = _bool(rollback, "rollback")
+        self.barrier = _bool(barrier, "barrier")
         self._dist = dist
         self._torch = torch
         self._group = group

@@ -47,7 +47,8 @@ def hook_region_push(region: Region) -> None:
     """Makes region the calling thread's active region (cms_hook_region_push); prefer the
     context manager HookContext.push. Raises InvalidArgument (no hook context, another
     context, stack full)."""
-    _call("cms_hook_region_push", region._h())
+    with region._use() as handle:
+        _call("cms_hook_region_push", handle)
 
 
 def hook_region_default_template_set(
@@ -93,8 +94,12 @@ def hook_region_default_set(device: int, region: Optional[Region]) -> None:
     clears it. Destroying the region or changing the hook context clears it too. Raises
     InvalidArgument (region not of the hook context, or on another device), NotFound (no
     hook context)."""
-    handle = None if region is None else region._h()
-    _call("cms_hook_region_default_set", _i32(device, "device"), handle)
+    device = _i32(device, "device")
+    if region is None:
+        _call("cms_hook_region_default_set", device, None)
+        return
+    with region._use() as handle:
+        _call("cms_hook_region_default_set", device, handle)
 
 
 def hook_region_default(device: int) -> Optional[int]:
@@ -186,8 +191,10 @@ class HookContext:
 
     def current_region(self) -> Optional[Region]:
         """The calling thread's top active region, or None."""
-        handle = hook_region_current()
-        return None if handle is None else Region(self.context, handle)
+        ctx = self.context
+        with ctx._regions_lock:  # the handle and its Region object together
+            handle = hook_region_current()
+            return None if handle is None else ctx._region_of(handle)
 
     def set_default_region(self, device: int, region: Optional[Region]) -> None:
         """Makes region (of this context, on device) the device's default for threads with
@@ -198,9 +205,10 @@ class HookContext:
 
     def default_region(self, device: int) -> Optional[Region]:
         """The device's default region, or None (cms_hook_region_default)."""
-        self.context  # raises ValueError once closed
-        handle = hook_region_default(device)
-        return None if handle is None else Region(self.context, handle)
+        ctx = self.context  # raises ValueError once closed
+        with ctx._regions_lock:  # the handle and its Region object together
+            handle = hook_region_default(device)
+            return None if handle is None else ctx._region_of(handle)
 
     def alloc(self, size: int, device: int = -1) -> int:
         """hook_alloc (cms_hook_alloc) while this hook context is set."""

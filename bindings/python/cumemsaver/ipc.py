@@ -19,6 +19,7 @@ from .api import (
     PathLike,
     Region,
     Tag,
+    _bool,
     _call,
     _decode,
     _enum_arg,
@@ -216,7 +217,9 @@ class Exporter(_Owned):
         (cms_exporter_publish). From now on a pause of the region first revokes their
         mappings. Raises InvalidArgument (not shareable, another context), Exists (already
         published), NotFound (destroyed)."""
-        _call("cms_exporter_publish", self._h(), region._h(), _enum_arg(Access, access, "access"))
+        access = _enum_arg(Access, access, "access")
+        with region._use() as handle:
+            _call("cms_exporter_publish", self._h(), handle, access)
 
     def importers(self) -> int:
         """The number of importers connected now (cms_exporter_importers)."""
@@ -262,7 +265,7 @@ class Import(_Owned):
         opts = L.init_struct(L.cms_import_options)
         opts.device = _i32(device, "device")
         opts.exporter_device = _i32(exporter_device, "exporter_device")
-        opts.flags = L.CMS_IMPORT_READ_ONLY if read_only else 0
+        opts.flags = L.CMS_IMPORT_READ_ONLY if _bool(read_only, "read_only") else 0
         uids, n = _uids(allowed_uids)
         opts.allowed_uids = ctypes.cast(uids, ctypes.POINTER(ctypes.c_uint32)) if n else None
         opts.nallowed_uids = n
@@ -368,7 +371,7 @@ class ControlSocket(_Owned):
     ):
         super().__init__(context)
         opts = L.init_struct(L.cms_control_options)
-        opts.flags = L.CMS_CONTROL_ALLOW_ALL if allow_all else 0
+        opts.flags = L.CMS_CONTROL_ALLOW_ALL if _bool(allow_all, "allow_all") else 0
         uids, n = _uids(allowed_uids)
         opts.allowed_uids = ctypes.cast(uids, ctypes.POINTER(ctypes.c_uint32)) if n else None
         opts.nallowed_uids = n

@@ -45,6 +45,7 @@ from .api import (  # noqa: E402
     Region,
     RegionInfo,
     RegionPaused,
+    _bool,
     _call,
     _policy,
     _u64,
@@ -253,7 +254,7 @@ class Saver:
                     "process); use it, or close() it first"
                 )
         self.hook_mode = hook_mode
-        self._coalesce = bool(coalesce)
+        self._coalesce = _bool(coalesce, "coalesce")
         self._own_ctx = context is None
         self.context = context if context is not None else Context(driver_path=driver_path)
         self._lock = threading.Lock()
@@ -284,6 +285,7 @@ class Saver:
         disk_dir=None,
         flags: int = 0,
     ) -> Region:
+        _bool(release_host, "release_host")
         key = (tag, device)
         if self._template is not None and self._template[0] == tag:
             self._adopt()  # the template may have made it
@@ -327,7 +329,8 @@ class Saver:
                 f"cumemsaver: region {region.info().tag!r} is paused: resume it before "
                 "allocating in it"
             )
-        _call("cms_hook_region_push", region._h())
+        with region._use() as handle:
+            _call("cms_hook_region_push", handle)
         try:
             yield region
         finally:
@@ -356,7 +359,7 @@ class Saver:
         would otherwise keep serving them from the outer pool). release_host
         (CMS_REGION_RELEASE_HOST: host backups freed after each resume; default False keeps
         them, the fast choice for repeated cycles), disk_dir (Policy.DISK) and flags (further
-        CMS_REGION_* bits, e.g. cumemsaver.api.REGION_HOST_PAGEABLE) apply when the block
+        CMS_REGION_* bits, e.g. cumemsaver.REGION_HOST_PAGEABLE) apply when the block
         creates the region; a region that exists keeps its own."""
         dev = _device_index(device)
         region = self._region(tag, _policy(policy), dev, release_host, disk_dir, flags)
@@ -453,7 +456,7 @@ class Saver:
             if policy == Policy.DISK and disk_dir is None:
                 raise ValueError("a Policy.DISK template needs disk_dir")
             bits = _u64(flags, "flags")
-            if release_host:
+            if _bool(release_host, "release_host"):
                 bits |= L.CMS_REGION_RELEASE_HOST
             if self._coalesce:
                 bits |= L.CMS_REGION_COALESCE
@@ -585,7 +588,7 @@ class Saver:
         restore only the blocks tensors use; do not allocate from those pools on another
         thread meanwhile."""
         self._adopt()  # a DISK region the template made needs its directory first
-        if live_only and L.available("cms_range_discard"):
+        if _bool(live_only, "live_only") and L.available("cms_range_discard"):
             self.declare_free_blocks(tag)
         try:
             return self.context.pause(tag)

@@ -357,7 +357,8 @@ class TorchMemorySaver:
             )
         if info.host and zero_copy:
             return (ctypes.c_uint8 * nbytes).from_address(info.host + (ptr - info.base))
-        return ctx.backup_read(ptr, nbytes)
+        # writable, for torch.frombuffer (backup_read alone returns immutable bytes)
+        return ctx.backup_read(ptr, nbytes, out=bytearray(nbytes))
 
     def get_cpu_backup(self, x, zero_copy: bool = False):
         """The host backup of tensor x (contiguous, CUDA; it may be a view into a larger

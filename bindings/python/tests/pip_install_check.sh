@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `pip install ./bindings/python` brings the C library: in a fresh venv, offline, build the
-# wheel from the tree (its build step runs CMake), check its tag (py3-none-<platform>: no
+# `pip install ./bindings/python` brings the C library: in a fresh venv (no
+# --system-site-packages: no wheel package, nothing from the network), build the wheel from
+# the tree (the package's own build backend runs CMake), check that the build wrote nothing
+# into the source (no build/, no *.egg-info) and the wheel's tag (py3-none-<platform>: no
 # extension module), install it, then in a new process with no CUMEMSAVER_LIBRARY import it,
 # check that it loaded the library bundled inside the package, run a HOST pause/resume on the
 # host simulation (also bundled) selected by cumemsaver.SIMULATION and by
@@ -11,7 +13,7 @@
 set -eu
 repo=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
-# Debian's interpreter (python3-venv, python3-setuptools, python3-wheel); else python3 on PATH
+# Debian's interpreter (python3-venv); else python3 on PATH. Any Python 3.8+ with venv will do.
 py=${CMS_PIP_PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || py=$(command -v python3)
 if ! "$py" -c 'import venv, ensurepip' 2>/dev/null; then
@@ -29,14 +31,19 @@ if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
 else
 	(cd "$repo" && tar -cf - --exclude='./build*' --exclude='*.egg-info' .) | (cd "$work/src" && tar -xf -)
 fi
-[ -f "$work/src/bindings/python/setup.py" ] || { echo "FAIL: copy of the tree"; exit 1; }
-# --system-site-packages: setuptools and wheel come from Debian (no network here)
-"$py" -m venv --system-site-packages "$work/venv"
+[ -f "$work/src/bindings/python/pyproject.toml" ] || { echo "FAIL: copy of the tree"; exit 1; }
+"$py" -m venv "$work/venv"
 vpy=$work/venv/bin/python
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-1}
 rm -rf "$work/wheel"
-env -u CUMEMSAVER_LIBRARY -u PYTHONPATH "$vpy" -m pip wheel --no-build-isolation --no-index \
+(cd "$work/src" && find . -name __pycache__ -prune -o -print | sort) >"$work/before.txt"
+env -u CUMEMSAVER_LIBRARY -u PYTHONPATH "$vpy" -m pip wheel --no-index \
 	--disable-pip-version-check -q -w "$work/wheel" "$work/src/bindings/python"
+(cd "$work/src" && find . -name __pycache__ -prune -o -print | sort) >"$work/after.txt"
+if ! diff -u "$work/before.txt" "$work/after.txt"; then
+	echo "FAIL: building the wheel wrote into the source tree (above)"
+	exit 1
+fi
 wheel=$(ls "$work/wheel"/cumemsaver-*.whl)
 case $(basename "$wheel") in
 cumemsaver-*-py3-none-linux_*.whl) echo "wheel: $(basename "$wheel")" ;;

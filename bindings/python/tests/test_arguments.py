@@ -146,8 +146,6 @@ class TestPolicies(Base):
     def test_enum_and_number(self):
         self.assertIs(self.ctx.region("a", policy=cms.Policy.HOST).info().policy, cms.Policy.HOST)
         self.assertIs(self.ctx.region("b", policy=L.CMS_POLICY_ZERO).info().policy, cms.Policy.ZERO)
-        with self.assertRaises(cms.InvalidArgument):  # a number the library does not know
-            self.ctx.region("c", policy=77)
 
     def test_bad_policy(self):
         with self.assertRaisesRegex(
@@ -158,11 +156,92 @@ class TestPolicies(Base):
             with self.subTest(policy=bad):
                 with self.assertRaisesRegex(TypeError, f"^policy must be an integer, not {name}$"):
                     self.ctx.region("a", policy=bad)
-        with self.assertRaisesRegex(ValueError, "^policy must fit in 32 unsigned bits"):
-            self.ctx.region("a", policy=-1)
         with self.assertRaisesRegex(ValueError, "^policy must be a Policy or one of"):
             hooks.hook_region_default_template_set("t", policy="pinned")
         self.assertEqual(self.ctx.regions(), [])
+
+
+class TestEnumNumbers(Base):
+    """An enumeration number this module does not know raises ValueError before the library
+    is called (issue 35 item 5: policy=7 reached C, which raised InvalidArgument)."""
+
+    def assert_refused_here(self, cm, pattern):
+        self.assertRegex(str(cm.exception), pattern)
+        self.assertNotIsInstance(cm.exception, cms.CumemsaverError)  # not the library's
+
+    def test_unknown_policy_number(self):
+        for bad in (4, 7, 77, -1, 1 << 32):
+            with self.subTest(policy=bad):
+                with self.assertRaises(ValueError) as cm:
+                    self.ctx.region("a", policy=bad)
+                self.assert_refused_here(
+                    cm,
+                    "^policy must be a Policy or one of 'discard', 'zero', 'host', 'disk' "
+                    rf"\(0, 1, 2, 3\), not {bad}$",
+                )
+        with self.assertRaises(ValueError) as cm:
+            hooks.hook_region_default_template_set("t", policy=7)
+        self.assert_refused_here(cm, "^policy must be a Policy or one of")
+        self.assertEqual(self.ctx.regions(), [])
+
+    def test_unknown_log_level_and_access(self):
+        with self.assertRaises(ValueError) as cm:
+            cms.Context(driver_path=SIM, log_level=9)
+        self.assert_refused_here(cm, "^log_level must be a LogLevel or one of 'error', 'warn'")
+        with cms.Context(driver_path=SIM, log_level="debug") as ctx:  # a name is fine
+            ctx.region("a")
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.ctx.exporter(os.path.join(tmp, "s")) as exp:
+                r = self.ctx.region("a", shareable=True)
+                with self.assertRaises(ValueError) as cm:
+                    exp.publish(r, access=5)
+                self.assert_refused_here(cm, "^access must be an Access or one of 'read'")
+
+
+class TestBooleans(Base):
+    """Switches take True or False only (issue 34 item 4: prepare='no' and verify=2.5
+    switched the flags on)."""
+
+    BAD = (("no", "str"), (2.5, "float"), (1, "int"), (0, "int"), (None, "NoneType"))
+
+    def assert_bool_only(self, what, call):
+        for bad, name in self.BAD:
+            with self.subTest(keyword=what, value=bad):
+                with self.assertRaisesRegex(TypeError, f"^{what} must be a bool, not {name}$"):
+                    call(bad)
+
+    def test_region_switches(self):
+        for kw in ("release_host", "coalesce", "shareable", "prepare", "verify"):
+            self.assert_bool_only(kw, lambda v: self.ctx.region("a", policy="host", **{kw: v}))
+        self.assertEqual(self.ctx.regions(), [])
+        r = self.ctx.region("a", policy="host", prepare=True, verify=False)
+        self.assertEqual(r.info().flags & (cms.REGION_PREPARE | cms.REGION_VERIFY), cms.REGION_PREPARE)
+
+    def test_pause_swap_ipc_switches(self):
+        r = self.ctx.region("a")
+        self.ctx.region("b")
+        r.alloc(MiB)
+        self.assert_bool_only("no_sync", lambda v: self.ctx.pause("a", no_sync=v))
+        self.assert_bool_only("no_sync", lambda v: r.pause(no_sync=v))
+        self.assert_bool_only("no_sync", lambda v: self.ctx.swap("a", "b", no_sync=v))
+        self.assertFalse(r.info().paused)
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s")
+            self.assert_bool_only("read_only", lambda v: self.ctx.open_import(path, "a", read_only=v))
+            self.assert_bool_only("allow_all", lambda v: self.ctx.control_socket(path, allow_all=v))
+            self.assertEqual(os.listdir(tmp), [])
+
+    def test_distributed_switches(self):
+        from cumemsaver import distributed
+
+        for kw in ("rollback", "barrier"):
+            self.assert_bool_only(
+                kw, lambda v: distributed.Coordinator(self.ctx, dist=object(), torch=object(), **{kw: v})
+            )
 
 
 class TestVersion(unittest.TestCase):

@@ -48,6 +48,30 @@ class TestBackup(unittest.TestCase):
         with self.assertRaises(cms.InvalidArgument):
             r.set_flags(L.CMS_REGION_GUARD, 0)
 
+    def test_backup_read_returns_bytes_or_fills_out(self):
+        # issue 35 item 5: the docs say bytes (as a file's read()); it returned a bytearray.
+        # With out=, the bytes are read into the caller's buffer, which is returned (readinto).
+        r = self.ctx.region("h", policy=cms.Policy.HOST)
+        p = r.alloc(MiB)
+        data = bytes(range(256)) * (MiB // 256)
+        ctypes.memmove(p, data, MiB)
+        r.pause()
+        got = self.ctx.backup_read(p + 1, 300)
+        self.assertIs(type(got), bytes)
+        self.assertEqual(got, data[1:301])
+        self.assertEqual(self.ctx.backup_read(p, 0), b"")
+        self.assertIs(type(self.ctx.backup_read(p, 0)), bytes)
+        out = bytearray(b"x" * 12)
+        self.assertIs(self.ctx.backup_read(p + 2, 10, out=out), out)
+        self.assertEqual(out, data[2:12] + b"xx")
+        view = memoryview(bytearray(8))
+        self.assertIs(self.ctx.backup_read(p, 8, out=view), view)
+        self.assertEqual(view.tobytes(), data[:8])
+        with self.assertRaisesRegex(ValueError, "^out must be a writable buffer of at least 8 bytes"):
+            self.ctx.backup_read(p, 8, out=b"12345678")
+        with self.assertRaisesRegex(ValueError, "^out must be a writable buffer of at least 8 bytes"):
+            self.ctx.backup_read(p, 8, out=bytearray(7))
+
     def test_disk_and_discard(self):
         with tempfile.TemporaryDirectory() as d:
             r = self.ctx.region("d", policy=cms.Policy.DISK, disk_dir=d)
