@@ -1037,7 +1037,8 @@ class Context:
                 return [_stats(arr[i]) for i in range(written.value)]
 
     def free(self, ptr: int) -> None:
-        """Frees the allocation whose base is ptr (cms_free)."""
+        """Frees the allocation whose base is ptr (cms_free); ptr 0 does nothing (since
+        1.3, as free(NULL) and cudaFree(0))."""
         _call("cms_free", self._h(), _u64(ptr, "ptr"))
 
     def range_discard(self, ptr: int, size: int) -> None:
