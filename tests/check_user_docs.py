@@ -60,7 +60,8 @@ def read(root, rel):
 def code_spans(text):
     """The code spans of a Markdown text, each with the line it starts on."""
     out = []
-    for m in re.finditer(r"^(```|~~~).*?^\1[ \t]*$|`[^`\n]+`", text, re.S | re.M):
+    # An inline span may continue on the next line (CommonMark), never past a blank line.
+    for m in re.finditer(r"^(```|~~~).*?^\1[ \t]*$|`(?:[^`\n]|\n(?![ \t]*\n))+`", text, re.S | re.M):
         out.append((text.count("\n", 0, m.start()), m.group(0).strip("`")))
     return out
 
