@@ -631,11 +631,12 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
  * its allocations in flight on other threads.
  *   region: NULL is accepted (CMS_OK, nothing done).
  * Ownership: on success region is freed. On failure the allocations freed so
- * far stay freed, the rest stay as they were and the region stays valid: a
- * retry continues.
+ * far stay freed, the rest stay as they were (as after a failed cms_free:
+ * content, access and backup kept) and the region stays valid: a retry
+ * continues.
  * Threads: not concurrently with other calls naming this handle (calls by tag
  * or pointer are safe); waits for a pause or resume of the region in progress.
- * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree; cuStreamSynchronize (an
+ * CUDA: cuMemRelease, cuMemUnmap, cuMemAddressFree; cuStreamSynchronize (an
  * asynchronous restore in flight), cuMemHostUnregister (HOST backups);
  * cuModuleUnload (the device's last CMS_REGION_VERIFY region).
  * Returns:
@@ -915,19 +916,31 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  *        CMS_ERR_INVALID_ARGUMENT).
  * Ownership: on success ptr no longer names memory; a later cms_alloc may hand
  * the range out again.
+ * A failed call changes nothing the application can see, also when a second
+ * driver call fails after the first: the steps that can fail come before the
+ * one that gives the memory back (the physical handle is released while still
+ * mapped, then unmapped), and a reservation whose cuMemAddressFree fails is
+ * freed later (at the context's next pause, resume or swap, or its destroy).
+ * The one step undone is the host backup's cuMemHostUnregister: if page-locking
+ * it again fails too, the backup stays, pageable (logged; see
+ * cms_region_info.pinned_bytes).
  * Threads: thread-safe, from any thread; waits for a pause or resume of the
  * region in progress.
- * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree; cuStreamSynchronize (an
- * asynchronous restore in flight), cuMemHostUnregister.
+ * CUDA: cuMemHostUnregister, cuMemRelease, cuMemUnmap, cuMemAddressFree;
+ * cuStreamSynchronize (an asynchronous restore in flight).
  * Returns:
  *   CMS_OK: freed; or ptr is 0 (nothing done).
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL.
  *   CMS_ERR_NOT_FOUND: ptr is not in an allocation of ctx (or was freed
  *     already).
  *   CMS_ERR_NOT_BASE: ptr is inside an allocation, not at its base.
- *   driver statuses: the allocation is kept, valid and in its region's state
- *     (a paused one keeps its backup, an active one may have lost its
- *     content); a retry continues.
+ *   driver statuses: the allocation is kept as it was: valid, in its region's
+ *     state, with its content, its access (read-only while frozen) and its
+ *     backup (a frozen region's next pause still copies nothing for it); a
+ *     retry continues. After a failed cuMemUnmap its memory stays mapped
+ *     without a physical handle of its own until the region's next pause
+ *     (its resume backs it with a new one); until then an exporter
+ *     (cumemsaver_ipc.h) cannot grant the region.
  */
 CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr);
 

@@ -7,6 +7,7 @@
  * with live handle/reservation/mapping/host-buffer/fd counts unchanged, and a
  * retry without the fault must succeed.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,9 @@ static uint64_t zero_handles(void)
  * of each region content-free (cms_range_discard): saves and restores split around them, and
  * check_content skips them. */
 static int declared;
+/* When set, setup() freezes its regions (cms_region_freeze) last, then runs a pause/resume
+ * cycle: HOST backups hold the content (current), the next pause copies nothing. */
+static int frozen;
 #define DECL_LO (G / 2)
 #define DECL_HI (2 * G + 4)
 
@@ -101,17 +105,22 @@ static void setup(struct fixture *f, uint32_t policy_a, int two, uint32_t policy
 		}
 	if (guarded)
 		ck_ok(cms_alloc(f->r[0], EXTRA, &f->extra));
-	if (!coalesced) {
-		declare(f);
-		return;
+	if (coalesced) {
+		ck_ok(cms_pause(f->ctx, NULL, NULL, NULL));
+		ck_ok(cms_resume(f->ctx, NULL, NULL, NULL));
+		for (k = 0; k < f->nregions; k++) /* DISCARD/ZERO: fill again */
+			for (i = 0; i < NALLOC; i++)
+				ck_assert_int_eq(t_fill(0, f->p[k][i], sizes[i] & ~3ull,
+							(uint32_t)(k * 10 + i)),
+						 0);
 	}
+	declare(f);
+	if (!frozen)
+		return;
+	for (k = 0; k < f->nregions; k++)
+		ck_ok(cms_region_freeze(f->r[k]));
 	ck_ok(cms_pause(f->ctx, NULL, NULL, NULL));
 	ck_ok(cms_resume(f->ctx, NULL, NULL, NULL));
-	for (k = 0; k < f->nregions; k++) /* DISCARD/ZERO: fill again */
-		for (i = 0; i < NALLOC; i++)
-			ck_assert_int_eq(
-				t_fill(0, f->p[k][i], sizes[i] & ~3ull, (uint32_t)(k * 10 + i)), 0);
-	declare(f);
 }
 
 static uint32_t state(cms_region *r)
@@ -183,6 +192,23 @@ static void same_counts(const cmssim_counters *a, const cmssim_counters *b, cons
 	ck_assert_msg(a->streams == b->streams && a->events == b->events, "%s: streams/events",
 		      when);
 	ck_assert_msg(a->primary_ctx_refs == b->primary_ctx_refs, "%s: primary ctx refs", when);
+}
+
+/* Whether a failed free (or destroy) of an active allocation failed at its cuMemUnmap, after
+ * releasing its handle (cms_vmm_unback): its memory stays mapped, one handle fewer. */
+static int unmap_failed(int paused)
+{
+	return !paused && strstr(cms_last_error(), "cuMemUnmap") != NULL;
+}
+
+/* same_counts after a failed free: one handle fewer when unmap_failed(paused). */
+static void same_counts_free(const cmssim_counters *a, const cmssim_counters *b, int paused,
+			     const char *when)
+{
+	cmssim_counters c = *b;
+
+	c.handles += (uint64_t)unmap_failed(paused);
+	same_counts(a, &c, when);
 }
 
 /* pinned_bytes of the regions is exactly what the simulation has registered (no DISK staging
@@ -410,7 +436,7 @@ START_TEST(alloc_sweep)
 	ck_assert_int_eq(sim->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
 	ck_status(cms_free(ctx, p), CMS_ERR_DRIVER);
 	c1 = t_counters();
-	same_counts(&c0, &c1, "free");
+	same_counts_free(&c0, &c1, 0, "free");
 	ck_assert_int_eq(t_fill(0, p, 3 * G / 2, 1), 0);
 	ck_ok(cms_free(ctx, p));
 	printf("fault sweep: alloc: %u points\n", points + 1);
@@ -594,18 +620,19 @@ START_TEST(free_sweep)
 			continue;
 		}
 		c1 = t_counters();
-		same_counts(&c0, &c1, "free");
+		same_counts_free(&c0, &c1, paused, cms_last_error());
 		pinned_matches(&f, "failed free");
 		ck_ok(cms_pointer_info_get(f.ctx, f.p[0][1], &pi));
 		ck_assert_uint_eq(pi.base, f.p[0][1]);
+		/* A failed free keeps the allocation valid, backed and with its content (a paused
+		 * one: in its HOST backup); DISCARD and ZERO lose it in the resume. */
+		if (!paused)
+			check_content(&f, 0);
 		if (paused)
 			ck_ok(cms_region_resume(f.r[0], NULL, NULL));
-		/* A failed free keeps the allocation valid and backed; only a HOST backup's content
-		 * is kept (the content of an active allocation being freed is not). */
 		if (paused && pol[_i % 3] == CMS_POLICY_HOST)
 			check_content(&f, 0);
-		else
-			ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 1), 0);
+		ck_assert_int_eq(t_fill(0, f.p[0][1], sizes[1] & ~3ull, 1), 0);
 		ck_ok(cms_free(f.ctx, f.p[0][1]));
 		ck_ok(cms_context_destroy(f.ctx));
 	}
@@ -740,9 +767,10 @@ START_TEST(destroy_sweep)
 		if (paused) /* and the device's zero handles when guarded */
 			ck_assert_uint_eq(c.handles, zero_handles());
 		else if (coalesced == 2) /* the run keeps its handle until its last member goes */
-			ck_assert_uint_eq(c.handles, 1 + zero_handles());
+			ck_assert_uint_eq(c.handles, 1 + zero_handles() - unmap_failed(0));
 		else
-			ck_assert_uint_eq(c.handles, ri.allocations + zero_handles());
+			ck_assert_uint_eq(c.handles,
+					  ri.allocations + zero_handles() - unmap_failed(0));
 		/* a buffer whose cuMemHostUnregister failed stays registered and counted */
 		ck_assert_uint_eq(ri.pinned_bytes, c.host_registered_bytes);
 		ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
@@ -941,6 +969,192 @@ START_TEST(pause_double_fault_sweep)
 	ck_assert_uint_gt(failed, 0);
 	printf("double-fault sweep: pause (coalesced %d), %u cases, %u rollbacks failed\n", _i,
 	       cases, failed);
+}
+END_TEST
+
+/* Access of device 0 at addr (cmssim_get_access: 1 read, 3 read-write, -1 unmapped). */
+static int access_of(uint64_t addr)
+{
+	static int (*get)(uint64_t, int);
+
+	if (!get)
+		get = (int (*)(uint64_t, int))dlsym(t_drv()->dl, "cmssim_get_access");
+	ck_assert_ptr_nonnull(get);
+	return get(addr, 0);
+}
+
+/*
+ * After a failed cms_free or cms_region_destroy of region 0 (paused or not): every allocation
+ * still there is as it was. Active: mapped with its content (setup's pattern; the extra
+ * allocation of a guarded region holds none), read-only when frozen (a write fails); paused:
+ * unmapped, reading as zeros when guarded. Returns how many are left.
+ */
+static int check_left(struct fixture *f, int paused, const char *when)
+{
+	int i, left = 0;
+
+	for (i = 0; i <= NALLOC; i++) {
+		cms_pointer_info pi = { .struct_size = sizeof(pi) };
+		uint64_t p = i < NALLOC ? f->p[0][i] : f->extra,
+			 size = i < NALLOC ? sizes[i] : EXTRA;
+		uint32_t word = 0x5a5a5a5a;
+
+		if (!p || cms_pointer_info_get(f->ctx, p, &pi) == CMS_ERR_NOT_FOUND)
+			continue; /* freed before the failure, or no extra allocation */
+		left++;
+		ck_assert_msg(pi.base == p && pi.state == (uint32_t)(paused ? CMS_STATE_PAUSED :
+									      CMS_STATE_ACTIVE),
+			      "%s: allocation %d: base 0x%llx, state %u", when, i,
+			      (unsigned long long)pi.base, pi.state);
+		if (paused) {
+			ck_assert_msg(access_of(p) ==
+					      (guarded ? CU_MEM_ACCESS_FLAGS_PROT_READ : -1),
+				      "%s: paused allocation %d: access %d", when, i, access_of(p));
+			if (guarded)
+				ck_assert_msg(t_is_zero(0, p, size), "%s: allocation %d unguarded",
+					      when, i);
+			continue;
+		}
+		ck_assert_msg(access_of(p) == (frozen ? CU_MEM_ACCESS_FLAGS_PROT_READ :
+							CU_MEM_ACCESS_FLAGS_PROT_READWRITE),
+			      "%s: allocation %d: access %d", when, i, access_of(p));
+		ck_assert_msg(i == NALLOC || t_check(0, p, size & ~3ull, (uint32_t)i) == -1,
+			      "%s: allocation %d lost its content", when, i);
+		if (frozen)
+			ck_assert_msg(t_write(0, p, &word, sizeof(word)) != 0,
+				      "%s: allocation %d writable while frozen", when, i);
+	}
+	return left;
+}
+
+/* The calls of the double-fault sweep: a free of one allocation of three, a free of the last
+ * allocation of its region (its host buffer's last user, its run's last member, its arena's
+ * last extent: the others freed first), a region destroy. */
+enum release_op { FREE_ONE, FREE_LAST, DESTROY };
+
+static void release_setup(struct fixture *f, uint32_t policy, int paused, enum release_op op)
+{
+	setup(f, policy, 0, 0);
+	if (paused)
+		ck_ok(cms_region_pause(f->r[0], NULL, NULL));
+	if (op != FREE_LAST)
+		return;
+	ck_ok(cms_free(f->ctx, f->p[0][0]));
+	ck_ok(cms_free(f->ctx, f->p[0][2]));
+	if (f->extra)
+		ck_ok(cms_free(f->ctx, f->extra));
+}
+
+static cms_status release_run(struct fixture *f, enum release_op op)
+{
+	return op == DESTROY ? cms_region_destroy(f->r[0]) : cms_free(f->ctx, f->p[0][1]);
+}
+
+/*
+ * Double faults in a free and a region destroy (issue 34, item 8): driver call i of the call
+ * fails, then each later call j in turn (those the call makes after its failure: its undo).
+ * _i: policy (DISCARD, ZERO, HOST, HOST frozen) x state (active, paused) x call (release_op)
+ * x layout (one handle each, coalesced runs, guarded). A failed call changes nothing the user
+ * can see (check_left); the region goes on as it was: its next pause copies nothing when
+ * frozen (the backups still hold the content), a pause/resume cycle keeps the content of a
+ * HOST region, and a retry of the call succeeds with nothing left behind.
+ */
+START_TEST(free_double_fault_sweep)
+{
+	static const uint32_t pol[] = { CMS_POLICY_DISCARD, CMS_POLICY_ZERO, CMS_POLICY_HOST,
+					CMS_POLICY_HOST };
+	static const char *const names[] = { "free one", "free last", "destroy" };
+	const struct t_sim *sim = t_sim();
+	int paused = _i / 4 % 2, layout = _i / 24;
+	enum release_op op = (enum release_op)(_i / 8 % 3);
+	unsigned cases = 0, failed = 0;
+	uint64_t i, j, calls;
+	struct fixture f;
+	cmssim_counters c;
+
+	frozen = _i % 4 == 3;
+	coalesced = layout == 1 ? 2 : 0;
+	guarded = layout == 2;
+	/* How many calls the call makes without a fault. */
+	release_setup(&f, pol[_i % 4], paused, op);
+	calls = sim->call_count();
+	ck_ok(release_run(&f, op));
+	calls = sim->call_count() - calls;
+	ck_ok(cms_context_destroy(f.ctx));
+	for (i = 1; i <= calls; i++)
+		for (j = i + 1;; j++) {
+			cms_region_stats s0, s1;
+			cms_region *found;
+			cms_status st;
+			char when[600];
+			int reached;
+
+			release_setup(&f, pol[_i % 4], paused, op);
+			ck_assert_int_eq(sim->fail_call(NULL, i, CUDA_ERROR_UNKNOWN), 0);
+			ck_assert_int_eq(sim->fail_call(NULL, j, CUDA_ERROR_OUT_OF_MEMORY), 0);
+			st = release_run(&f, op);
+			reached = sim->armed_faults() == 0;
+			sim->clear_faults();
+			cases++;
+			snprintf(when, sizeof(when), "%s %llu+%llu: %s: %s", names[op],
+				 (unsigned long long)i, (unsigned long long)j, cms_status_name(st),
+				 st ? cms_last_error() : "");
+			if (st == CMS_OK) { /* absorbed (a cleanup kept for later) */
+				ck_assert_msg(op != DESTROY ||
+						      cms_region_find(f.ctx, "a", 0, &found) ==
+							      CMS_ERR_NOT_FOUND,
+					      "%s: the region stays", when);
+				goto next;
+			}
+			failed++;
+			ck_assert_msg(st != CMS_ERR_INTERNAL, "%s", when);
+			ck_assert_msg(state(f.r[0]) ==
+					      (paused ? CMS_STATE_PAUSED : CMS_STATE_ACTIVE),
+				      "%s: state %u", when, state(f.r[0]));
+			ck_assert_msg(t_info(f.r[0]).frozen == (uint32_t)frozen, "%s", when);
+			ck_assert_msg(check_left(&f, paused, when) > 0, "%s: none left", when);
+			if (!paused)
+				ck_assert_msg(t_info(f.r[0]).backed_bytes ==
+						      t_info(f.r[0]).physical_bytes,
+					      "%s: %llu of %llu bytes mapped", when,
+					      (unsigned long long)t_info(f.r[0]).backed_bytes,
+					      (unsigned long long)t_info(f.r[0]).physical_bytes);
+			/* The region goes on as it was: a cycle (frozen: copying nothing), then the
+			 * call again. */
+			s0 = t_stats(f.r[0]);
+			if (!paused)
+				ck_assert_msg(cms_region_pause(f.r[0], NULL, NULL) == CMS_OK,
+					      "%s: pause: %s", when, cms_last_error());
+			s1 = t_stats(f.r[0]);
+			ck_assert_msg(!frozen || paused || s1.bytes_to_store == s0.bytes_to_store,
+				      "%s: the pause copied %llu bytes", when,
+				      (unsigned long long)(s1.bytes_to_store - s0.bytes_to_store));
+			ck_assert_msg(cms_region_resume(f.r[0], NULL, NULL) == CMS_OK,
+				      "%s: resume: %s", when, cms_last_error());
+			if (pol[_i % 4] == CMS_POLICY_HOST)
+				check_left(&f, 0, when);
+			st = release_run(&f, op);
+			ck_assert_msg(st == CMS_OK, "%s: retry: %s", when, cms_last_error());
+		next:
+			ck_ok(cms_context_destroy(f.ctx));
+			c = t_counters();
+			ck_assert_msg(c.handles == 0 && c.reservations == 0 && c.mappings == 0 &&
+					      c.host_buffers == 0,
+				      "%s: left %llu handles, %llu reservations, %llu mappings, "
+				      "%llu host buffers",
+				      when, (unsigned long long)c.handles,
+				      (unsigned long long)c.reservations,
+				      (unsigned long long)c.mappings,
+				      (unsigned long long)c.host_buffers);
+			if (!reached) /* no call after j: the next i */
+				break;
+		}
+	frozen = 0;
+	coalesced = 0;
+	guarded = 0;
+	printf("double-fault sweep: %s, policy %u%s, %s, layout %d: %u cases, %u failed\n",
+	       names[op], pol[_i % 4], _i % 4 == 3 ? " frozen" : "", paused ? "paused" : "active",
+	       layout, cases, failed);
 }
 END_TEST
 
@@ -1229,6 +1443,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, host_allocation_failure);
 	tcase_add_test(tc, host_allocation_failure_pageable);
 	tcase_add_test(tc, out_of_memory_on_resume);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("double"); /* double faults in frees and destroys */
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, free_double_fault_sweep, 0, 72);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("contexts"); /* context stack, cleanups */
 	tcase_add_test(tc, failed_pops_leave_no_context);

@@ -7,7 +7,8 @@
  * pause must not meet), writes into frozen memory failing (the simulation
  * checks access flags), cms_alloc refused, injected faults in the freeze,
  * the thaw, the resume's read-only step and anywhere in a pause or resume of
- * a frozen region leaving access and state as they were, bad arguments.
+ * a frozen region leaving access and state as they were, a free failing twice
+ * changing nothing (its backup still current), bad arguments.
  * The gpu mode runs what needs no fault injection on a real GPU.
  */
 #include <dlfcn.h>
@@ -549,6 +550,51 @@ START_TEST(faults_sweep)
 }
 END_TEST
 
+/* Simulation only: a cms_free of a frozen, active region whose cuMemRelease fails, then the
+ * next cuMemMap (what the free did to undo its unmap until issue 34, item 8: that left the
+ * allocation unmapped in the active region, and a pause and resume lost its content although
+ * the backup held it). A failed free changes nothing: the allocation stays mapped read-only
+ * with its content, its backup current (the next pause copies nothing), through a cycle. */
+START_TEST(free_double_fault)
+{
+	cms_region_stats s0;
+	cms_context *ctx;
+	cms_region *r;
+	uint64_t p[NA];
+	size_t i;
+
+	if (!t_is_sim())
+		return; /* fault injection */
+	ctx = t_ctx();
+	r = region(ctx, "w", CMS_POLICY_HOST, 0);
+	for (i = 0; i < NA; i++)
+		ck_ok(cms_alloc(r, sizes[i], &p[i]));
+	fill_all(p, 3);
+	ck_ok(cms_region_freeze(r));
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	ck_ok(cms_resume(ctx, "w", NULL, NULL)); /* the backups hold the content (current) */
+	ck_assert_int_eq(t_sim()->fail_call("cuMemRelease", 1, CUDA_ERROR_OUT_OF_MEMORY), 0);
+	ck_assert_int_eq(t_sim()->fail_call("cuMemMap", 1, 999), 0);
+	ck_status(cms_free(ctx, p[1]), CMS_ERR_OUT_OF_DEVICE_MEMORY);
+	t_sim()->clear_faults();
+	ck_assert_uint_eq(t_info(r).state, CMS_STATE_ACTIVE);
+	ck_assert_uint_eq(t_info(r).allocations, NA);
+	ck_assert_uint_eq(t_info(r).backed_bytes, t_info(r).physical_bytes);
+	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
+	check_all(p, 3);
+	s0 = t_stats(r);
+	ck_ok(cms_pause(ctx, "w", NULL, NULL));
+	ck_assert_uint_eq(t_stats(r).bytes_to_store - s0.bytes_to_store, 0);
+	ck_ok(cms_resume(ctx, "w", NULL, NULL));
+	check_access(p, 0, CU_MEM_ACCESS_FLAGS_PROT_READ);
+	check_all(p, 3);
+	ck_ok(cms_free(ctx, p[1]));
+	ck_ok(cms_region_destroy(r));
+	cms_context_destroy(ctx);
+	t_nothing_left(1);
+}
+END_TEST
+
 /* A real GPU only (the driver enforces read-only mappings): a frozen 1 GiB allocation refuses
  * cuMemcpyHtoD, keeps its content through cycles whose pauses copy 0 bytes. */
 START_TEST(gpu_gib)
@@ -625,6 +671,7 @@ static Suite *make(void)
 	tcase_set_timeout(tf, 600); /* simulation only: fault injection */
 	tcase_add_test(tf, faults_access);
 	tcase_add_loop_test(tf, faults_sweep, 0, 4);
+	tcase_add_test(tf, free_double_fault);
 	suite_add_tcase(s, tf);
 	return s;
 }

@@ -6,6 +6,7 @@
  * CI.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,15 +262,155 @@ START_TEST(free_races_region_destroy)
 }
 END_TEST
 
+/* ---- calls that read what another thread changes (issue 34, item 7) ---- */
+
+/* Frees every allocation at base + 1 while the main thread destroys their region: each call
+ * names the allocation's base (CMS_ERR_NOT_BASE) until the destroy took it out of the
+ * context, then finds nothing (CMS_ERR_NOT_FOUND); the loop ends when every one is gone. */
+static void *race_free_not_base(void *arg)
+{
+	struct racer *r = arg;
+	bool gone[RACE_ALLOCS] = { false };
+	int i, left = RACE_ALLOCS;
+	char want[64];
+
+	pthread_barrier_wait(r->go);
+	while (left)
+		for (i = 0; i < RACE_ALLOCS; i++) {
+			cms_status st;
+
+			if (gone[i])
+				continue;
+			st = cms_free(r->ctx, r->p[i] + 1);
+			snprintf(want, sizeof(want), "into the allocation at 0x%llx",
+				 (unsigned long long)r->p[i]);
+			if (st == CMS_ERR_NOT_FOUND) {
+				gone[i] = true;
+				left--;
+			} else if ((st != CMS_ERR_NOT_BASE || !strstr(cms_last_error(), want)) &&
+				   !r->unexpected++) {
+				snprintf(r->first, sizeof(r->first), "free of 0x%llx: %s: %s",
+					 (unsigned long long)(r->p[i] + 1), cms_status_name(st),
+					 cms_last_error());
+			}
+		}
+	return NULL;
+}
+
+/* cms_free's CMS_ERR_NOT_BASE message named the allocation's base read after the context
+ * lock was released, while a region destroy could free the allocation (ThreadSanitizer:
+ * a data race with free()). The message is made from what was read under the lock. */
+START_TEST(not_base_free_races_region_destroy)
+{
+	pthread_barrier_t go;
+	struct racer r;
+	pthread_t th;
+	int round, i;
+
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		cms_context *ctx = t_ctx();
+		cms_region *reg = t_region(ctx, "race", 0, CMS_POLICY_HOST);
+
+		memset(&r, 0, sizeof(r));
+		r.ctx = ctx;
+		r.go = &go;
+		for (i = 0; i < RACE_ALLOCS; i++)
+			ck_ok(cms_alloc(reg, 64 * 1024 + (uint64_t)i, &r.p[i]));
+		ck_assert_int_eq(pthread_create(&th, NULL, race_free_not_base, &r), 0);
+		pthread_barrier_wait(&go);
+		ck_ok(cms_region_destroy(reg));
+		ck_assert_int_eq(pthread_join(th, NULL), 0);
+		ck_assert_msg(r.unexpected == 0, "round %d: %s", round, r.first);
+		ck_ok(cms_context_destroy(ctx));
+	}
+	pthread_barrier_destroy(&go);
+}
+END_TEST
+
+/* Several mappings: each freeze and thaw holds the region lock a while, so that flags_set
+ * often waits for it and takes it between a thaw and the next freeze. */
+#define FREEZE_ROUNDS 500
+#define FREEZE_ALLOCS 8
+
+struct freezer {
+	cms_region *r;
+	pthread_barrier_t *go;
+	unsigned unexpected;
+	char first[256];
+};
+
+static void freezer_note(struct freezer *f, const char *what, cms_status st)
+{
+	if (!f->unexpected++)
+		snprintf(f->first, sizeof(f->first), "%s: %s: %s", what, cms_status_name(st),
+			 cms_last_error());
+}
+
+static void *race_freeze(void *arg)
+{
+	struct freezer *f = arg;
+	cms_status st;
+	int i;
+
+	pthread_barrier_wait(f->go);
+	for (i = 0; i < FREEZE_ROUNDS; i++) {
+		st = cms_region_freeze(f->r);
+		if (st)
+			freezer_note(f, "freeze", st);
+		st = cms_region_thaw(f->r);
+		if (st)
+			freezer_note(f, "thaw", st);
+	}
+	return NULL;
+}
+
+/* cms_region_freeze read the region's flags (is it shareable?) without the region lock while
+ * cms_region_flags_set wrote them under it (ThreadSanitizer: a data race). Every call
+ * succeeds; at the end the region is thawed, with the flags the last flags_set gave it. */
+START_TEST(freeze_races_flags_set)
+{
+	cms_context *ctx = t_ctx();
+	cms_region *r = t_region(ctx, "frozen", 0, CMS_POLICY_HOST);
+	pthread_barrier_t go;
+	struct freezer f = { .r = r, .go = &go };
+	uint64_t p[FREEZE_ALLOCS];
+	pthread_t th;
+	int i;
+
+	for (i = 0; i < FREEZE_ALLOCS; i++)
+		ck_ok(cms_alloc(r, 64 * 1024, &p[i]));
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, race_freeze, &f), 0);
+	pthread_barrier_wait(&go);
+	for (i = 0; i < FREEZE_ROUNDS; i++)
+		ck_ok(cms_region_flags_set(r, CMS_REGION_RELEASE_HOST,
+					   i % 2 ? 0 : CMS_REGION_RELEASE_HOST));
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	pthread_barrier_destroy(&go);
+	ck_assert_msg(f.unexpected == 0, "%u unexpected, first: %s", f.unexpected, f.first);
+	ck_assert_uint_eq(t_info(r).frozen, 0);
+	ck_assert_uint_eq(t_info(r).flags, 0); /* the last call (odd i) cleared the flag */
+	for (i = 0; i < FREEZE_ALLOCS; i++)
+		ck_ok(cms_free(ctx, p[i]));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stress");
 	TCase *tc = tcase_create("stress");
+	TCase *tr = tcase_create("races"); /* calls reading what another thread changes */
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, threads_alloc_free_pause_resume);
 	tcase_add_test(tc, free_races_region_destroy);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(tr, 600);
+	tcase_add_test(tr, not_base_free_races_region_destroy);
+	tcase_add_test(tr, freeze_races_flags_set);
+	suite_add_tcase(s, tr);
 	return s;
 }
 

@@ -101,6 +101,7 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 {
 	struct cms_region *r;
 	struct cms_alloc *a;
+	uint64_t base;
 	cms_status st;
 
 	if (!ctx)
@@ -119,11 +120,13 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 				     (unsigned long long)ptr);
 	}
 	if (ptr != a->base) {
+		/* Read under the lock: once it is released, a destroy may free a. */
+		base = a->base;
 		pthread_mutex_unlock(&ctx->lock);
 		return cms_set_error(CMS_ERR_NOT_BASE,
 				     "0x%llx is %llu bytes into the allocation at 0x%llx",
-				     (unsigned long long)ptr, (unsigned long long)(ptr - a->base),
-				     (unsigned long long)a->base);
+				     (unsigned long long)ptr, (unsigned long long)(ptr - base),
+				     (unsigned long long)base);
 	}
 	/* Claim it: no other thread can find it from now on. A region destroy waits for the
 	 * claims in flight (nclaimed) before it frees the region's address space. */

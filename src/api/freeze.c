@@ -18,12 +18,15 @@ static cms_status set_frozen(struct cms_region *r, bool freeze)
 	st = cms_check_fork(r->ctx);
 	if (st)
 		return st;
-	if (freeze && (r->flags & SHAREABLE))
-		return cms_set_error(CMS_ERR_NOT_SUPPORTED,
-				     "region \"%s\" is shareable: its importers map it read-write "
-				     "themselves, so it cannot be frozen",
-				     r->tag);
 	pthread_mutex_lock(&r->lock);
+	/* Under the lock: cms_region_flags_set writes the flags (other bits) under it. */
+	if (freeze && (r->flags & SHAREABLE)) {
+		st = cms_set_error(CMS_ERR_NOT_SUPPORTED,
+				   "region \"%s\" is shareable: its importers map it read-write "
+				   "themselves, so it cannot be frozen",
+				   r->tag);
+		goto out;
+	}
 	if (r->frozen == freeze)
 		goto out;	   /* nothing to do */
 	st = cms_region_settle(r); /* no restore copy may still run into it */

@@ -21,52 +21,51 @@ cms_status cms_region_settle(struct cms_region *r)
 	return st;
 }
 
-/* Frees everything an allocation holds; the region lock is held. */
+/*
+ * Frees everything an allocation holds; the region lock is held. Ordered so that nothing
+ * needs undoing: what can fail and be undone surely comes first (the host buffer's
+ * unregistration, the bookkeeping of the addresses given back), then the release of the
+ * handle (the memory stays while mapped), then the unmap, the one step that loses the
+ * content, and after it nothing can fail. A failure leaves the allocation as it was, its
+ * content, access and backup with it (a frozen region's backup stays current): after a
+ * failed unmap it has no handle of its own any more (cms_vmm_unback), which only the driver
+ * sees. A paused allocation has no memory; its guard (CMS_REGION_GUARD) is unmapped last, in
+ * one call (nothing changed when it fails).
+ */
 cms_status cms_alloc_release(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;
-	bool active = a->region->state == CMS_STATE_ACTIVE;
 	cms_status st;
 
-	/* A free that fails may leave it mapped read-write again, or with new memory: its backup
-	 * is not the content any more (cms_region_freeze). */
-	cms_alloc_store(a)->current = false;
 	st = cms_region_settle(a->region); /* no copy may still run into it */
-	if (!st && cms_run_keeps(a)) {
-		/* Its neighbours share its physical handle: its bytes stay in their run until the
-		 * run is released (run.c). Only the host buffer can fail. */
-		st = cms_store_forget_begin(ctx, a);
-		if (st)
-			return st;
-		cms_run_retire(a);
-		cms_store_forget(ctx, a);
-		cms_store_trim(a->region);
-		cms_span_clear(a);
-		return CMS_OK;
-	}
-	if (!st)
-		st = cms_vmm_unback(a);
 	if (st)
 		return st;
 	st = cms_store_forget_begin(ctx, a);
-	if (!st) {
-		st = cms_vmm_unreserve(a);
-		if (!st) {
-			/* Only now: the content is kept until nothing can fail. */
-			cms_store_forget(ctx, a);
-			cms_store_trim(a->region);
-			cms_span_clear(a);
-			return CMS_OK;
-		}
-		cms_store_forget_cancel(ctx, a);
+	if (st)
+		return st;
+	if (cms_run_keeps(a)) {
+		/* Its neighbours share its physical handle: its bytes stay in their run until the
+		 * run is released (run.c). */
+		cms_run_retire(a);
+		goto forget;
 	}
-	if (active && cms_vmm_back(a)) /* keep the allocation usable as it was */
-		cms_log(ctx, CMS_LOG_ERROR,
-			"0x%llx: not backed again after a failed free; the next resume backs it",
-			(unsigned long long)a->base);
-	else if (active)
-		cms_vmm_refreeze(a);
-	return st;
+	st = cms_vmm_unreserve_ready(a);
+	if (!st)
+		st = cms_vmm_unback(a);
+	if (!st)
+		st = cms_vmm_unreserve(a); /* fails only unmapping a paused allocation's guard */
+	if (st) {
+		cms_store_forget_cancel(ctx, a);
+		return st;
+	}
+	/* After a's own addresses went back with the bookkeeping held ready: the run's freed
+	 * members' and tail's go back too (a failure there only logs). */
+	cms_run_dissolve(&a, 1);
+forget:
+	cms_store_forget(ctx, a);
+	cms_store_trim(a->region);
+	cms_span_clear(a);
+	return CMS_OK;
 }
 
 void cms_region_unref_locked(struct cms_region *r)

@@ -134,8 +134,10 @@ cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 		if (st && !first)
 			first = st;
 	}
-	for (i = 0; i < w->no; i++) /* a run's members get their handle with the first one */
-		cms_alloc_engine(w->vo[i])->rollback_released = !cms_alloc_vmm(w->vo[i])->handle;
+	/* A run's members get their handle with the first one. One mapped without a handle (a
+	 * failed free's, cms_vmm_unback) has its content. */
+	for (i = 0; i < w->no; i++)
+		cms_alloc_engine(w->vo[i])->rollback_released = !cms_work_holds_memory(w->vo[i]);
 	for (i = 0; i < w->no; i++) {
 		struct cms_alloc *a = w->vo[i];
 

@@ -12,9 +12,11 @@ bool cms_work_holds_memory(const struct cms_alloc *a)
 	return a->mapped || cms_alloc_vmm(a)->handle;
 }
 
+/* Mapped is enough: an allocation whose free failed at the unmap keeps its memory mapped
+ * without a handle (cms_vmm_unback); a resume must not back and restore it again. */
 bool cms_work_lacks_memory(const struct cms_alloc *a)
 {
-	return !a->mapped || !cms_alloc_vmm(a)->handle;
+	return !a->mapped;
 }
 
 /* The allocations of regions[0..n) for which want() holds, in address order (NULL: none). */

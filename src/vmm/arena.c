@@ -100,15 +100,18 @@ cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
 	return CMS_OK;
 }
 
-/* Frees an arena whose last extent in use is being given back; on failure nothing changed. */
-static cms_status arena_free(struct cms_region *r, struct cms_arena *ar)
+/* Frees an arena whose last extent in use is being given back. A reservation whose
+ * cuMemAddressFree fails goes to the context's cleanups (tried again at the next pause,
+ * resume or swap and at context destroy): the free that gave the extent back has released its
+ * memory already and could not undo that. */
+static void arena_free(struct cms_region *r, struct cms_arena *ar)
 {
 	cms_context *ctx = r->ctx;
 	struct cms_arena **pp;
 	struct cms_extent *e;
-	cms_status st = CMS_OK;
 
-	CU_TRY(ctx, cuMemAddressFree(ar->base, ar->len), st, out);
+	if (ctx->drv.cuMemAddressFree(ar->base, ar->len) != CUDA_SUCCESS)
+		cms_cleanup_range(ctx, r->device, ar->base, ar->len, false);
 	for (pp = &cms_region_vmm(r)->arenas; *pp != ar; pp = &(*pp)->next)
 		;
 	*pp = ar->next;
@@ -117,16 +120,25 @@ static cms_status arena_free(struct cms_region *r, struct cms_arena *ar)
 		free(e);
 	}
 	free(ar);
-out:
-	return st;
+}
+
+cms_status cms_arena_give_ready(struct cms_region *r)
+{
+	if (!cms_region_vmm(r)->ready)
+		cms_region_vmm(r)->ready = malloc(sizeof(struct cms_extent));
+	if (!cms_region_vmm(r)->ready)
+		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
+	return CMS_OK;
 }
 
 cms_status cms_arena_give(struct cms_region *r, struct cms_arena *ar, CUdeviceptr base, size_t len)
 {
 	struct cms_extent **pp, *e, *prev = NULL, *n;
 
-	if (ar->used == len) /* the last extent in use: the whole reservation goes */
-		return arena_free(r, ar);
+	if (ar->used == len) { /* the last extent in use: the whole reservation goes */
+		arena_free(r, ar);
+		return CMS_OK;
+	}
 	for (pp = &ar->free; (e = *pp) && e->base < base; pp = &e->next)
 		prev = e;
 	if (prev && prev->base + prev->len == base) { /* merge with the free extent below */
@@ -145,7 +157,10 @@ cms_status cms_arena_give(struct cms_region *r, struct cms_arena *ar, CUdevicept
 		ar->used -= len;
 		return CMS_OK;
 	}
-	n = malloc(sizeof(*n));
+	n = cms_region_vmm(r)->ready;
+	cms_region_vmm(r)->ready = NULL;
+	if (!n)
+		n = malloc(sizeof(*n));
 	if (!n)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate bookkeeping");
 	n->base = base;
@@ -161,6 +176,8 @@ void cms_arena_drop_all(struct cms_region *r)
 	struct cms_arena *ar;
 	struct cms_extent *e;
 
+	free(cms_region_vmm(r)->ready);
+	cms_region_vmm(r)->ready = NULL;
 	while ((ar = cms_region_vmm(r)->arenas)) {
 		cms_region_vmm(r)->arenas = ar->next;
 		if (r->ctx->drv.cuMemAddressFree(ar->base, ar->len) != CUDA_SUCCESS)

@@ -8,7 +8,7 @@
  * only whole handles: an H200 refuses a mapping shorter than its handle with
  * CUDA_ERROR_NOT_SUPPORTED). A stray read sees zeros and a write faults.
  * a->guarded counts the pieces mapped from the allocation's base up, exact on
- * every failure path.
+ * every failure path; they are unmapped together (one cuMemUnmap: all or nothing).
  */
 #include <string.h>
 
@@ -163,17 +163,18 @@ static void piece(const struct cms_alloc *a, size_t i, size_t *off, int *order)
 cms_status cms_vmm_unguard(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;
-	size_t g = ctx->devices[a->region->device].granularity;
+	size_t g = ctx->devices[a->region->device].granularity, off;
 	cms_status st = CMS_OK;
+	int order;
 
-	while (cms_alloc_vmm(a)->guarded) {
-		size_t off;
-		int order;
-
-		piece(a, cms_alloc_vmm(a)->guarded - 1, &off, &order);
-		CU_TRY(ctx, cuMemUnmap(a->base + off, ((size_t)1 << order) * g), st, out);
-		cms_alloc_vmm(a)->guarded--;
-	}
+	if (!cms_alloc_vmm(a)->guarded)
+		return CMS_OK;
+	/* One cuMemUnmap over the adjacent pieces: all or nothing, so that a failure needs no
+	 * undo (mapping the pieces unmapped so far again, which could fail too and leave a
+	 * paused range that faults instead of reading zeros). */
+	piece(a, cms_alloc_vmm(a)->guarded - 1, &off, &order);
+	CU_TRY(ctx, cuMemUnmap(a->base, off + ((size_t)1 << order) * g), st, out);
+	cms_alloc_vmm(a)->guarded = 0;
 out:
 	return st;
 }

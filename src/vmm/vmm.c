@@ -15,6 +15,11 @@ cms_status cms_vmm_reserve(struct cms_alloc *a)
 	return cms_run_take(a); /* from a chunk in a CMS_REGION_COALESCE region (run.c) */
 }
 
+cms_status cms_vmm_unreserve_ready(struct cms_alloc *a)
+{
+	return cms_alloc_vmm(a)->arena ? cms_arena_give_ready(a->region) : CMS_OK;
+}
+
 cms_status cms_vmm_unreserve(struct cms_alloc *a)
 {
 	bool guarded = cms_alloc_vmm(a)->guarded != 0;
@@ -22,14 +27,15 @@ cms_status cms_vmm_unreserve(struct cms_alloc *a)
 
 	if (!cms_alloc_vmm(a)->arena) /* retired from a run: its addresses went with the run */
 		return CMS_OK;
-	st = cms_vmm_unguard(a); /* the addresses go back unmapped */
-	if (!st)
-		st = cms_arena_give(a->region, cms_alloc_vmm(a)->arena, a->base, a->physical);
+	st = cms_vmm_unguard(a); /* the addresses go back unmapped; on failure as they were */
+	if (st)
+		return st;
+	st = cms_arena_give(a->region, cms_alloc_vmm(a)->arena, a->base, a->physical);
 	if (!st) {
 		cms_alloc_vmm(a)->arena = NULL;
 		return CMS_OK;
 	}
-	if (guarded) { /* as it was: the pieces unmapped before the failure are mapped again */
+	if (guarded) { /* as it was (not after cms_vmm_unreserve_ready: the give cannot fail) */
 		char why[512];
 
 		cms_last_error_message(why, sizeof(why));
@@ -72,14 +78,6 @@ cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revok
 	return cms_vmm_access_range(a->region, a->base, a->physical, mask, revoke, read_only);
 }
 
-void cms_vmm_refreeze(struct cms_alloc *a)
-{
-	if (a->region->frozen && a->mapped && cms_vmm_set_access(a, a->region->peer_mask, 0, true))
-		cms_log(a->region->ctx, CMS_LOG_ERROR,
-			"0x%llx: mapped read-write in frozen region \"%s\" after a failed free: %s",
-			(unsigned long long)a->base, a->region->tag, cms_last_error());
-}
-
 cms_status cms_vmm_map(struct cms_alloc *a)
 {
 	cms_status st;
@@ -113,14 +111,14 @@ cms_status cms_vmm_back(struct cms_alloc *a)
 	bool created = false;
 	cms_status st;
 
+	if (a->mapped) /* its memory is there, with or without a handle (cms_vmm_unback) */
+		return CMS_OK;
 	if (!cms_alloc_vmm(a)->handle) {
 		st = cms_vmm_create(a);
 		if (st)
 			return st;
 		created = true;
 	}
-	if (a->mapped)
-		return CMS_OK;
 	if (cms_alloc_vmm(a)->run &&
 	    cms_alloc_vmm(a)->run->mapped) { /* carved from a chunk's tail (cms_run_take) */
 		cms_alloc_set_mapped(a, true);
@@ -138,24 +136,11 @@ cms_status cms_vmm_unback(struct cms_alloc *a)
 {
 	cms_status st;
 
-	st = cms_vmm_unmap(a);
-	if (st)
-		return st;
+	/* The handle first: the driver keeps released memory while it is mapped, so a failed
+	 * release changes nothing and a failed unmap leaves the memory mapped with its content
+	 * (no handle: the next unmap frees it). Neither needs an undo that could fail too. */
 	st = cms_vmm_release(a);
 	if (!st)
-		cms_run_dissolve(&a, 1);
-	if (st && cms_alloc_vmm(a)->handle) {
-		char why[512];
-
-		cms_last_error_message(why, sizeof(why));
-		if (cms_vmm_map(a))
-			cms_log(a->region->ctx, CMS_LOG_ERROR,
-				"0x%llx: not mapped again after a failed release; a later call "
-				"retries",
-				(unsigned long long)a->base);
-		else
-			cms_vmm_refreeze(a);
-		cms_set_error(st, "%s", why);
-	}
+		st = cms_vmm_unmap(a);
 	return st;
 }

@@ -31,6 +31,7 @@ struct cms_vmm_region {
 	uint64_t spare_bytes;	  /* chunks' tails not yet handed out (run.c); in retained */
 	struct cms_run *chunk;	  /* the open chunk: new allocations carved from its tail */
 	struct cms_arena *arenas; /* its address space (arena.c) */
+	struct cms_extent *ready; /* for the next cms_arena_give (cms_arena_give_ready) */
 };
 
 static inline struct cms_vmm_alloc *cms_alloc_vmm(const struct cms_alloc *a)
@@ -82,10 +83,14 @@ struct cms_run {
 /* Carves len bytes (a granularity multiple) for a->base and a->arena; may reserve. */
 cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
 			  struct cms_arena **arena);
-/* Gives [base, base + len) back; frees the reservation once nothing of it is used. On a
- * failure of that cuMemAddressFree nothing changed. */
+/* Gives [base, base + len) back; frees the reservation once nothing of it is used (a
+ * cuMemAddressFree that fails is kept for later: cms_cleanup_range). Fails only when the
+ * bookkeeping of a new free extent cannot be allocated (nothing changed), never after
+ * cms_arena_give_ready. */
 cms_status cms_arena_give(struct cms_region *r, struct cms_arena *arena, CUdeviceptr base,
 			  size_t len);
+/* Holds the bookkeeping of one free extent ready for r's next cms_arena_give. */
+cms_status cms_arena_give_ready(struct cms_region *r);
 /* A destroyed region's arenas that bookkeeping failures left behind: freed, best effort. */
 void cms_arena_drop_all(struct cms_region *r);
 
@@ -146,14 +151,19 @@ void cms_vmm_guard_drop(cms_context *ctx, int32_t dev);
  * in pieces of the handle's size; all or nothing (what a failure could not unmap stays
  * counted in a->guarded). */
 cms_status cms_vmm_guard(struct cms_alloc *a);
-/* cuMemUnmap of a's guard pieces, last first; a->guarded exact on failure. */
+/* cuMemUnmap of a's guard pieces, one call over them all: on failure nothing changed. */
 cms_status cms_vmm_unguard(struct cms_alloc *a);
 
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
 /* Addresses for a new allocation: cms_run_take. */
 cms_status cms_vmm_reserve(struct cms_alloc *a);
-/* Unmaps a's guard (guard.c), then gives its addresses back to the arena; when either fails
- * an allocation that was guarded is guarded again, whole (best effort, logged). */
+/* Makes sure that cms_vmm_unreserve of a cannot fail for want of host memory
+ * (cms_arena_give_ready); before the steps a free cannot undo. */
+cms_status cms_vmm_unreserve_ready(struct cms_alloc *a);
+/* Unmaps a's guard (guard.c: on failure nothing changed), then gives its addresses back to
+ * the arena; when that fails an allocation that was guarded is guarded again (best effort,
+ * logged). After cms_vmm_unreserve_ready only the guard's cuMemUnmap can fail: never for an
+ * allocation without a guard (an active one). */
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
 /* cuMemCreate of size bytes with the region's properties. */
 cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
@@ -179,9 +189,6 @@ cms_status cms_vmm_map(struct cms_alloc *a);
  * of mask read-write (read-only when read_only), those of revoke not in mask none. On failure
  * nothing changed. */
 cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke, bool read_only);
-/* After a->region's mapping of a was made again outside a resume (a failed free): read-only
- * when the region is frozen (cms_region_freeze); best effort, logged. */
-void cms_vmm_refreeze(struct cms_alloc *a);
 
 /* ---- access.c: the access of a whole region's mappings (region lock held) ---- */
 /*
@@ -197,9 +204,13 @@ cms_status cms_vmm_region_access(struct cms_region *r, uint64_t old_mask, bool o
 /* cuMemUnmap if mapped; clears mapped on success. */
 cms_status cms_vmm_unmap(struct cms_alloc *a);
 /* Whatever is missing of handle + mapping (a member carved from a mapped chunk's tail only
- * becomes mapped: no driver call); on failure as before. */
+ * becomes mapped: no driver call); nothing when mapped (also without a handle: see
+ * cms_vmm_unback). On failure as before. */
 cms_status cms_vmm_back(struct cms_alloc *a);
-/* Unmap and release; a failed release is rolled back by mapping again. */
+/* Release, then unmap (a's whole run: its last member; the run stays until
+ * cms_run_dissolve); no undo. On failure a is as before, except after a failed unmap: mapped
+ * with its content but without a handle (the memory goes with the mapping: a pause unmaps it,
+ * a resume backs it with a new handle). */
 cms_status cms_vmm_unback(struct cms_alloc *a);
 
 #endif /* CMS_VMM_H */
