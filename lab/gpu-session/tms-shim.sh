@@ -33,6 +33,8 @@ tarball=$(cd "$(dirname "$tarball")" && pwd)/$(basename "$tarball")
 budget=${BUDGET_S:-560}
 mkdir -p "$root/build-tms-shim"
 work=$(cd "$root/build-tms-shim" && pwd -P)
+# The machine's own PYTHONPATH (where its torch may live) is kept for the interpreter, after ours
+sys_pythonpath=${PYTHONPATH:-}
 unset CUMEMSAVER_LIBRARY CMS_DRIVER_LIBRARY CUMEMSAVER_PRELOAD PYTHONPATH LD_PRELOAD CUMEMSAVER_TORCH_MEMORY_SAVER
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; uname -r
 	echo "commit ${CMS_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}"; echo "command $0 $*"
@@ -58,14 +60,17 @@ if ! "$work/venv/bin/python" -m pip --version >/dev/null 2>&1; then # none yet, 
 	rm -rf "$work/venv"
 	python3 -m venv --system-site-packages "$work/venv" >"$out/venv.txt" 2>&1 || rm -rf "$work/venv"
 fi
-if [ -x "$work/venv/bin/python" ]; then
+if [ -x "$work/venv/bin/python" ] && PYTHONPATH=$sys_pythonpath "$work/venv/bin/python" -c 'import torch' 2>/dev/null; then
 	vpy=$work/venv/bin/python
+elif [ -x "$work/venv/bin/python" ] && ! PYTHONPATH=$sys_pythonpath python3 -c 'import torch' 2>/dev/null; then
+	vpy=$work/venv/bin/python # no torch anywhere: the suite cannot run, the install still can
 else
 	vpy=$(command -v python3) site=$work/site # no venv module: pip install --target, on PYTHONPATH
 	echo "no venv ($(tail -n 1 "$out/venv.txt")): pip install --target $site"
 fi
 { echo '#!/bin/sh'
-	[ -z "$site" ] || echo "export PYTHONPATH=\${PYTHONPATH:+\$PYTHONPATH:}'$site'"
+	[ -z "$site" ] || echo "export PYTHONPATH=\${PYTHONPATH:+\$PYTHONPATH:}'$site'${sys_pythonpath:+:'$sys_pythonpath'}"
+	[ -n "$site" ] || [ -z "$sys_pythonpath" ] || echo "export PYTHONPATH=\${PYTHONPATH:+\$PYTHONPATH:}'$sys_pythonpath'"
 	echo "exec '$vpy' \"\$@\""; } >"$work/py"
 chmod +x "$work/py"
 step install 300 env CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-16} "$vpy" -m pip install --disable-pip-version-check \
