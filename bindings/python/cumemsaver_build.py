@@ -3,9 +3,15 @@
 standard library only: `pip install ./bindings/python` needs no setuptools and no wheel
 package, so it works offline in any venv of Python 3.8 or later (a venv made by pyenv's or
 python.org's interpreter has neither wheel nor, since 3.12, setuptools).
+bindings/python-tms/cumemsaver_build.py is a link to this file: the same backend builds the
+package torch_memory_saver (Python files only).
 
-build_wheel configures and builds the repository's CMake project (only the libraries: no
-tests, no tools) in a temporary directory, copies libcumemsaver.so.1,
+pyproject.toml's [tool.cumemsaver_build] table says what to build: `package` (the top-level
+package directory beside pyproject.toml) and `native` (true: the C libraries too, as below;
+false: the Python files only, a py3-none-any wheel).
+
+build_wheel of a native package configures and builds the repository's CMake project (only
+the libraries: no tests, no tools) in a temporary directory, copies libcumemsaver.so.1,
 libcumemsaver-preload.so and the host simulation libcumemsaver-sim.so into
 cumemsaver/_native/ of the wheel, where cumemsaver._lib loads them first, and removes the
 temporary directory: nothing is written into the source tree (no build/, no *.egg-info).
@@ -14,8 +20,9 @@ The metadata comes from pyproject.toml's [project] table.
 Environment:
   CUMEMSAVER_SOURCE_DIR   the repository root (default: two levels above this file)
   CUMEMSAVER_CMAKE_ARGS   extra arguments for the CMake configure step (space-separated)
-  CUMEMSAVER_NO_NATIVE=1  the Python files only (the library comes from elsewhere:
-                          CUMEMSAVER_LIBRARY, pkg-config or the system loader)
+  CUMEMSAVER_NO_NATIVE=1  the Python files only, for a native package too (the library
+                          comes from elsewhere: CUMEMSAVER_LIBRARY, pkg-config or the
+                          system loader)
   CMAKE_BUILD_PARALLEL_LEVEL  build jobs (CMake's own variable)
 
 The wheel is tagged py3-none-<platform> (no extension module: any Python 3 loads the bundled
@@ -37,8 +44,8 @@ import tarfile
 import tempfile
 import zipfile
 
+# the directory of pyproject.toml (abspath, not realpath: through the link, python-tms's)
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE = "cumemsaver"
 # file in the CMake build tree -> name in cumemsaver/_native/
 NATIVE = {
     "libcumemsaver.so.1": "libcumemsaver.so.1",
@@ -52,20 +59,21 @@ PACKAGE_SUFFIXES = (".py", "py.typed")
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-# ---- metadata (pyproject.toml [project]) ---------------------------------------------------
+# ---- metadata (pyproject.toml [project], [tool.cumemsaver_build]) --------------------------
 
 
-def _project_table(text):
-    """The [project] table of pyproject.toml as a dict. Reads the subset it uses (the standard
+def _toml_table(text, name="project"):
+    """The table [name] of pyproject.toml as a dict. Reads the subset it uses (the standard
     library has no TOML reader before 3.11): `key = "string"`, `key = ["string", ...]` on one
-    line and `key = { text = "string" }`; anything else there is an error."""
+    line, `key = { text = "string" }` and `key = true` / `false`; anything else there is an
+    error."""
     table, inside = {}, False
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split(" #")[0].strip()
         if not line or line.startswith("#"):
             continue
         if line.startswith("["):
-            inside = line == "[project]"
+            inside = line == f"[{name}]"
             continue
         if not inside:
             continue
@@ -79,25 +87,44 @@ def _project_table(text):
             table[key] = re.findall(r'"([^"\\]*)"', value)
         elif re.fullmatch(r'\{\s*text\s*=\s*"[^"\\]*"\s*\}', value):
             table[key] = {"text": re.search(r'"([^"\\]*)"', value).group(1)}
+        elif value in ("true", "false"):
+            table[key] = value == "true"
         else:
             raise ValueError(f"pyproject.toml:{n}: cannot read the value of {key}: {value!r}")
     return table
 
 
+def _pyproject(root):
+    with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as f:
+        return f.read()
+
+
+def config(root=HERE):
+    """The [tool.cumemsaver_build] table of root/pyproject.toml: package (a string, the
+    directory of the top-level package beside it) and native (a boolean)."""
+    table = _toml_table(_pyproject(root), "tool.cumemsaver_build")
+    package = table.get("package")
+    if not isinstance(package, str) or not re.fullmatch(r"[A-Za-z_]\w*", package):
+        raise ValueError("pyproject.toml: [tool.cumemsaver_build] needs package (a package name)")
+    if not isinstance(table.get("native"), bool):
+        raise ValueError("pyproject.toml: [tool.cumemsaver_build] needs native (true or false)")
+    return table
+
+
 def project(root=HERE):
     """The [project] table of root/pyproject.toml, checked against the package's
-    __version__."""
-    with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as f:
-        table = _project_table(f.read())
+    __version__ where its __init__.py sets one."""
+    table = _toml_table(_pyproject(root))
     for key in ("name", "version", "description", "requires-python"):
         if not isinstance(table.get(key), str):
             raise ValueError(f"pyproject.toml: [project] needs {key} (a string)")
-    with open(os.path.join(root, PACKAGE, "__init__.py"), encoding="utf-8") as f:
+    package = config(root)["package"]
+    with open(os.path.join(root, package, "__init__.py"), encoding="utf-8") as f:
         m = re.search(r'^__version__ = "([^"]+)"', f.read(), re.M)
-    if not m or m.group(1) != table["version"]:
+    if m and m.group(1) != table["version"]:
         raise ValueError(
-            f"pyproject.toml says version {table['version']}, {PACKAGE}/__init__.py says "
-            f"{m.group(1) if m else 'none'}: make them agree"
+            f"pyproject.toml says version {table['version']}, {package}/__init__.py says "
+            f"{m.group(1)}: make them agree"
         )
     return table
 
@@ -146,7 +173,7 @@ def _wheel_file(native):
 
 
 def _native_wanted():
-    return os.environ.get("CUMEMSAVER_NO_NATIVE") != "1"
+    return config()["native"] and os.environ.get("CUMEMSAVER_NO_NATIVE") != "1"
 
 
 # ---- the package's files and the C libraries ----------------------------------------------
@@ -155,7 +182,7 @@ def _native_wanted():
 def package_files(root=HERE):
     """(archive name, path) of the package's modules and py.typed, sorted."""
     out = []
-    base = os.path.join(root, PACKAGE)
+    base = os.path.join(root, config(root)["package"])
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "_native"))
         for name in sorted(filenames):
@@ -254,7 +281,7 @@ def _write_wheel(wheel_directory, native, members):
             wheel.add(name, data, executable)
         wheel.add(f"{dist_info}/METADATA", _metadata().encode())
         wheel.add(f"{dist_info}/WHEEL", _wheel_file(native).encode())
-        wheel.add(f"{dist_info}/top_level.txt", f"{PACKAGE}\n".encode())
+        wheel.add(f"{dist_info}/top_level.txt", f"{config()['package']}\n".encode())
         wheel.close(dist_info)
     except BaseException:
         wheel.zip.close()
@@ -302,7 +329,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         build_dir = tempfile.mkdtemp(prefix="cumemsaver-cmake-")
         try:
             for name, path in _build_native(build_dir):
-                members.append((f"{PACKAGE}/_native/{name}", _read(path), True))
+                members.append((f"{config()['package']}/_native/{name}", _read(path), True))
         finally:
             shutil.rmtree(build_dir, ignore_errors=True)
     return _write_wheel(wheel_directory, native, members)
@@ -311,7 +338,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
     # a .pth file puts this directory on sys.path: the package runs from the source
     pth = (HERE + "\n").encode()
-    return _write_wheel(wheel_directory, False, [(f"__editable__.{PACKAGE}.pth", pth, False)])
+    pth_name = f"__editable__.{config()['package']}.pth"
+    return _write_wheel(wheel_directory, False, [(pth_name, pth, False)])
 
 
 def build_sdist(sdist_directory, config_settings=None):

@@ -1,15 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # `pip install ./bindings/python ./bindings/python-tms` serves the import name
-# torch_memory_saver: in a fresh venv, offline, install both (cumemsaver's Python files only,
-# CUMEMSAVER_NO_NATIVE=1: python_pip_install checks the library build), then in new processes
-# with no PYTHONPATH check
+# torch_memory_saver: in a fresh venv made without --system-site-packages (so with no wheel
+# package and, from Python 3.12, no setuptools: as a pyenv or python.org interpreter's venv),
+# offline, install both (cumemsaver's Python files only, CUMEMSAVER_NO_NATIVE=1:
+# python_pip_install checks the library build), check that the build wrote nothing into the
+# source (no build/, no *.egg-info), then in new processes with no PYTHONPATH check
 #  - the installed distribution cumemsaver-torch-memory-saver: its files (the package and the
 #    submodules the original's API and suite import) and its requirement on cumemsaver;
 #  - `import torch_memory_saver` (over the stand-in torch) comes from the venv and is
 #    cumemsaver's drop-in; without torch it raises NeedsPyTorch (unless torch is installed);
 #  - an original torch_memory_saver, installed by pip from a stand-in project (name and
-#    version of the original, no code of it) into a folder at the end of sys.path: the import
+#    version of the original, no code of it; built by cumemsaver's backend, as no setuptools
+#    is at hand) into a folder at the end of sys.path: the import
 #    raises ImportError naming both; with CUMEMSAVER_TORCH_MEMORY_SAVER=cumemsaver it warns
 #    and serves cumemsaver's; with that folder first on sys.path Python imports the stand-in;
 #  - `pip uninstall cumemsaver-torch-memory-saver`: the name is gone, cumemsaver stays.
@@ -35,11 +38,22 @@ else
 		bindings/python bindings/python-tms) | (cd "$work/src" && tar -xf -)
 fi
 [ -f "$work/src/bindings/python-tms/pyproject.toml" ] || { echo "FAIL: copy of the tree"; exit 1; }
-"$py" -m venv --system-site-packages "$work/venv"
+"$py" -m venv "$work/venv" # no --system-site-packages: no wheel package
 vpy=$work/venv/bin/python
 pip() { env -u PYTHONPATH "$vpy" -m pip --disable-pip-version-check -q "$@"; }
+if env -u PYTHONPATH "$vpy" -c 'import wheel' 2>/dev/null; then
+	echo "FAIL: the venv has the wheel package: it would not check the install without it"
+	exit 1
+fi
+(cd "$work/src" && find . -name __pycache__ -prune -o -print | sort) >"$work/before.txt"
 CUMEMSAVER_NO_NATIVE=1 pip install --no-build-isolation --no-index \
 	"$work/src/bindings/python" "$work/src/bindings/python-tms"
+(cd "$work/src" && find . -name __pycache__ -prune -o -print | sort) >"$work/after.txt"
+if ! diff -u "$work/before.txt" "$work/after.txt"; then
+	echo "FAIL: installing wrote into the source tree (above)"
+	exit 1
+fi
+echo "installed offline without wheel; the source tree is unchanged"
 stand_in=$repo/bindings/python/tests # fake_torch.py: the stand-in torch
 run() { (cd "$work" && env -u PYTHONPATH -u LD_PRELOAD -u CUMEMSAVER_TORCH_MEMORY_SAVER "$@"); }
 
@@ -79,14 +93,19 @@ fi
 mkdir -p "$work/original/torch_memory_saver"
 cat >"$work/original/pyproject.toml" <<'EOF'
 [build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
+requires = []
+build-backend = "cumemsaver_build"
+backend-path = ["."]
 [project]
 name = "torch_memory_saver"
 version = "0.0.10b1"
-[tool.setuptools]
-packages = ["torch_memory_saver"]
+description = "a stand-in for the original"
+requires-python = ">=3.8"
+[tool.cumemsaver_build]
+package = "torch_memory_saver"
+native = false
 EOF
+cp "$repo/bindings/python/cumemsaver_build.py" "$work/original/"
 echo 'STAND_IN_ORIGINAL = True' >"$work/original/torch_memory_saver/__init__.py"
 pip install --no-build-isolation --no-index --no-deps --target "$work/original-site" "$work/original"
 site=$(cd "$work/original-site" && pwd)
@@ -115,4 +134,15 @@ echo "original first on sys.path: Python imports it (no check of ours runs)"
 pip uninstall -y cumemsaver-torch-memory-saver
 run "$vpy" -c 'import torch_memory_saver' 2>/dev/null && { echo "FAIL: still importable after uninstall"; exit 1; }
 run "$vpy" -c 'import cumemsaver' || { echo "FAIL: cumemsaver went with it"; exit 1; }
+
+# installed with --no-deps where cumemsaver is not: the import says what is missing and how
+# to install it (Python's own error would say "No module named 'cumemsaver'" only)
+pip uninstall -y cumemsaver
+pip install --no-build-isolation --no-index --no-deps "$work/src/bindings/python-tms"
+out=$(run "$vpy" -c 'import torch_memory_saver' 2>&1) && { echo "FAIL: imported without cumemsaver"; exit 1; }
+for part in "ModuleNotFoundError: torch_memory_saver: cumemsaver-torch-memory-saver serves this name" \
+	"cumemsaver is not installed" "pip install ./bindings/python"; do
+	echo "$out" | grep -qF "$part" || { echo "FAIL: without cumemsaver, no '$part':"; echo "$out"; exit 1; }
+done
+echo "--no-deps without cumemsaver: the import names it and how to install it"
 echo "pip install / import by name / the original detected / uninstall: ok"

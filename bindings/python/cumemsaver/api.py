@@ -436,6 +436,14 @@ def _bool(value, what: str) -> bool:
     return value
 
 
+def _callback(fn, what: str):
+    """A callback argument: a callable or None, else TypeError (a number or a string would
+    be accepted and fail only when the library calls it, each time, logged)."""
+    if fn is not None and not callable(fn):
+        raise TypeError(f"{what} must be a callable or None, not {type(fn).__name__}")
+    return fn
+
+
 def _path(path: PathLike, what: str = "path") -> bytes:
     try:
         b = os.fsencode(path)
@@ -940,8 +948,9 @@ class Context:
         library's threads with region locks held: it may read pointer_info and
         device_memory_info but must not pause, resume, allocate, free, read region info or
         destroy. An exception it raises never reaches C: it is logged to the logger
-        "cumemsaver" and the operation goes on."""
-        if fn is None:
+        "cumemsaver" and the operation goes on. Anything but a callable or None raises
+        TypeError, before the library is called."""
+        if _callback(fn, "fn") is None:
             _call("cms_context_progress_set", self._h(), L.cms_progress_fn(), None)
             return
 
@@ -1079,18 +1088,25 @@ class Context:
     def backup_read(self, ptr: int, length: int, out=None):
         """The length bytes of the backup from the byte that backs ptr (cms_backup_read,
         since 1.2: a memcpy from host memory, or a read of a DISK region's file), as bytes,
-        like a file's read(). With out (a writable buffer of at least length bytes: a
-        bytearray, memoryview, numpy array, mmap) they are read into out, which is returned,
+        like a file's read(). With out (a writable contiguous buffer of at least length bytes:
+        a bytearray, memoryview, numpy array, mmap) they are read into out, which is returned,
         like readinto(): no copy, the way for large reads. ptr + length must stay inside the
-        allocation. Raises as backup, and InvalidArgument for a range past the allocation's
-        end."""
+        allocation. Raises as backup, InvalidArgument for a range past the allocation's end,
+        TypeError naming out for an out that is no buffer or not a contiguous one, ValueError
+        for a read-only or short one."""
         length, ptr = _u64(length, "length"), _u64(ptr, "ptr")
         if out is None:
             # (never NULL: length 0 still checks ptr, and C refuses a NULL buffer)
             buf = ctypes.create_string_buffer(max(length, 1))
             _call("cms_backup_read", self._h(), ptr, buf, length)
             return buf.raw if length else b""
-        view = memoryview(out).cast("B")
+        try:
+            view = memoryview(out).cast("B")
+        except TypeError as e:  # not a buffer, or not a contiguous one (a view [::2])
+            raise TypeError(
+                f"out must be a writable contiguous buffer (bytearray, memoryview, numpy "
+                f"array, mmap), not this {type(out).__name__} ({e})"
+            ) from None
         if view.readonly or view.nbytes < length:
             raise ValueError(f"out must be a writable buffer of at least {length} bytes")
         if view.nbytes:

@@ -244,6 +244,24 @@ class TestBooleans(Base):
             )
 
 
+class TestCallbacks(Base):
+    def test_progress_callback_must_be_callable(self):
+        # it was accepted and failed at each pause, logged, the pause going on
+        for bad in (5, "abc", b"fn", 1.5):
+            with self.subTest(fn=bad):
+                with self.assertRaisesRegex(TypeError, f"^fn must be a callable or None, not {type(bad).__name__}"):
+                    self.ctx.set_progress(bad)
+        calls = []
+        self.ctx.set_progress(lambda op, done, total: calls.append(op))
+        with self.assertRaises(TypeError):
+            self.ctx.set_progress(5)  # refused before the library is called: the callback stays
+        r = self.ctx.region("p", policy=cms.Policy.HOST)
+        r.alloc(MiB)
+        r.pause()
+        self.assertIn("pause", calls)
+        self.ctx.set_progress(None)
+
+
 class TestVersion(unittest.TestCase):
     def test_version_is_the_string(self):
         self.assertIsInstance(cms.version(), str)

@@ -71,6 +71,11 @@ class TestBackup(unittest.TestCase):
             self.ctx.backup_read(p, 8, out=b"12345678")
         with self.assertRaisesRegex(ValueError, "^out must be a writable buffer of at least 8 bytes"):
             self.ctx.backup_read(p, 8, out=bytearray(7))
+        # not a buffer, or not a contiguous one: a TypeError naming out (it named memoryview)
+        for bad, kind in ((memoryview(bytearray(16))[::2], "memoryview"), (7, "int"), ("abcdefgh", "str")):
+            with self.subTest(out=kind):
+                with self.assertRaisesRegex(TypeError, f"^out must be a writable contiguous buffer .* {kind}"):
+                    self.ctx.backup_read(p, 8, out=bad)
 
     def test_disk_and_discard(self):
         with tempfile.TemporaryDirectory() as d:

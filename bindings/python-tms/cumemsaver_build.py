@@ -1,0 +1,1 @@
+../python/cumemsaver_build.py
