@@ -6,9 +6,11 @@
  * warning that names it; the context then pauses and resumes DISK, pageable HOST
  * and chunked regions with content intact, as with the sizes it had. Valid tokens
  * are taken without a warning, and a size relative to the granularity is brought
- * into its key's range on the device.
+ * into its key's range on the device; the chunk size into whole granules, at least
+ * two (else none), with a warning when it was not.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +172,7 @@ START_TEST(valid_tokens_are_taken)
 		"slice:1,nothp,noprefault,lazyfree",
 		"overlap_batch=1024G,host_group=1024G,host_stage=1G,disk_stage=1G,run_chunk=8M,"
 		"threads:64,slice:1024",
-		"overlap_batch=g/2,host_group=2g,host_stage=8K,disk_stage=12K,run_chunk=1M",
+		"overlap_batch=g/2,host_group=2g,host_stage=8K,disk_stage=12K,run_chunk=4M",
 		",disk_stage=64K,,run_chunk=4g,",
 	};
 	struct logcap cap;
@@ -205,6 +207,63 @@ START_TEST(granule_sizes_kept_in_range)
 }
 END_TEST
 
+/* The granularity of device 0. */
+static uint64_t granularity(void)
+{
+	struct logcap cap;
+	cms_context *ctx = ctx_with("", &cap);
+	cms_region *r = t_region(ctx, "g", 0, CMS_POLICY_HOST);
+	uint64_t g = t_info(r).granularity;
+
+	ck_ok(cms_context_destroy(ctx));
+	return g;
+}
+
+/* The chunk size is whole granules on a device, at least two: one that is not (a granule and
+ * a half, 16 and a page, a half, one) is rounded down (under two granules: 0, no chunks) with
+ * one warning naming it; whole granules take none. Three allocations of a granule in a
+ * chunked region hold the tail of their chunk (retained_bytes) only when chunks are on: 13
+ * granules of a chunk of 16, one of the second chunk of 2. (A chunk size that
+ * was not whole granules turned chunks off without a word.) */
+START_TEST(chunk_size_in_whole_granules)
+{
+	const uint64_t g = granularity();
+	const struct {
+		uint64_t bytes, tail; /* given; granules of tail held after three allocations */
+		bool warns;
+	} c[] = {
+		{ 16 * g + 4096, 13, true }, { g + g / 2, 0, true },
+		{ g / 2, 0, true },	     { g, 0, true },
+		{ 2 * g, 1, false },	     { 16 * g, 13, false },
+	};
+	char text[64];
+	struct logcap cap;
+	uint64_t p[3];
+	cms_context *ctx;
+	cms_region *r;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(text, sizeof(text), "run_chunk=%lluK",
+			 (unsigned long long)(c[i].bytes >> 10));
+		ctx = ctx_with(text, &cap);
+		ck_assert_msg(cap.warns == c[i].warns, "CMS_TUNABLES=%s: %d warnings (\"%s\")",
+			      text, cap.warns, cap.first);
+		ck_assert_msg(!c[i].warns || strstr(cap.first, "run_chunk"),
+			      "CMS_TUNABLES=%s: warning \"%s\"", text, cap.first);
+		t_region_flags = CMS_REGION_COALESCE | CMS_REGION_CHUNKS;
+		r = t_region(ctx, "chunks", 0, CMS_POLICY_HOST);
+		t_region_flags = 0;
+		for (j = 0; j < 3; j++)
+			ck_ok(cms_alloc(r, g, &p[j]));
+		ck_assert_msg(t_info(r).retained_bytes == c[i].tail * g,
+			      "CMS_TUNABLES=%s: %llu bytes retained", text,
+			      (unsigned long long)t_info(r).retained_bytes);
+		ck_ok(cms_context_destroy(ctx));
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("tunables");
@@ -214,6 +273,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, refused_with_a_warning, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, valid_tokens_are_taken);
 	tcase_add_test(tc, granule_sizes_kept_in_range);
+	tcase_add_test(tc, chunk_size_in_whole_granules);
 	suite_add_tcase(s, tc);
 	return s;
 }

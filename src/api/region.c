@@ -15,6 +15,12 @@ static struct cms_region *find_locked(cms_context *ctx, const char *tag, int32_t
 	return NULL;
 }
 
+static cms_status exists_error(const char *tag, int32_t device)
+{
+	return cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d", tag,
+			     device);
+}
+
 cms_status cms_region_options_check(const cms_region_options *opts, cms_region_options *out)
 {
 	cms_region_options o = CMS_REGION_OPTIONS_INIT;
@@ -103,6 +109,12 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	st = cms_device_handle_types(ctx, o.device, o.flags, &handle_types);
 	if (st)
 		return st;
+	/* a duplicate is refused before the flags' device work (checked again when listed) */
+	pthread_mutex_lock(&ctx->lock);
+	exists = find_locked(ctx, tag, o.device) != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (exists)
+		return exists_error(tag, o.device);
 	if (o.flags & CMS_REGION_GUARD) {
 		/* made now, so that a pause (or a swap on a full device) need not find memory */
 		st = cms_push(ctx, o.device);
@@ -141,11 +153,6 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	r->state = CMS_STATE_ACTIVE;
 	r->refs = 1;
 	if (dir) { /* set before the region is in the list: nobody sees it without one */
-		pthread_mutex_lock(&ctx->lock);
-		exists = find_locked(ctx, tag, o.device) != NULL;
-		pthread_mutex_unlock(&ctx->lock);
-		if (exists)
-			goto out_exists;
 		/* id 0 in the file's name (unlinked at once; clashes are retried), so that ids
 		 * still ascend in list order */
 		st = cms_store_dir_set(r, dir);
@@ -173,8 +180,7 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	return CMS_OK;
 
 out_exists:
-	st = cms_set_error(CMS_ERR_EXISTS, "a region tagged \"%s\" exists on device %d", tag,
-			   o.device);
+	st = exists_error(tag, o.device);
 	if (dir_set)
 		cms_store_region_close(r); /* its file */
 err_cond:

@@ -60,19 +60,33 @@ static struct cms_checksummer *checksummer(cms_context *ctx, int32_t dev, bool m
 	return c;
 }
 
+/* Releases c's scratch handle; its memory is given back once unmapped too (unmapped), and
+ * uncounted then: now, or by the cleanup that unmaps it later. */
+static void release_scratch(cms_context *ctx, int32_t dev, struct cms_checksummer *c, bool unmapped)
+{
+	bool released = true;
+
+	if (c->handle && ctx->drv.cuMemRelease(c->handle) != CUDA_SUCCESS) {
+		/* a leaked handle still holds its memory: it stays counted */
+		cms_log(ctx, CMS_LOG_ERROR, "device %d: the checksum scratch handle leaked", dev);
+		released = false;
+	}
+	if (unmapped) {
+		if (c->handle && released)
+			atomic_fetch_sub(&ctx->devices[dev].own_bytes, c->len);
+	} else { /* unmaps and frees it later */
+		cms_cleanup_own_range(ctx, dev, c->va, c->len, released ? c->len : 0);
+		c->va = 0;
+	}
+	c->handle = 0;
+	c->mapped = false;
+}
+
 /* Unmaps and frees what c holds (its lock held, or the context going); tries all. */
 static void unload(cms_context *ctx, int32_t dev, struct cms_checksummer *c)
 {
-	if (c->mapped && ctx->drv.cuMemUnmap(c->va, c->len) != CUDA_SUCCESS) {
-		cms_cleanup_range(ctx, dev, c->va, c->len, true); /* unmaps and frees it later */
-		c->va = 0;
-	}
-	c->mapped = false;
-	if (c->handle && ctx->drv.cuMemRelease(c->handle) != CUDA_SUCCESS)
-		cms_log(ctx, CMS_LOG_ERROR, "device %d: the checksum scratch handle leaked", dev);
-	else if (c->handle) /* a leaked handle still holds its memory: it stays counted */
-		atomic_fetch_sub(&ctx->devices[dev].own_bytes, c->len);
-	c->handle = 0;
+	release_scratch(ctx, dev, c,
+			!c->mapped || ctx->drv.cuMemUnmap(c->va, c->len) == CUDA_SUCCESS);
 	if (c->va && ctx->drv.cuMemAddressFree(c->va, c->len) != CUDA_SUCCESS)
 		cms_cleanup_range(ctx, dev, c->va, c->len, false);
 	c->va = 0;

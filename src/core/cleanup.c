@@ -23,8 +23,9 @@ struct cms_cleanup {
 	int32_t dev;
 	void *p; /* the event, or the staging area */
 	size_t len;
-	bool hooked; /* staging: counted by the driver's host allocation hook */
-	bool mapped; /* range: still mapped (unmapped before its reservation is freed) */
+	bool hooked;  /* staging: counted by the driver's host allocation hook */
+	bool mapped;  /* range: still mapped (unmapped before its reservation is freed) */
+	uint64_t own; /* range: bytes of the device's own_bytes that its unmap gives back */
 	struct cms_cleanup *next;
 };
 
@@ -61,6 +62,8 @@ static CUresult range_run(cms_context *ctx, struct cms_cleanup *c)
 		if (res != CUDA_SUCCESS)
 			return res;
 		c->mapped = false; /* kept so: a retry only frees the reservation */
+		atomic_fetch_sub(&ctx->devices[c->dev].own_bytes, c->own);
+		c->own = 0;
 	}
 	return ctx->drv.cuMemAddressFree(va, c->len);
 }
@@ -132,6 +135,18 @@ void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len
 				 .p = (void *)(uintptr_t)va,
 				 .len = len,
 				 .mapped = mapped };
+
+	run_or_keep(ctx, &c);
+}
+
+void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, uint64_t own)
+{
+	struct cms_cleanup c = { .ops = &range_ops,
+				 .dev = dev,
+				 .p = (void *)(uintptr_t)va,
+				 .len = len,
+				 .mapped = true,
+				 .own = own };
 
 	run_or_keep(ctx, &c);
 }

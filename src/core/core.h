@@ -146,8 +146,12 @@ struct cms_tunables {
 	size_t prep_slice;     /* bytes a worker faults at a time */
 };
 /* The bytes of size k on a device of that granularity: within k's range, a multiple of its
- * alignment (a size relative to the granularity is brought into them). */
+ * alignment (a size relative to the granularity is brought into them); run_chunk in whole
+ * granules, at least two, else 0 (rounded down). */
 uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity);
+/* Logs (CMS_LOG_WARN) each size that device dev of that granularity takes otherwise than
+ * given (cms_tune_bytes rounded it): called once per device, when it is set up. */
+void cms_tunables_check_device(cms_context *ctx, int32_t dev, size_t granularity);
 /* ctx->tune: the defaults, then the driver's (cmssim_tunables), then $CMS_TUNABLES; a token
  * that is unknown, malformed or out of range changes nothing and is logged (CMS_LOG_WARN). */
 void cms_tunables_load(cms_context *ctx);
@@ -303,6 +307,9 @@ void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, 
 /* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
  * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
 void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
+/* As cms_cleanup_range of a mapped range whose memory (own bytes, its handle released) is
+ * counted in device dev's own_bytes until the unmap gives it back: uncounted then. */
+void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, uint64_t own);
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);

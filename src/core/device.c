@@ -107,6 +107,7 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 		CU_TRY(ctx, cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING), st, err_events);
 	cms_pop(ctx);
 	d->ready = true;
+	cms_tunables_check_device(ctx, ordinal, d->granularity);
 	cms_log(ctx, CMS_LOG_INFO, "device %d: granularity %zu, GPUDirect RDMA flag %d", ordinal,
 		d->granularity, d->gdr);
 	return CMS_OK;

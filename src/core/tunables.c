@@ -9,7 +9,9 @@
  * Every size has a range and, where its buffers need it, an alignment (limits[]):
  * a token that is malformed, overflows, or falls outside them changes nothing and
  * is logged as a warning. A size relative to the granularity ("Ng", "g/N") is
- * known in bytes only on a device: cms_tune_bytes keeps it in range there.
+ * known in bytes only on a device: cms_tune_bytes keeps it in range there. The
+ * chunk size is whole granules there, at least two (else 0, no chunks): a size
+ * that is not is rounded down when used, logged once per device as a warning.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@ static const struct {
 	uint64_t min, max; /* bytes */
 	uint32_t align;	   /* the bytes are a multiple of it */
 	struct cms_tune_size def;
+	bool granules; /* on a device, whole granules, at least two (else 0) */
 } limits[CMS_TUNE_SIZES] = {
 	[CMS_TUNE_OVERLAP_BATCH] = { "overlap_batch", 1, TiB, 1, { .bytes = GiB } },
 	[CMS_TUNE_HOST_GROUP] = { "host_group", 4 * KiB, TiB, 1, { .bytes = GiB } },
@@ -41,8 +44,14 @@ static const struct {
 				  GiB,
 				  CMS_TUNE_STAGE_ALIGN,
 				  { .bytes = 64ull << 20 } },
-	/* 0: no chunks; a chunk's bookkeeping has one slot per granule (vmm/run.c) */
-	[CMS_TUNE_RUN_CHUNK] = { "run_chunk", 0, 16 * GiB, GRAN_MIN, { .bytes = 64ull << 20 } },
+	/* 0: no chunks; a chunk's bookkeeping has one slot per granule, and a chunk of one
+	 * granule has no tail (vmm/run.c) */
+	[CMS_TUNE_RUN_CHUNK] = { "run_chunk",
+				 0,
+				 16 * GiB,
+				 GRAN_MIN,
+				 { .bytes = 64ull << 20 },
+				 true },
 };
 
 /* granules * granularity / div, saturated at UINT64_MAX. */
@@ -55,7 +64,8 @@ static uint64_t granule_bytes(const struct cms_tune_size *s, size_t granularity)
 	return g * granularity / s->div;
 }
 
-uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity)
+/* The bytes of size k as given, on a device of that granularity (in k's range, aligned). */
+static uint64_t given_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity)
 {
 	const struct cms_tune_size *s = &t->size[k];
 	uint64_t v;
@@ -69,6 +79,33 @@ uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_
 	if (v > limits[k].max)
 		v = limits[k].max; /* a multiple of align, as min */
 	return v;
+}
+
+uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity)
+{
+	uint64_t v = given_bytes(t, k, granularity);
+
+	if (!limits[k].granules || !granularity)
+		return v;
+	v -= v % granularity; /* not above the maximum, nor below the minimum of 0 */
+	return v / granularity < 2 ? 0 : v;
+}
+
+void cms_tunables_check_device(cms_context *ctx, int32_t dev, size_t granularity)
+{
+	uint64_t given, used;
+	int k;
+
+	for (k = 0; k < CMS_TUNE_SIZES; k++) {
+		given = given_bytes(&ctx->tune, (enum cms_tune_key)k, granularity);
+		used = cms_tune_bytes(&ctx->tune, (enum cms_tune_key)k, granularity);
+		if (given != used)
+			cms_log(ctx, CMS_LOG_WARN,
+				"device %d: %s of %llu bytes taken as %llu (whole granules of %zu "
+				"bytes, at least two; 0: none)",
+				dev, limits[k].key, (unsigned long long)given,
+				(unsigned long long)used, granularity);
+	}
 }
 
 /* A decimal number of digits only (no sign, no space) into *n; NULL when malformed or over

@@ -6,11 +6,15 @@
  * same addresses after its resume) on a thread of its own.
  *
  * imp->lock protects the state and the driver objects (handles, mappings);
- * the thread holds it while it maps or unmaps, never while it calls the
- * application's callbacks. Only the thread reads the socket after open, and
+ * the thread holds it while it imports, maps or unmaps, never while it calls
+ * the application's callbacks nor while it waits for a message (a grant's
+ * descriptors included). Only the thread reads the socket after open, and
  * every wait of it on the socket ends when the import is closed (the loop's
  * wake pipe cancels it), so a stalled exporter never holds up
- * cms_import_close nor, for longer than a message's deadline, the lock.
+ * cms_import_close nor, for longer than a message's deadline (an answer it
+ * sends), the lock. Only the thread changes the handles, the mappings and the
+ * layout after open (open before the thread starts, close after it ends), so
+ * it reads them without the lock.
  *
  * The exporter is not trusted further than its uid check: messages are
  * decoded strictly (ipc_proto.c), descriptors are bounded by what a message
@@ -160,10 +164,35 @@ out:
 	return st;
 }
 
-/* Receives the FDS messages of a grant and imports every handle; lock held. */
-static cms_status import_handles(cms_import *imp, int64_t deadline)
+/* Imports the nfds descriptors fds of allocations first.. as handles (takes the lock) and
+ * closes them all. */
+static cms_status import_fds(cms_import *imp, uint32_t first, const int *fds, uint32_t nfds)
 {
 	cms_context *ctx = imp->ctx;
+	cms_status st = CMS_OK;
+	uint32_t k;
+
+	pthread_mutex_lock(&imp->lock);
+	for (k = 0; k < nfds && !st; k++) {
+		CUresult res = ctx->drv.cuMemImportFromShareableHandle(
+			&imp->handles[first + k], (void *)(intptr_t)fds[k],
+			CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+
+		if (res != CUDA_SUCCESS) {
+			imp->handles[first + k] = 0;
+			st = cms_cu_error(&ctx->drv, res, "cuMemImportFromShareableHandle");
+		}
+	}
+	pthread_mutex_unlock(&imp->lock);
+	for (k = 0; k < nfds; k++)
+		close(fds[k]);
+	return st;
+}
+
+/* Receives the FDS messages of a grant (lock not held: the exporter may stall) and imports
+ * every handle. */
+static cms_status import_handles(cms_import *imp, int64_t deadline)
+{
 	uint32_t next = 0, n = imp->layout.nallocs, k;
 	cms_status st = CMS_OK;
 	char why[256];
@@ -186,21 +215,7 @@ static cms_status import_handles(cms_import *imp, int64_t deadline)
 			cms_ipc_msg_free(&f);
 			return ifail(imp, CMS_ERR_PROTOCOL, "descriptors out of order", NULL);
 		}
-		for (k = 0; k < f.nfds; k++) {
-			CUresult res = CUDA_SUCCESS;
-
-			if (!st) {
-				res = ctx->drv.cuMemImportFromShareableHandle(
-					&imp->handles[next + k], (void *)(intptr_t)fds[k],
-					CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-				if (res != CUDA_SUCCESS) {
-					imp->handles[next + k] = 0;
-					st = cms_cu_error(&ctx->drv, res,
-							  "cuMemImportFromShareableHandle");
-				}
-			}
-			close(fds[k]);
-		}
+		st = import_fds(imp, next, fds, f.nfds);
 		next += f.nfds;
 		cms_ipc_msg_free(&f);
 		if (st)
@@ -247,64 +262,47 @@ static void reply(cms_import *imp, uint16_t type, uint64_t seq, cms_status statu
 				 cms_ipc_now_ms() + CMS_IPC_IO_MS, NULL, 0);
 }
 
-/*
- * Applies a LAYOUT (and receives its descriptors): maps the memory at the
- * import's addresses. Lock held. *event: what to tell the application.
- * Returns CMS_OK, or the failure (the state says which: FAILED,
- * LAYOUT_CHANGED, or a broken connection).
- */
-static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t deadline,
-			      uint32_t *event)
+/* A grant of another layout than the one mapped: its descriptors are received (lock not
+ * held) and closed, never mapped; the import is LAYOUT_CHANGED. */
+static cms_status layout_changed(cms_import *imp, struct cms_ipc_msg *m, int64_t deadline,
+				 uint32_t *event)
 {
-	bool first = !imp->handles;
-	cms_status st;
+	uint32_t n = m->state == CMS_STATE_ACTIVE ? m->nallocs : 0, got = 0;
 
-	*event = 0;
-	if (!first && holds_memory(imp))
-		/* never sent by an exporter: it grants only after the memory was dropped */
-		return ifail(imp, CMS_ERR_PROTOCOL, "a grant while the last one is still mapped",
-			     NULL);
-	if (first) {
-		st = reserve(imp, m);
-		if (st)
-			return st;
-	} else if (!same_layout(&imp->layout, m)) {
-		/* The descriptors that follow are received and closed, never mapped. */
-		uint32_t n = m->state == CMS_STATE_ACTIVE ? m->nallocs : 0, got = 0;
+	while (got < n) {
+		struct cms_ipc_msg f;
 
-		while (got < n) {
-			struct cms_ipc_msg f;
-
-			if (imp_recv(imp, &f, NULL, deadline, NULL, 0))
-				break;
-			got += f.type == CMS_IPC_FDS ? f.nfds : n;
-			cms_ipc_msg_free(&f);
-		}
-		imp->state = CMS_IMPORT_LAYOUT_CHANGED;
-		imp->error = CMS_ERR_LAYOUT_CHANGED;
-		imp->epoch = m->epoch;
-		*event = CMS_IMPORT_EVENT_LAYOUT_CHANGED;
-		reply(imp, CMS_IPC_MAPPED, m->epoch, CMS_ERR_LAYOUT_CHANGED);
-		return cms_set_error(CMS_ERR_LAYOUT_CHANGED,
-				     "import from %s: the exporter's region \"%s\" has another "
-				     "layout (%u allocations, %llu bytes) than the one mapped (%u, "
-				     "%llu): not mapped",
-				     imp->path, m->tag, m->nallocs, (unsigned long long)m->total,
-				     imp->layout.nallocs, (unsigned long long)imp->layout.total);
+		if (imp_recv(imp, &f, NULL, deadline, NULL, 0))
+			break;
+		got += f.type == CMS_IPC_FDS ? f.nfds : n;
+		cms_ipc_msg_free(&f);
 	}
-	imp->layout.access = imp->asked == CMS_IPC_ACCESS_READ ? CMS_IPC_ACCESS_READ : m->access;
-	imp->layout.state = m->state;
-	if (m->state != CMS_STATE_ACTIVE) {
-		imp->state = CMS_IMPORT_REVOKED;
-		imp->epoch = m->epoch;
-		return CMS_OK;
-	}
-	st = import_handles(imp, deadline);
+	pthread_mutex_lock(&imp->lock);
+	imp->state = CMS_IMPORT_LAYOUT_CHANGED;
+	imp->error = CMS_ERR_LAYOUT_CHANGED;
+	imp->epoch = m->epoch;
+	pthread_mutex_unlock(&imp->lock);
+	*event = CMS_IMPORT_EVENT_LAYOUT_CHANGED;
+	reply(imp, CMS_IPC_MAPPED, m->epoch, CMS_ERR_LAYOUT_CHANGED);
+	return cms_set_error(CMS_ERR_LAYOUT_CHANGED,
+			     "import from %s: the exporter's region \"%s\" has another "
+			     "layout (%u allocations, %llu bytes) than the one mapped (%u, "
+			     "%llu): not mapped",
+			     imp->path, m->tag, m->nallocs, (unsigned long long)m->total,
+			     imp->layout.nallocs, (unsigned long long)imp->layout.total);
+}
+
+/* Maps the handles imported and sets the state the grant of epoch ends in (takes the lock);
+ * st: how the import of its handles went. */
+static cms_status map_grant(cms_import *imp, cms_status st, uint64_t epoch, bool first,
+			    uint32_t *event)
+{
+	char why[512] = "";
+
+	pthread_mutex_lock(&imp->lock);
 	if (!st)
 		st = map_all(imp);
 	if (st) {
-		char why[512];
-
 		cms_last_error_message(why, sizeof(why));
 		if (unmap_all(imp))
 			cms_log(imp->ctx, CMS_LOG_ERROR, "import from %s: cleanup failed",
@@ -312,15 +310,53 @@ static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t de
 		imp->state = CMS_IMPORT_FAILED;
 		imp->error = st;
 		*event = CMS_IMPORT_EVENT_FAILED;
-		reply(imp, CMS_IPC_MAPPED, m->epoch, st);
-		return cms_set_error(st, "%s", why);
+	} else {
+		imp->state = CMS_IMPORT_MAPPED;
+		imp->error = 0;
+		*event = first ? 0 : CMS_IMPORT_EVENT_REMAPPED;
+		imp->epoch = epoch;
 	}
-	imp->state = CMS_IMPORT_MAPPED;
-	imp->error = 0;
-	*event = first ? 0 : CMS_IMPORT_EVENT_REMAPPED;
-	imp->epoch = m->epoch;
-	reply(imp, CMS_IPC_MAPPED, m->epoch, CMS_OK);
-	return CMS_OK;
+	pthread_mutex_unlock(&imp->lock);
+	reply(imp, CMS_IPC_MAPPED, epoch, st);
+	return st ? cms_set_error(st, "%s", why) : CMS_OK;
+}
+
+/*
+ * Applies a LAYOUT (and receives its descriptors): maps the memory at the
+ * import's addresses. Takes the lock to change the state and the driver
+ * objects, never while it waits for the exporter. *event: what to tell the
+ * application. Returns CMS_OK, or the failure (the state says which: FAILED,
+ * LAYOUT_CHANGED, or a broken connection).
+ */
+static cms_status apply_grant(cms_import *imp, struct cms_ipc_msg *m, int64_t deadline,
+			      uint32_t *event)
+{
+	bool first = !imp->handles;
+	cms_status st = CMS_OK;
+
+	*event = 0;
+	if (!first && holds_memory(imp))
+		/* never sent by an exporter: it grants only after the memory was dropped */
+		return ifail(imp, CMS_ERR_PROTOCOL, "a grant while the last one is still mapped",
+			     NULL);
+	if (!first && !same_layout(&imp->layout, m))
+		return layout_changed(imp, m, deadline, event);
+	pthread_mutex_lock(&imp->lock);
+	if (first)
+		st = reserve(imp, m);
+	if (!st) {
+		imp->layout.access =
+			imp->asked == CMS_IPC_ACCESS_READ ? CMS_IPC_ACCESS_READ : m->access;
+		imp->layout.state = m->state;
+		if (m->state != CMS_STATE_ACTIVE) {
+			imp->state = CMS_IMPORT_REVOKED;
+			imp->epoch = m->epoch;
+		}
+	}
+	pthread_mutex_unlock(&imp->lock);
+	if (st || m->state != CMS_STATE_ACTIVE)
+		return st;
+	return map_grant(imp, import_handles(imp, deadline), m->epoch, first, event);
 }
 
 /* The exporter pauses: consent, wait for our GPU work, unmap, release, acknowledge. */
@@ -408,9 +444,7 @@ static void *serve(void *arg)
 			drop_mappings(imp, m.seq);
 			break;
 		case CMS_IPC_LAYOUT:
-			pthread_mutex_lock(&imp->lock);
 			st = apply_grant(imp, &m, cms_ipc_now_ms() + CMS_IPC_GRANT_MS, &event);
-			pthread_mutex_unlock(&imp->lock);
 			if (st && cms_ipc_loop_stopping(&imp->loop)) {
 				cms_ipc_msg_free(&m);
 				return NULL; /* cancelled: the import is closing */
@@ -603,9 +637,7 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 		cms_ipc_msg_free(&m);
 		goto err_free;
 	}
-	pthread_mutex_lock(&imp->lock);
 	st = apply_grant(imp, &m, deadline, &event);
-	pthread_mutex_unlock(&imp->lock);
 	cms_ipc_msg_free(&m);
 	if (st)
 		goto err_teardown;
