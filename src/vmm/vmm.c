@@ -27,7 +27,7 @@ cms_status cms_vmm_unreserve(struct cms_alloc *a)
 
 	if (!cms_alloc_vmm(a)->arena) /* retired from a run: its addresses went with the run */
 		return CMS_OK;
-	st = cms_vmm_unguard(a); /* the addresses go back unmapped; on failure as they were */
+	st = cms_vmm_unguard(a); /* the addresses go back unmapped; on failure a->guarded exact */
 	if (st)
 		return st;
 	st = cms_arena_give(a->region, cms_alloc_vmm(a)->arena, a->base, a->physical);

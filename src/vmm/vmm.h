@@ -151,7 +151,9 @@ void cms_vmm_guard_drop(cms_context *ctx, int32_t dev);
  * in pieces of the handle's size; all or nothing (what a failure could not unmap stays
  * counted in a->guarded). */
 cms_status cms_vmm_guard(struct cms_alloc *a);
-/* cuMemUnmap of a's guard pieces, one call over them all: on failure nothing changed. */
+/* cuMemUnmap of a's guard pieces, one call over them all; when it fails, piece by piece, the
+ * last first, and when one of those fails the pieces unmapped so far are mapped again (best
+ * effort): on failure a->guarded counts the pieces mapped, all of them unless that failed too. */
 cms_status cms_vmm_unguard(struct cms_alloc *a);
 
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
