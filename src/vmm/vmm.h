@@ -102,6 +102,8 @@ void cms_run_order(struct cms_alloc **v, size_t n);
 cms_status cms_run_plan(struct cms_alloc **v, size_t n);
 /* cuMemCreate of the run's handle; every member's handle follows. */
 cms_status cms_run_create(struct cms_run *run);
+/* handle becomes the run's and every member's (cms_run_create; a handle retained back). */
+void cms_run_adopt(struct cms_run *run, CUmemGenericAllocationHandle handle);
 /* cuMemMap + cuMemSetAccess of the run; every member becomes mapped. */
 cms_status cms_run_map(struct cms_run *run);
 /* cuMemUnmap of the run; no member is mapped then. */
@@ -210,9 +212,10 @@ cms_status cms_vmm_unmap(struct cms_alloc *a);
  * cms_vmm_unback). On failure as before. */
 cms_status cms_vmm_back(struct cms_alloc *a);
 /* Release, then unmap (a's whole run: its last member; the run stays until
- * cms_run_dissolve); no undo. On failure a is as before, except after a failed unmap: mapped
- * with its content but without a handle (the memory goes with the mapping: a pause unmaps it,
- * a resume backs it with a new handle). */
+ * cms_run_dissolve); no undo. On failure a is as before: after a failed unmap the handle is
+ * retained back from the mapping (cuMemRetainAllocationHandle). Only when that fails too is a
+ * left mapped with its content but without a handle (the memory goes with the mapping: a pause
+ * unmaps it, a resume backs it with a new handle). */
 cms_status cms_vmm_unback(struct cms_alloc *a);
 
 #endif /* CMS_VMM_H */
