@@ -303,6 +303,11 @@ void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, 
 /* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
  * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
 void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
+/* Keeps device dev's reservation at va, len bytes, whose cuMemAddressFree just failed with res,
+ * for cms_cleanup_retry (logged); not tried again now (a retry at once usually fails the
+ * same way, and the caller could not undo what it did before). */
+void cms_cleanup_reservation(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len,
+			     CUresult res);
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);
