@@ -636,8 +636,9 @@ CMS_API cms_status cms_region_find(cms_context *ctx, const char *tag, int32_t de
  * continues.
  * Threads: not concurrently with other calls naming this handle (calls by tag
  * or pointer are safe); waits for a pause or resume of the region in progress.
- * CUDA: cuMemRelease, cuMemUnmap, cuMemAddressFree; cuStreamSynchronize (an
- * asynchronous restore in flight), cuMemHostUnregister (HOST backups);
+ * CUDA: cuMemRelease, cuMemUnmap, cuMemRetainAllocationHandle (after a failed
+ * cuMemUnmap), cuMemAddressFree; cuStreamSynchronize (an asynchronous restore
+ * in flight), cuMemHostUnregister (HOST backups);
  * cuModuleUnload (the device's last CMS_REGION_VERIFY region).
  * Returns:
  *   CMS_OK
@@ -926,8 +927,9 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  * cms_region_info.pinned_bytes).
  * Threads: thread-safe, from any thread; waits for a pause or resume of the
  * region in progress.
- * CUDA: cuMemHostUnregister, cuMemRelease, cuMemUnmap, cuMemAddressFree;
- * cuStreamSynchronize (an asynchronous restore in flight).
+ * CUDA: cuMemHostUnregister, cuMemRelease, cuMemUnmap,
+ * cuMemRetainAllocationHandle (after a failed cuMemUnmap: the handle back),
+ * cuMemAddressFree; cuStreamSynchronize (an asynchronous restore in flight).
  * Returns:
  *   CMS_OK: freed; or ptr is 0 (nothing done).
  *   CMS_ERR_INVALID_ARGUMENT: ctx is NULL.
@@ -937,10 +939,13 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr);
  *   driver statuses: the allocation is kept as it was: valid, in its region's
  *     state, with its content, its access (read-only while frozen) and its
  *     backup (a frozen region's next pause still copies nothing for it); a
- *     retry continues. After a failed cuMemUnmap its memory stays mapped
- *     without a physical handle of its own until the region's next pause
- *     (its resume backs it with a new one); until then an exporter
- *     (cumemsaver_ipc.h) cannot grant the region.
+ *     retry continues. After a failed cuMemUnmap the physical handle it had
+ *     released is retained back from the mapping, so that it is whole again
+ *     (an exporter, cumemsaver_ipc.h, grants it as before). Only if that
+ *     fails too does its memory stay mapped without a handle of its own until
+ *     the region's next pause (which gives it back and counts it released; the
+ *     resume backs it with a new one); until then an exporter cannot grant the
+ *     region (logged).
  */
 CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr);
 

@@ -117,8 +117,8 @@ static bool sim_only(const char *name)
 
 typedef CUresult (*retain_fn)(CUmemGenericAllocationHandle *handle, void *addr);
 
-/* The handle mapped at addr (cuMemRetainAllocationHandle, then released), 0 if none; NULL
- * retain: the simulation, which has no such call. Device 0's primary context current. */
+/* The handle mapped at addr (cuMemRetainAllocationHandle, then released), 0 if none; retain
+ * NULL: a driver without the call. Device 0's primary context current. */
 static CUmemGenericAllocationHandle handle_at(retain_fn retain, uint64_t addr)
 {
 	struct cms_driver *d = t_drv();

@@ -667,6 +667,53 @@ START_TEST(driver_free_memory_follows_pause)
 }
 END_TEST
 
+/* What a free relies on after a failed cuMemUnmap (vmm.c, cms_vmm_unback): the driver hands
+ * back the handle of memory released while still mapped (cuMemRetainAllocationHandle), the
+ * content stays, and unmapping and releasing that handle frees it. The real driver too. */
+START_TEST(driver_retains_a_handle_released_while_mapped)
+{
+	struct cms_driver *d = t_drv();
+	CUmemAllocationProp prop;
+	CUmemAccessDesc acc;
+	CUmemGenericAllocationHandle h, back = 0;
+	uint32_t v = 0xfeedu, got = 0;
+	CUcontext c, popped;
+	CUdeviceptr va;
+	CUdevice cu;
+	size_t g;
+
+	memset(&prop, 0, sizeof(prop));
+	memset(&acc, 0, sizeof(acc));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	acc.location = prop.location;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	ck_assert_int_eq(d->cuDeviceGet(&cu, 0), 0);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRetain(&c, cu), 0);
+	ck_assert_int_eq(d->cuCtxPushCurrent(c), 0);
+	ck_assert_int_eq(
+		d->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), 0);
+	ck_assert_int_eq(d->cuMemAddressReserve(&va, g, 0, 0, 0), 0);
+	ck_assert_int_eq(d->cuMemCreate(&h, g, &prop, 0), 0);
+	ck_assert_int_eq(d->cuMemMap(va, g, 0, h, 0), 0);
+	ck_assert_int_eq(d->cuMemSetAccess(va, g, &acc, 1), 0);
+	ck_assert_int_eq(d->cuMemcpyHtoD(va, &v, sizeof(v)), 0);
+	ck_assert_int_eq(d->cuMemRelease(h), 0); /* while mapped: the memory stays */
+	ck_assert_int_eq(d->cuMemRetainAllocationHandle(&back, (void *)(uintptr_t)va), 0);
+	ck_assert_uint_ne(back, 0);
+	ck_assert_int_eq(d->cuMemcpyDtoH(&got, va, sizeof(got)), 0);
+	ck_assert_uint_eq(got, v);
+	ck_assert_int_eq(d->cuMemUnmap(va, g), 0);
+	ck_assert_int_eq(d->cuMemRelease(back), 0);
+	ck_assert_int_eq(d->cuMemAddressFree(va, g), 0);
+	ck_assert_int_eq(d->cuCtxPopCurrent(&popped), 0);
+	ck_assert_int_eq(d->cuDevicePrimaryCtxRelease(cu), 0);
+	if (t_is_sim())
+		t_nothing_left(2);
+}
+END_TEST
+
 START_TEST(host_buffers_kept_or_released)
 {
 	cms_context *ctx = t_ctx();
@@ -925,6 +972,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, multi_device_tag);
 	tcase_add_test(tc, log_callback_receives_lines);
 	tcase_add_test(tc, driver_free_memory_follows_pause);
+	tcase_add_test(tc, driver_retains_a_handle_released_while_mapped);
 	tcase_add_test(tc, host_buffers_kept_or_released);
 	tcase_add_test(tc, pinned_bytes_count_registered_buffers);
 	tcase_add_test(tc, async_resume_orders_the_callers_stream);

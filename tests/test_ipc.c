@@ -1270,6 +1270,50 @@ START_TEST(import_faults_roll_back)
 }
 END_TEST
 
+/* Each allocation of f (filled with seed + i) reads the same through imp. */
+static void check_import(cms_import *imp, const struct fix *f, int n, uint64_t bytes, uint32_t seed)
+{
+	uint64_t local;
+
+	for (int i = 0; i < n; i++) {
+		ck_ok(cms_import_translate(imp, f->p[i], &local));
+		ck_assert_int_eq(t_check(0, local, bytes, seed + (uint32_t)i), -1);
+	}
+}
+
+/*
+ * A free of a shared allocation that fails at its cuMemUnmap (cms_free releases the handle
+ * while mapped, then unmaps) changes nothing an importer can see (review items 2 and 11): the
+ * handle is retained back, so a new import maps every allocation (before: CMS_ERR_INTERNAL, "an
+ * allocation has no memory", until a pause and resume), an existing import keeps reading it and
+ * gets its grant again after a pause and resume, and the free succeeds when tried again.
+ */
+START_TEST(failed_free_keeps_imports)
+{
+	cms_import *old, *imp;
+	struct fix f;
+
+	fix_start(&f, "w", 3, 2 * MiB, 40, 0, CMS_ACCESS_READWRITE);
+	ck_ok(cms_import_open(f.ctx, f.path, "w", NULL, &old));
+	ck_assert_int_eq(t_sim()->fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_status(cms_free(f.ctx, f.p[1]), CMS_ERR_DRIVER);
+	ck_assert_int_eq(t_sim()->armed_faults(), 0);
+	ck_ok(cms_import_open(f.ctx, f.path, "w", NULL, &imp));
+	ck_assert_uint_eq(import_state(imp, CMS_IMPORT_MAPPED), CMS_IMPORT_MAPPED);
+	check_import(imp, &f, 3, 2 * MiB, 40);
+	check_import(old, &f, 3, 2 * MiB, 40);
+	ck_ok(cms_import_close(imp));
+	ck_ok(cms_region_pause(f.r, NULL, NULL));  /* revokes old's grant */
+	ck_ok(cms_region_resume(f.r, NULL, NULL)); /* and grants it again */
+	ck_assert_uint_eq(import_state(old, CMS_IMPORT_MAPPED), CMS_IMPORT_MAPPED);
+	check_import(old, &f, 3, 2 * MiB, 40);
+	ck_ok(cms_import_close(old));
+	settle(f.exp);
+	ck_ok(cms_free(f.ctx, f.p[1]));
+	fix_end(&f);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
 	cms_context *ctx = t_ctx();
@@ -2236,6 +2280,7 @@ static Suite *make(void)
 	tcase_add_test(t, layout_change_detected);
 	tcase_add_test(t, destroy_revokes);
 	tcase_add_test(t, import_faults_roll_back);
+	tcase_add_test(t, failed_free_keeps_imports);
 	tcase_add_test(t, bad_arguments);
 	tcase_add_test(t, struct_sizes_of_1_1);
 #ifdef CMS_CMSCTL

@@ -659,6 +659,53 @@ START_TEST(test_counters_abi)
 }
 END_TEST
 
+/* cuMemRetainAllocationHandle: the handle mapped at an address, one reference more (released
+ * with cuMemRelease); after the handle was released while mapped, the same value again over the
+ * same memory, exportable as the original; nothing mapped: INVALID_VALUE; fault-injectable. */
+START_TEST(test_retain_handle)
+{
+	CUmemGenericAllocationHandle h, got = 0, again = 0;
+	uint32_t v = 0x5eed, r = 0;
+	CUdeviceptr a;
+	cmssim_counters c;
+	int fd = -1;
+
+	a = make(2 * gran, gran, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &h);
+	CK(d.cuMemcpyHtoD(a + 8, &v, sizeof(v)));
+	ck_assert_int_eq(d.cuMemRetainAllocationHandle(NULL, (void *)(uintptr_t)a),
+			 CUDA_ERROR_INVALID_VALUE);
+	ck_assert_int_eq(d.cuMemRetainAllocationHandle(&got, (void *)(uintptr_t)(a + gran)),
+			 CUDA_ERROR_INVALID_VALUE); /* reserved, not mapped */
+	CK(d.cuMemRetainAllocationHandle(&got, (void *)(uintptr_t)(a + 64)));
+	ck_assert_uint_eq(got, h);
+	CK(d.cuMemRelease(got)); /* the retained reference */
+	ck_assert_uint_eq(counters().handles, 1);
+	CK(d.cuMemRelease(h)); /* the last: released while mapped, the memory stays */
+	c = counters();
+	ck_assert_uint_eq(c.handles, 0);
+	ck_assert_uint_eq(c.physical_allocations, 1);
+	ck_assert_int_eq(d.fail_call("cuMemRetainAllocationHandle", 1, CUDA_ERROR_UNKNOWN), 0);
+	ck_assert_int_eq(d.cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)a),
+			 CUDA_ERROR_UNKNOWN);
+	CK(d.cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)a));
+	ck_assert_uint_eq(again, h);
+	c = counters();
+	ck_assert_uint_eq(c.handles, 1);
+	ck_assert_uint_eq(c.physical_allocations, 1);
+	ck_assert_uint_eq(c.device_used_bytes[0], gran);
+	CK(d.cuMemExportToShareableHandle(&fd, again, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	close(fd);
+	CK(d.cuMemUnmap(a, gran)); /* the handle keeps the memory */
+	ck_assert_uint_eq(counters().physical_allocations, 1);
+	CK(d.cuMemMap(a, gran, 0, again, 0));
+	set_access(a, gran, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+	CK(d.cuMemcpyDtoH(&r, a + 8, sizeof(r)));
+	ck_assert_uint_eq(r, v);
+	destroy(a, 2 * gran, gran, again);
+	assert_all_freed();
+}
+END_TEST
+
 START_TEST(test_export_import)
 {
 	CUmemGenericAllocationHandle h, h2, h3, plain;
@@ -1074,6 +1121,7 @@ static Suite *sim_suite(void)
 	tcase_add_test(tc, test_fault_nth);
 	tcase_add_test(tc, test_host_hook);
 	tcase_add_test(tc, test_counters_abi);
+	tcase_add_test(tc, test_retain_handle);
 	tcase_add_test(tc, test_export_import);
 	tcase_add_test(tc, test_export_cross_process);
 	tcase_add_test(tc, test_copy_validation);

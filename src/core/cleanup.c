@@ -93,23 +93,29 @@ static void keep(cms_context *ctx, struct cms_cleanup *c)
 	pthread_mutex_unlock(&ctx->cleanup_lock);
 }
 
-/* Tries c once; on failure keeps it on ctx's list (a copy: c may be on the stack). */
-static void run_or_keep(cms_context *ctx, const struct cms_cleanup *c)
+/* Keeps a copy of c (c may be on the stack), whose driver call failed with res; logged. */
+static void keep_copy(cms_context *ctx, const struct cms_cleanup *c, CUresult res)
 {
-	struct cms_cleanup t = *c, *k;
-	CUresult res = attempt(ctx, &t);
+	struct cms_cleanup *k = malloc(sizeof(*k));
 
-	if (res == CUDA_SUCCESS)
-		return;
-	k = malloc(sizeof(*k));
 	cms_log(ctx, CMS_LOG_ERROR, "%s on device %d failed (%s): %s", c->ops->call, c->dev,
 		cms_driver_error_name(&ctx->drv, res),
 		k ? "tried again at the next pause, resume or swap and at context destroy" :
 		    "leaked (no memory to remember it)");
 	if (!k)
 		return;
-	*k = t;
+	*k = *c;
 	keep(ctx, k);
+}
+
+/* Tries c once; on failure keeps it on ctx's list. */
+static void run_or_keep(cms_context *ctx, const struct cms_cleanup *c)
+{
+	struct cms_cleanup t = *c;
+	CUresult res = attempt(ctx, &t);
+
+	if (res != CUDA_SUCCESS)
+		keep_copy(ctx, &t, res);
 }
 
 void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev)
@@ -149,6 +155,16 @@ void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t
 				 .own = own };
 
 	run_or_keep(ctx, &c);
+}
+
+void cms_cleanup_reservation(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len,
+			     CUresult res)
+{
+	struct cms_cleanup c = {
+		.ops = &range_ops, .dev = dev, .p = (void *)(uintptr_t)va, .len = len
+	};
+
+	keep_copy(ctx, &c, res);
 }
 
 cms_status cms_cleanup_retry(cms_context *ctx)

@@ -310,6 +310,11 @@ void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len
 /* As cms_cleanup_range of a mapped range whose memory (own bytes, its handle released) is
  * counted in device dev's own_bytes until the unmap gives it back: uncounted then. */
 void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, uint64_t own);
+/* Keeps device dev's reservation at va, len bytes, whose cuMemAddressFree just failed with res,
+ * for cms_cleanup_retry (logged); not tried again now (a retry at once usually fails the
+ * same way, and the caller could not undo what it did before). */
+void cms_cleanup_reservation(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len,
+			     CUresult res);
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);

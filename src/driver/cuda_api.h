@@ -148,6 +148,8 @@ typedef struct CUmemAccessDesc_st {
 	  (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,    \
 	   unsigned long long flags))                                                           \
 	X(cuMemUnmap, CUresult, (CUdeviceptr ptr, size_t size))                                 \
+	X(cuMemRetainAllocationHandle, CUresult,                                                \
+	  (CUmemGenericAllocationHandle * handle, void *addr))                                  \
 	X(cuMemSetAccess, CUresult,                                                             \
 	  (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))            \
 	X(cuMemExportToShareableHandle, CUresult,                                               \

@@ -193,7 +193,11 @@ bool cms_out_can_overlap(const struct cms_work *w);
 cms_status cms_out_overlapped(struct cms_work *w, struct cms_lanes *l, bool all);
 /* Saves what is still mapped (asynchronous saves, lanes synchronized, synchronous saves). */
 cms_status cms_out_save(struct cms_work *w, struct cms_lanes *l);
-/* Unmaps every allocation of w->vo still mapped. */
+/* Bytes giving a's memory back frees: its own, and a run's retained bytes with its last
+ * member (a run's handle and mapping go with its first member, run.c). */
+uint64_t cms_out_bytes(const struct cms_alloc *a);
+/* Unmaps every allocation of w->vo still mapped; counts in w->released those mapped without a
+ * handle (their memory goes with the mapping). */
 cms_status cms_out_unmap(struct cms_work *w);
 /* Releases every handle of w->vo still held; counts w->released. */
 cms_status cms_out_release(struct cms_work *w);

@@ -317,7 +317,7 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 	memset(c, 0, sizeof(*c));
 	for (a = r->allocs; a; a = a->next) {
 		if (out && cms_work_holds_memory(a)) {
-			c->released += cms_alloc_vmm(a)->handle ? a->physical : 0;
+			c->released += a->physical; /* a handle's, or a mapping's alone */
 			c->to_store += cms_store_copy_bytes(a, true);
 			c->unchanged += cms_store_unchanged_bytes(a);
 		} else if (!out && cms_work_lacks_memory(a)) {

@@ -42,28 +42,33 @@ cms_status cms_out_save(struct cms_work *w, struct cms_lanes *l)
 	return st;
 }
 
+uint64_t cms_out_bytes(const struct cms_alloc *a)
+{
+	uint64_t bytes = a->physical;
+
+	if (cms_alloc_vmm(a)->run && cms_run_is_last(a))
+		bytes += cms_alloc_vmm(a)->run->retained;
+	return bytes;
+}
+
+/* An allocation mapped without a handle (a failed free whose handle could not be retained
+ * back, cms_vmm_unback) gives its memory back with its unmap: counted here. */
 cms_status cms_out_unmap(struct cms_work *w)
 {
+	uint64_t bytes = 0;
 	cms_status st;
 	size_t i;
 
+	for (i = 0; i < w->no; i++)
+		if (w->vo[i]->mapped && !cms_alloc_vmm(w->vo[i])->handle)
+			bytes += cms_out_bytes(w->vo[i]);
 	for (i = 0; i < w->no; i++) {
 		st = cms_vmm_unmap(w->vo[i]);
 		if (st)
 			return st;
 	}
+	w->released += bytes;
 	return CMS_OK;
-}
-
-/* Bytes releasing a gives back: its own, and a run's retained bytes with its last member (a
- * run's handle goes with its first member, run.c). */
-static uint64_t release_bytes(const struct cms_alloc *a)
-{
-	uint64_t bytes = cms_alloc_vmm(a)->handle ? a->physical : 0;
-
-	if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
-		bytes += cms_alloc_vmm(a)->run->retained;
-	return bytes;
 }
 
 cms_status cms_out_release(struct cms_work *w)
@@ -73,7 +78,8 @@ cms_status cms_out_release(struct cms_work *w)
 	size_t i;
 
 	for (i = 0; i < w->no; i++)
-		bytes += release_bytes(w->vo[i]);
+		if (cms_alloc_vmm(w->vo[i])->handle)
+			bytes += cms_out_bytes(w->vo[i]);
 	for (i = 0; i < w->no; i++) {
 		st = cms_vmm_release(w->vo[i]);
 		if (st)

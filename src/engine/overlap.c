@@ -113,13 +113,11 @@ static cms_status release_batch(struct cms_work *w, const struct cms_lanes *l,
 
 	for (q = 0; q < l->count; q++)
 		CU_TRY(ctx, cuEventSynchronize(b->ev[q]), st, out);
-	for (i = b->first; i < b->end; i++) { /* a run goes with its first member */
-		struct cms_alloc *a = w->vo[i];
-
-		bytes += cms_alloc_vmm(a)->handle ? a->physical : 0;
-		if (cms_alloc_vmm(a)->handle && cms_alloc_vmm(a)->run && cms_run_is_last(a))
-			bytes += cms_alloc_vmm(a)->run->retained;
-	}
+	/* a run goes with its first member; memory is held by a handle, or by a mapping alone
+	 * (cms_vmm_unback) */
+	for (i = b->first; i < b->end; i++)
+		if (cms_work_holds_memory(w->vo[i]))
+			bytes += cms_out_bytes(w->vo[i]);
 	for (i = b->first; i < b->end && !st; i++) {
 		st = cms_vmm_unmap(w->vo[i]);
 		if (!st)

@@ -57,6 +57,7 @@ struct sim_handle {
 	struct sim_range r; /* base = handle id, size = 1 */
 	struct sim_phys *phys;
 	int handle_types; /* requested handle types */
+	uint64_t refs;	  /* 1 + cuMemRetainAllocationHandle calls not yet released */
 };
 
 struct sim_reservation {
@@ -66,6 +67,8 @@ struct sim_reservation {
 struct sim_mapping {
 	struct sim_range r;
 	struct sim_phys *phys;
+	uint64_t handle;	 /* the handle mapped (cuMemRetainAllocationHandle) */
+	int handle_types;	 /* its requested handle types */
 	unsigned char *prot;	 /* access flags per granule: the widest given to any device */
 	unsigned char *dev_prot; /* per granule, CMSSIM_MAX_DEVICES flags each: per device */
 };

@@ -289,6 +289,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 	phys->st_ino = st.st_ino;
 	h->phys = phys;
 	h->handle_types = prop->requestedHandleTypes;
+	h->refs = 1;
 	h->r.size = 1;
 
 	sim_wrlock();
@@ -325,6 +326,10 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (!h) {
 		sim_unlock();
 		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (--h->refs) { /* retained (cuMemRetainAllocationHandle): one reference less */
+		sim_unlock();
+		return CUDA_SUCCESS;
 	}
 	sim_set_remove(&sim.handles, handle);
 	phys_put(h->phys); /* memory stays while mapped */
@@ -389,6 +394,8 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		goto err_remove;
 	m->phys = h->phys;
 	m->phys->refs++;
+	m->handle = handle;
+	m->handle_types = h->handle_types;
 	sim_unlock();
 	return CUDA_SUCCESS;
 
@@ -401,6 +408,50 @@ err_free:
 	free(m->prot);
 	free(m);
 	return rc;
+}
+
+/* The handle that mapped the mapping containing addr, one reference more: the same handle while
+ * it lives, else made again with that value over the mapped memory (released while mapped). */
+SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+	struct sim_handle *h, *made;
+	struct sim_mapping *m;
+
+	SIM_ENTER("cuMemRetainAllocationHandle");
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	made = calloc(1, sizeof(*made));
+	if (!made)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	sim_wrlock();
+	m = (struct sim_mapping *)sim_set_containing(&sim.mappings, (uint64_t)(uintptr_t)addr,
+						     NULL);
+	if (!m) {
+		sim_unlock();
+		free(made);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	h = (struct sim_handle *)sim_set_find(&sim.handles, m->handle);
+	if (h) {
+		h->refs++;
+	} else {
+		made->r.base = m->handle;
+		made->r.size = 1;
+		made->phys = m->phys;
+		made->handle_types = m->handle_types;
+		made->refs = 1;
+		if (sim_set_insert(&sim.handles, &made->r)) {
+			sim_unlock();
+			free(made);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		m->phys->refs++;
+		made = NULL;
+	}
+	*handle = m->handle;
+	sim_unlock();
+	free(made);
+	return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
@@ -627,6 +678,7 @@ SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
 	phys->st_dev = st.st_dev;
 	phys->st_ino = st.st_ino;
 	h->handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	h->refs = 1;
 	h->r.size = 1;
 
 	sim_wrlock();

@@ -107,11 +107,12 @@ cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
 static void arena_free(struct cms_region *r, struct cms_arena *ar)
 {
 	cms_context *ctx = r->ctx;
+	CUresult res = ctx->drv.cuMemAddressFree(ar->base, ar->len);
 	struct cms_arena **pp;
 	struct cms_extent *e;
 
-	if (ctx->drv.cuMemAddressFree(ar->base, ar->len) != CUDA_SUCCESS)
-		cms_cleanup_range(ctx, r->device, ar->base, ar->len, false);
+	if (res != CUDA_SUCCESS) /* kept as it is: not tried again at once */
+		cms_cleanup_reservation(ctx, r->device, ar->base, ar->len, res);
 	for (pp = &cms_region_vmm(r)->arenas; *pp != ar; pp = &(*pp)->next)
 		;
 	*pp = ar->next;

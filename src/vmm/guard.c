@@ -8,7 +8,9 @@
  * only whole handles: an H200 refuses a mapping shorter than its handle with
  * CUDA_ERROR_NOT_SUPPORTED). A stray read sees zeros and a write faults.
  * a->guarded counts the pieces mapped from the allocation's base up, exact on
- * every failure path; they are unmapped together (one cuMemUnmap: all or nothing).
+ * every failure path; they are unmapped together (one cuMemUnmap), and piece by piece, the
+ * last first, when that call fails (a failure there maps the pieces unmapped so far again,
+ * best effort).
  */
 #include <string.h>
 
@@ -160,23 +162,63 @@ static void piece(const struct cms_alloc *a, size_t i, size_t *off, int *order)
 	*order = k;
 }
 
+/* Maps a's guard pieces from a->guarded up again (zero handles, read-only), counting each;
+ * stops at a failure (logged), a->guarded exact. */
+static void reguard(struct cms_alloc *a)
+{
+	struct cms_region *r = a->region;
+	size_t g = r->ctx->devices[r->device].granularity, n = npieces(a), off;
+	cms_status st;
+	int order;
+
+	while (cms_alloc_vmm(a)->guarded < n) {
+		piece(a, cms_alloc_vmm(a)->guarded, &off, &order);
+		st = cms_vmm_map_range_read(r, a->base + off, ((size_t)1 << order) * g,
+					    zero_of(a, order));
+		if (!st || st == CMS_ERR_ROLLBACK_FAILED) /* that one: mapped without access */
+			cms_alloc_vmm(a)->guarded++;
+		if (st) {
+			cms_log(r->ctx, CMS_LOG_ERROR,
+				"0x%llx: %zu of %zu guard pieces mapped after a failed unmap; the "
+				"rest "
+				"fault until it is resumed",
+				(unsigned long long)a->base, cms_alloc_vmm(a)->guarded, n);
+			return;
+		}
+	}
+}
+
 cms_status cms_vmm_unguard(struct cms_alloc *a)
 {
 	cms_context *ctx = a->region->ctx;
 	size_t g = ctx->devices[a->region->device].granularity, off;
 	cms_status st = CMS_OK;
+	char why[512];
 	int order;
 
 	if (!cms_alloc_vmm(a)->guarded)
 		return CMS_OK;
-	/* One cuMemUnmap over the adjacent pieces: all or nothing, so that a failure needs no
-	 * undo (mapping the pieces unmapped so far again, which could fail too and leave a
-	 * paused range that faults instead of reading zeros). */
+	/* One cuMemUnmap over the adjacent pieces (one driver call; a failure usually changes
+	 * nothing, so needs no undo that could fail too). */
 	piece(a, cms_alloc_vmm(a)->guarded - 1, &off, &order);
-	CU_TRY(ctx, cuMemUnmap(a->base, off + ((size_t)1 << order) * g), st, out);
-	cms_alloc_vmm(a)->guarded = 0;
-out:
-	return st;
+	if (ctx->drv.cuMemUnmap(a->base, off + ((size_t)1 << order) * g) == CUDA_SUCCESS) {
+		cms_alloc_vmm(a)->guarded = 0;
+		return CMS_OK;
+	}
+	/* The driver does not say what a failed unmap over several mappings leaves (it may have
+	 * unmapped some; over a hole it succeeds): piece by piece, the last first, counting
+	 * a->guarded down, so that it stays exact whatever fails. */
+	while (cms_alloc_vmm(a)->guarded) {
+		piece(a, cms_alloc_vmm(a)->guarded - 1, &off, &order);
+		CU_TRY(ctx, cuMemUnmap(a->base + off, ((size_t)1 << order) * g), st, remap);
+		cms_alloc_vmm(a)->guarded--;
+	}
+	return CMS_OK;
+
+remap: /* as it was, best effort: the pieces unmapped here are mapped again */
+	cms_last_error_message(why, sizeof(why));
+	reguard(a);
+	return cms_set_error(st, "%s", why);
 }
 
 cms_status cms_vmm_guard(struct cms_alloc *a)

@@ -141,18 +141,25 @@ cms_status cms_run_plan(struct cms_alloc **v, size_t n)
 	return CMS_OK;
 }
 
-cms_status cms_run_create(struct cms_run *run)
+void cms_run_adopt(struct cms_run *run, CUmemGenericAllocationHandle handle)
 {
-	cms_status st;
 	size_t i;
 
-	st = cms_vmm_create_handle(run->region, run->len, &run->handle);
-	if (st)
-		return st;
+	run->handle = handle;
 	for (i = 0; i < run->nslots; i++)
 		if (run->slots[i].a)
-			cms_alloc_vmm(run->slots[i].a)->handle = run->handle;
-	return CMS_OK;
+			cms_alloc_vmm(run->slots[i].a)->handle = handle;
+}
+
+cms_status cms_run_create(struct cms_run *run)
+{
+	CUmemGenericAllocationHandle handle;
+	cms_status st;
+
+	st = cms_vmm_create_handle(run->region, run->len, &handle);
+	if (!st)
+		cms_run_adopt(run, handle);
+	return st;
 }
 
 static void set_mapped(struct cms_run *run, bool mapped)

@@ -27,7 +27,7 @@ cms_status cms_vmm_unreserve(struct cms_alloc *a)
 
 	if (!cms_alloc_vmm(a)->arena) /* retired from a run: its addresses went with the run */
 		return CMS_OK;
-	st = cms_vmm_unguard(a); /* the addresses go back unmapped; on failure as they were */
+	st = cms_vmm_unguard(a); /* the addresses go back unmapped; on failure a->guarded exact */
 	if (st)
 		return st;
 	st = cms_arena_give(a->region, cms_alloc_vmm(a)->arena, a->base, a->physical);
@@ -132,15 +132,43 @@ cms_status cms_vmm_back(struct cms_alloc *a)
 	return st;
 }
 
+/* After a failed unmap of memory whose handle was released: the handle back from the mapping
+ * (cuMemRetainAllocationHandle), so that a is whole again. Best effort: when it fails too, a
+ * stays mapped without a handle (logged). */
+static void retain(struct cms_alloc *a)
+{
+	cms_context *ctx = a->region->ctx;
+	struct cms_run *run = cms_alloc_vmm(a)->run;
+	CUdeviceptr base = run ? run->base : a->base;
+	CUmemGenericAllocationHandle h;
+
+	if (ctx->drv.cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)base) != CUDA_SUCCESS) {
+		cms_log(ctx, CMS_LOG_ERROR,
+			"0x%llx: mapped without a handle after a failed free "
+			"(cuMemRetainAllocationHandle "
+			"failed); the next pause gives its memory back",
+			(unsigned long long)a->base);
+		return;
+	}
+	if (run)
+		cms_run_adopt(run, h);
+	else
+		cms_alloc_vmm(a)->handle = h;
+}
+
 cms_status cms_vmm_unback(struct cms_alloc *a)
 {
 	cms_status st;
 
 	/* The handle first: the driver keeps released memory while it is mapped, so a failed
-	 * release changes nothing and a failed unmap leaves the memory mapped with its content
-	 * (no handle: the next unmap frees it). Neither needs an undo that could fail too. */
+	 * release changes nothing, and after a failed unmap the memory is still mapped with its
+	 * content: its handle is taken back from the mapping. Neither needs an undo of the
+	 * content. */
 	st = cms_vmm_release(a);
-	if (!st)
-		st = cms_vmm_unmap(a);
+	if (st)
+		return st;
+	st = cms_vmm_unmap(a);
+	if (st && a->mapped)
+		retain(a);
 	return st;
 }

@@ -102,6 +102,8 @@ void cms_run_order(struct cms_alloc **v, size_t n);
 cms_status cms_run_plan(struct cms_alloc **v, size_t n);
 /* cuMemCreate of the run's handle; every member's handle follows. */
 cms_status cms_run_create(struct cms_run *run);
+/* handle becomes the run's and every member's (cms_run_create; a handle retained back). */
+void cms_run_adopt(struct cms_run *run, CUmemGenericAllocationHandle handle);
 /* cuMemMap + cuMemSetAccess of the run; every member becomes mapped. */
 cms_status cms_run_map(struct cms_run *run);
 /* cuMemUnmap of the run; no member is mapped then. */
@@ -151,7 +153,9 @@ void cms_vmm_guard_drop(cms_context *ctx, int32_t dev);
  * in pieces of the handle's size; all or nothing (what a failure could not unmap stays
  * counted in a->guarded). */
 cms_status cms_vmm_guard(struct cms_alloc *a);
-/* cuMemUnmap of a's guard pieces, one call over them all: on failure nothing changed. */
+/* cuMemUnmap of a's guard pieces, one call over them all; when it fails, piece by piece, the
+ * last first, and when one of those fails the pieces unmapped so far are mapped again (best
+ * effort): on failure a->guarded counts the pieces mapped, all of them unless that failed too. */
 cms_status cms_vmm_unguard(struct cms_alloc *a);
 
 /* ---- vmm.c: driver objects of one allocation (region lock held) ---- */
@@ -208,9 +212,10 @@ cms_status cms_vmm_unmap(struct cms_alloc *a);
  * cms_vmm_unback). On failure as before. */
 cms_status cms_vmm_back(struct cms_alloc *a);
 /* Release, then unmap (a's whole run: its last member; the run stays until
- * cms_run_dissolve); no undo. On failure a is as before, except after a failed unmap: mapped
- * with its content but without a handle (the memory goes with the mapping: a pause unmaps it,
- * a resume backs it with a new handle). */
+ * cms_run_dissolve); no undo. On failure a is as before: after a failed unmap the handle is
+ * retained back from the mapping (cuMemRetainAllocationHandle). Only when that fails too is a
+ * left mapped with its content but without a handle (the memory goes with the mapping: a pause
+ * unmaps it, a resume backs it with a new handle). */
 cms_status cms_vmm_unback(struct cms_alloc *a);
 
 #endif /* CMS_VMM_H */
