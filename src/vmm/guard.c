@@ -179,9 +179,8 @@ static void reguard(struct cms_alloc *a)
 			cms_alloc_vmm(a)->guarded++;
 		if (st) {
 			cms_log(r->ctx, CMS_LOG_ERROR,
-				"0x%llx: %zu of %zu guard pieces mapped after a failed unmap; the "
-				"rest "
-				"fault until it is resumed",
+				"0x%llx: %zu of %zu guard pieces mapped after a failed unmap; "
+				"the rest fault until it is resumed",
 				(unsigned long long)a->base, cms_alloc_vmm(a)->guarded, n);
 			return;
 		}
