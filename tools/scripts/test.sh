@@ -7,7 +7,7 @@
 #   build-fuzz/  clang + libFuzzer + ASan/UBSan: option structs, tags and the IPC protocol, 60 s each
 # plus the Python package (unittest), the Rust and Go bindings (tools/scripts/test-bindings.sh)
 # and the Debian packages (tools/scripts/test-packages.sh: build, lintian, install, consume,
-# remove). About 27 minutes on a 2-core machine (docs/testing.md). Each test is
+# remove). About 26 minutes on a 2-core machine (docs/testing.md). Each test is
 # printed as it finishes (number, name, result, time), each stage with its elapsed time, and
 # the run ends with one recap: stages and times, tests passed per stage, fault points, fuzz
 # runs, total real time.
