@@ -59,13 +59,13 @@ cms_status cms_out_unmap(struct cms_work *w)
 	cms_status st;
 	size_t i;
 
-	for (i = 0; i < w->no; i++)
-		if (w->vo[i]->mapped && !cms_alloc_vmm(w->vo[i])->handle)
-			bytes += cms_out_bytes(w->vo[i]);
 	for (i = 0; i < w->no; i++) {
+		bool orphan = w->vo[i]->mapped && !cms_alloc_vmm(w->vo[i])->handle;
+
 		st = cms_vmm_unmap(w->vo[i]);
 		if (st)
 			return st;
+		bytes += orphan ? cms_out_bytes(w->vo[i]) : 0;
 	}
 	w->released += bytes;
 	return CMS_OK;

@@ -255,7 +255,7 @@ size_t cms_run_chunk_bytes(const struct cms_region *r)
 	size_t n = (size_t)cms_tune_bytes(&r->ctx->tune, CMS_TUNE_RUN_CHUNK, gran);
 
 	if (r->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
-	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n || n % gran)
+	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n) /* n: whole granules (tunables.c) */
 		return 0;
 	return n;
 }
