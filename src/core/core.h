@@ -225,13 +225,13 @@ struct cms_span {
 	uint64_t off, len;
 };
 
-/* Cumulative counters of a region (cms_region_stats, since 1.2; stats.c). */
+/* Cumulative counters of a region (cms_region_stats, since 1.2; counters.c). */
 struct cms_counters {
 	uint64_t pauses, resumes, swaps, failures;
 	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
 	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
 	uint64_t pause_ns, resume_ns;
-	uint64_t bytes_prepared, prepare_ns; /* CMS_REGION_PREPARE (store/prepare.c; since 1.3) */
+	uint64_t bytes_prepared, prepare_ns; /* CMS_REGION_PREPARE (store/host_ahead.c; since 1.3) */
 	uint64_t bytes_verified, verify_ns;  /* CMS_REGION_VERIFY (since 1.3) */
 	uint64_t bytes_unchanged;	     /* since 1.3 */
 };
@@ -260,11 +260,11 @@ struct cms_region {
 	/* cms_region_freeze (since 1.3): every mapping read-only for the device and the peers,
 	 * except while a resume or a pause's rollback restores into it (engine); lock. */
 	bool frozen;
-	struct cms_counters counters; /* cumulative, since creation (stats.c); under lock */
+	struct cms_counters counters; /* cumulative, since creation (counters.c); under lock */
 };
 
 struct cms_hook_defaults; /* private to hookctx.c */
-struct cms_preparer;	  /* private to engine/prepare.c */
+struct cms_preparer;	  /* private to engine/preparer.c */
 
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
@@ -291,7 +291,7 @@ struct cms_context {
 	/* Default regions and default-region template of the hook context (hookctx.c; since
 	 * 1.2), made by the first set: NULL = none; under lock. */
 	struct cms_hook_defaults *hook_defaults;
-	/* The background preparation of host backups (CMS_REGION_PREPARE; engine/prepare.c),
+	/* The background preparation of host backups (CMS_REGION_PREPARE; engine/preparer.c),
 	 * made by the first allocation that needs it: NULL = none; set under lock. */
 	struct cms_preparer *preparer;
 };
@@ -479,7 +479,7 @@ bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_M
 /* Frees ctx's defaults and template (cms_context_destroy, once ctx is no hook context). */
 void cms_hook_defaults_free(cms_context *ctx);
 
-/* ---- stats.c: cumulative counters of regions (their locks held) ---- */
+/* ---- counters.c: cumulative counters of regions (their locks held) ---- */
 /* What one committed side of an engine call did to one region. */
 struct cms_counted {
 	uint64_t released, backed, to_store, from_store; /* bytes */

@@ -56,7 +56,7 @@ cms_status cms_alloc_release(struct cms_alloc *a);
 /* Drops a reference to r; the last one frees it (ctx->lock held). */
 void cms_region_unref_locked(struct cms_region *r);
 
-/* ---- prepare.c: the background thread that makes host backups ahead (CMS_REGION_PREPARE) ---- */
+/* ---- preparer.c: the background thread that makes host backups ahead (CMS_REGION_PREPARE) ---- */
 
 /* r (its lock held) may have allocations to prepare (after a cms_alloc, a flag change): wakes
  * the context's preparation thread, starting it on first need, and emits the lines it logged
@@ -72,7 +72,7 @@ void cms_prepare_stop(cms_context *ctx);
 struct cms_call;
 struct cms_work;
 
-/* A schedule: what one device does for one kind of call (pause.c, resume.c, swap.c). */
+/* A schedule: what one device does for one kind of call (pause.c, resume.c, swap_schedule.c). */
 struct cms_schedule {
 	const char *name; /* "pause", "resume", "swap": progress reports and logs */
 	cms_status (*run)(struct cms_work *w);

@@ -1272,7 +1272,7 @@ static void host_region_close(struct cms_region *r)
 	lazy_drop(r);
 }
 
-/* ---- buffers made ahead (prepare.c, CMS_REGION_PREPARE) ---- */
+/* ---- buffers made ahead (host_ahead.c, CMS_REGION_PREPARE) ---- */
 
 struct cms_hostbuf *cms_hostbuf_new(cms_context *ctx, int32_t device, size_t len, bool pageable)
 {

@@ -119,7 +119,7 @@ cms_status cms_store_save(struct cms_lanes *l, struct cms_alloc **v, size_t n, b
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) /* a buffer being made ahead (prepare.c): waited for, used */
+	for (i = 0; i < n; i++) /* a buffer being made ahead (host_ahead.c): waited for, used */
 		if (!i || v[i]->region != v[i - 1]->region)
 			cms_store_prepare_take(v[i]->region, false);
 	for (i = 0; i < n; i++) /* frozen: the backup holds the content (no copy) */

@@ -24,7 +24,7 @@ struct cms_store_alloc {
 	size_t backup_len;	     /* page-rounded size of the slice */
 	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
 	bool fresh_buffer; /* the slice was made by the running pause (the engine clears it) */
-	bool prepared;	   /* the slice was made ahead (prepare.c) and holds no content yet */
+	bool prepared;	   /* the slice was made ahead (host_ahead.c) and holds no content yet */
 	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
 	uint64_t disk_off;
 	/* Frozen region (cms_region_freeze): the backup its storage holds (backup_held) equals
@@ -45,7 +45,7 @@ struct cms_store_region {
 	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host.c) */
 	struct cms_stage *host_stage;  /* staging kept between restores (host.c) */
 	struct cms_disk *disk;	       /* DISK: its directory and file (disk.c) */
-	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (prepare.c) */
+	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (host_ahead.c) */
 };
 
 static inline struct cms_store_alloc *cms_alloc_store(const struct cms_alloc *a)
@@ -252,7 +252,7 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 	       (char *)cms_alloc_store(a)->backup + a->size == (char *)cms_alloc_store(b)->backup;
 }
 
-/* ---- host.c: host buffers made ahead, for prepare.c ---- */
+/* ---- host.c: host buffers made ahead, for host_ahead.c ---- */
 
 /* A buffer of len bytes for device's backups in no region yet, mapped (transparent huge pages
  * advised, not inherited by a fork) but neither faulted in nor page-locked; NULL when out of
@@ -276,7 +276,7 @@ void cms_hostbuf_attach(struct cms_region *r, struct cms_hostbuf *hb, struct cms
 /* The most bytes one host buffer holds for several allocations of r. */
 uint64_t cms_hostbuf_group_max(const struct cms_region *r);
 
-/* ---- prepare.c: host backups made ahead (CMS_REGION_PREPARE) ---- */
+/* ---- host_ahead.c: host backups made ahead (CMS_REGION_PREPARE) ---- */
 
 /*
  * One buffer made ahead for a group of allocations of one region, by the engine's background

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prepare.c - the background thread that makes host backups ahead
- * (CMS_REGION_PREPARE); store/prepare.c makes and attaches the buffers.
+ * preparer.c - the background thread that makes host backups ahead
+ * (CMS_REGION_PREPARE); store/host_ahead.c makes and attaches the buffers.
  *
  * One thread per context, started by the first cms_alloc that needs it (every
  * signal blocked: cms_thread_start) and joined by cms_context_destroy. Each

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stats.c - the cumulative counters of a region (cms_region_stats): bumped by
+ * counters.c - the cumulative counters of a region (cms_region_stats): bumped by
  * the engine when it commits (engine/fanout.c) and by the api layer when a
  * pause, resume or swap fails; read under the region's lock.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * range.c - the driver calls on a range of addresses with the properties of
+ * mapping.c - the driver calls on a range of addresses with the properties of
  * a region: cuMemCreate of a physical handle, cuMemMap with cuMemSetAccess
  * (read-write; read-only for the zero handle of a guard, guard.c),
  * cuMemSetAccess alone (read-write, or read-only for a frozen region). The

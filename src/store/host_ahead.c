@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prepare.c - host backups made ahead (CMS_REGION_PREPARE): the store's half
- * of the background preparation (engine/prepare.c runs the thread).
+ * host_ahead.c - host backups made ahead (CMS_REGION_PREPARE): the store's half
+ * of the background preparation (engine/preparer.c runs the thread).
  *
  * A job is one host buffer for a group of allocations of one region that have
  * no backup yet, the group host.c's first pause would make (consecutive in

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * swap.c - the swap schedule of one device: its out side (the regions it
+ * swap_schedule.c - the swap schedule of one device: its out side (the regions it
  * pauses) and its in side (those it resumes) at once, so that both copy
  * directions run together and each release's memory can serve the in side.
  *
