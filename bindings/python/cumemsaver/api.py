@@ -718,6 +718,8 @@ class Context:
             log = log_to_logging
             if log_level is None:
                 log_level = _level_of_logger()
+        elif log is not None and not callable(log):
+            raise TypeError(f'log must be a callable, "logging" or None, not {type(log).__name__}')
         if log_level is None:
             log_level = LogLevel.WARN
         self._log = log

@@ -21,6 +21,7 @@ from .api import (
     Tag,
     _bool,
     _call,
+    _callback,
     _decode,
     _enum_arg,
     _enum_or_int,
@@ -261,6 +262,8 @@ class Import(_Owned):
         on_event: Optional[Callable[[Any, int], None]] = None,
         name: Optional[str] = None,
     ):
+        _callback(on_quiesce, "on_quiesce")
+        _callback(on_event, "on_event")
         super().__init__(context)
         opts = L.init_struct(L.cms_import_options)
         opts.device = _i32(device, "device")
@@ -369,6 +372,7 @@ class ControlSocket(_Owned):
         allow_all: bool = False,
         allowed_uids: Optional[List[int]] = None,
     ):
+        _callback(handler, "handler")
         super().__init__(context)
         opts = L.init_struct(L.cms_control_options)
         opts.flags = L.CMS_CONTROL_ALLOW_ALL if _bool(allow_all, "allow_all") else 0

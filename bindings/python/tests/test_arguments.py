@@ -261,6 +261,27 @@ class TestCallbacks(Base):
         self.assertIn("pause", calls)
         self.ctx.set_progress(None)
 
+    def test_other_callbacks_must_be_callable(self):
+        # Context(log=5), control_socket(handler=5) and open_import(on_quiesce=5 / on_event=5)
+        # were accepted and failed only when the library called them, each time, logged
+        import tempfile
+
+        for bad in (5, b"fn", 1.5):
+            name = type(bad).__name__
+            with self.subTest(log=bad):
+                with self.assertRaisesRegex(TypeError, f"^log must be a callable, \"logging\" or None, not {name}"):
+                    cms.Context(log=bad)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "s")
+                for kw in ("on_quiesce", "on_event"):
+                    with self.subTest(keyword=kw, value=bad):
+                        with self.assertRaisesRegex(TypeError, f"^{kw} must be a callable or None, not {name}$"):
+                            self.ctx.open_import(path, "a", **{kw: bad})
+                with self.subTest(handler=bad):
+                    with self.assertRaisesRegex(TypeError, f"^handler must be a callable or None, not {name}$"):
+                        self.ctx.control_socket(path, handler=bad)
+                self.assertEqual(os.listdir(tmp), [])
+
 
 class TestVersion(unittest.TestCase):
     def test_version_is_the_string(self):
