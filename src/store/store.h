@@ -317,6 +317,9 @@ void cms_store_prepare_build(cms_context *ctx, struct cms_prep_job *j, const ato
  * NULL, or returns the buffer when none does (the caller frees it, cms_hostbuf_free, after
  * unlocking). Frees j's plan. r's lock held. */
 struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_prep_job *j);
+/* Gives back the buffer cms_store_prepare_finish returned (no allocation needed it); no lock
+ * held. The preparer's one way to the HOST buffers. */
+void cms_store_prepare_discard(cms_context *ctx, struct cms_hostbuf *hb);
 /* Takes over r's job in flight, if any: waits until it is built, then attaches its buffer as
  * finish does (cancel false: a pause), or gives it back (cancel true: it stops early; a flag
  * change, a destroy). r's lock held. */
