@@ -7,9 +7,11 @@
  * every other on a thread of its own); the
  * schedules are made of the same steps (out.c: wait, save, unmap, release,
  * roll back; in.c: back, restore, undo; commit.c: commit) and never branch on
- * a restore policy (store/ does, through its operations table). It never
- * validates user input: api/ does, and locks the regions (creation order)
- * before calling in. docs/architecture.md walks through a call.
+ * a restore policy (store/ does, through its operations table) nor call a
+ * region feature by name (feature.c: one table of CMS_REGION_* flags, their
+ * rules and hooks). It validates user input only through that table's check,
+ * which api/ calls; api/ locks the regions (creation order) before calling
+ * in. docs/architecture.md walks through a call.
  */
 #ifndef CMS_ENGINE_H
 #define CMS_ENGINE_H

@@ -11,9 +11,10 @@
  * in side checks only allocations that have one, of regions that have the
  * flag now (cms_region_flags_set may clear it to take a backup back anyway).
  * What the checksum needs on the device (its kernel and a granule of scratch)
- * is held from the moment a region has the flag (cms_verify_hold at its
- * create or when cms_region_flags_set sets it) until it clears it or goes
- * (cms_verify_release), so a pause never needs device memory to checksum.
+ * is held from the moment a region has the flag (verify_hold, its attach hook,
+ * at its create or when cms_region_flags_set sets it) until it clears it or
+ * goes (verify_release, detach), so a pause never needs device memory to
+ * checksum.
  * A checksum counts only in the region's epoch it was taken in (a resume
  * that committed ends it) and is dropped when a rollback maps its allocation
  * again, so that a pause of the region without the flag (which runs no hook
