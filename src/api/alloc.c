@@ -10,6 +10,7 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 	struct cms_region *r = region;
 	struct cms_alloc *a;
 	cms_context *ctx;
+	bool keep = false;
 	size_t gran;
 	cms_status st;
 
@@ -53,44 +54,30 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 				   r->tag);
 		goto err_unlock;
 	}
-	st = cms_vmm_reserve(a); /* a CMS_REGION_COALESCE region's chunk may back it too */
+	st = cms_engine_alloc(a, &keep); /* reserved, linked, backed */
 	if (st)
-		goto err_unlock;
-	cms_region_link_alloc(r, a); /* accounting follows the state from here on */
-	st = cms_vmm_back(a);
-	if (st)
-		goto err_unlink;
-	cms_run_open(a);
+		goto err_kept;
 	/* The address is an allocation again; before it can be found (and retired again by a
 	 * destroy, which the region lock orders after this). */
 	cms_hook_unretire(a->base);
 	pthread_mutex_lock(&ctx->lock);
 	st = cms_index_insert(ctx, a);
 	pthread_mutex_unlock(&ctx->lock);
-	if (st)
-		goto err_unback;
+	if (st) {
+		keep = cms_engine_alloc_undo(a);
+		goto err_kept;
+	}
 	/* Read under the region lock: once it is released, a free or a destroy may free a. */
 	*ptr = a->base;
-	cms_prepare_kick(r); /* CMS_REGION_PREPARE: its host backup is made in the background */
+	cms_engine_alloc_done(a); /* CMS_REGION_PREPARE: its host backup made in the background */
 	pthread_mutex_unlock(&r->lock);
 	return CMS_OK;
 
-err_unback:
-	if (cms_run_keeps(a))
-		cms_run_untake(a); /* the chunk's other members keep it mapped */
-	else
-		cms_vmm_unback(a);
-err_unlink:
-	if (a->mapped || cms_alloc_vmm(a)->handle) {
-		/* Rollback failed: keep it (unindexed) rather than lose track of driver objects. */
-		cms_log(ctx, CMS_LOG_ERROR, "0x%llx: allocation rollback incomplete",
-			(unsigned long long)a->base);
+err_kept:
+	if (keep) { /* the undo failed: kept (unindexed) rather than lose track of driver objects */
 		pthread_mutex_unlock(&r->lock);
 		return st;
 	}
-	cms_region_unlink_alloc(r, a);
-	cms_run_dissolve(&a, 1); /* a new chunk never backed: its tail's addresses go back */
-	cms_vmm_unreserve(a);
 err_unlock:
 	pthread_mutex_unlock(&r->lock);
 	free(a);
@@ -138,9 +125,7 @@ CMS_API cms_status cms_free(cms_context *ctx, uint64_t ptr)
 	pthread_mutex_unlock(&ctx->lock);
 
 	pthread_mutex_lock(&r->lock);
-	st = cms_alloc_release(a);
-	if (!st)
-		cms_region_unlink_alloc(r, a);
+	st = cms_engine_free(a); /* memory, storage, then out of the region's list */
 	pthread_mutex_lock(&ctx->lock);
 	if (st) {
 		/* Still held: make it findable again (its region cannot be gone: we hold a

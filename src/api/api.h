@@ -48,9 +48,6 @@ cms_status cms_alloc_device_sync(cms_context *ctx, uint64_t ptr);
 /* opts (NULL: the defaults) copied into *out and checked as cms_region_create checks them:
  * struct size, policy, flags. */
 cms_status cms_region_options_check(const cms_region_options *opts, cms_region_options *out);
-/* CMS_ERR_INVALID_ARGUMENT when flags has CMS_REGION_VERIFY and policy keeps no backup to
- * verify (neither HOST nor DISK). */
-cms_status cms_region_verify_check(uint64_t flags, uint32_t policy);
 /* cms_region_create, with dir (non-NULL: a CMS_POLICY_DISK region's directory, checked by
  * the caller) set before the region joins the context's list, so that no other thread sees
  * it without one; a directory that cannot take the region's file fails the creation. */

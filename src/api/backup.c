@@ -77,12 +77,12 @@ CMS_API cms_status cms_backup_read(cms_context *ctx, uint64_t ptr, void *buf, ui
 	return st;
 }
 
-#define CHANGEABLE (CMS_REGION_RELEASE_HOST | CMS_REGION_HOST_PAGEABLE | CMS_REGION_VERIFY)
-
 CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint64_t flags)
 {
 	struct cms_region *r = region;
-	uint64_t next, changed;
+	struct cms_feature_query q = {
+		.when = CMS_FEATURE_CHANGE, .mask = mask, .flags = flags, .v = &r, .n = 1
+	};
 	cms_status st;
 
 	if (!r)
@@ -90,64 +90,14 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 	st = cms_check_fork(r->ctx);
 	if (st)
 		return st;
-	if (mask & ~(uint64_t)CHANGEABLE)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "region flags 0x%llx cannot be changed (only 0x%llx can)",
-				     (unsigned long long)(mask & ~(uint64_t)CHANGEABLE),
-				     (unsigned long long)CHANGEABLE);
-	if (flags & ~mask)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "flags 0x%llx are outside the mask 0x%llx",
-				     (unsigned long long)flags, (unsigned long long)mask);
-	if ((flags & CMS_REGION_HOST_PAGEABLE) && r->policy != CMS_POLICY_HOST) /* as at create */
-		return cms_set_error(
-			CMS_ERR_INVALID_ARGUMENT,
-			"CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (region \"%s\" has "
-			"policy %u)",
-			r->tag, r->policy);
-	st = cms_region_verify_check(flags, r->policy); /* as at create */
+	st = cms_feature_check(&q); /* changeable, policies: engine/feature.c */
 	if (st)
 		return st;
 	pthread_mutex_lock(&r->lock);
-	next = (r->flags & ~mask) | flags;
-	changed = r->flags ^ next;
-	if ((changed & CMS_REGION_HOST_PAGEABLE) && r->state != CMS_STATE_ACTIVE) {
-		st = cms_set_error(CMS_ERR_PAUSED,
-				   "region \"%s\" is paused: its backups are where they are until "
-				   "it is resumed",
-				   r->tag);
-		goto out;
-	}
-	if (changed & next & CMS_REGION_VERIFY) {
-		/* held from now on, so that a pause on a full device need not find memory */
-		st = cms_verify_hold(r->ctx, r->device);
-		if (st)
-			goto out; /* nothing changed */
-	}
-	/* Active and asked to keep less: what it keeps goes now, once no copy reads it. */
-	if (r->state == CMS_STATE_ACTIVE &&
-	    ((next & CMS_REGION_RELEASE_HOST) || (changed & CMS_REGION_HOST_PAGEABLE))) {
-		st = cms_region_settle(r);
-		if (st)
-			goto err_verify; /* nothing changed */
-		cms_store_release_kept(r, next & CMS_REGION_RELEASE_HOST);
-	}
-	r->flags = next;
-	if (changed & ~next & CMS_REGION_VERIFY)
-		cms_verify_release(r->ctx, r->device); /* the region's hold */
-	/* What it keeps may have gone: a frozen region's next pause copies. CMS_REGION_VERIFY
-	 * changes no backup (the next pause checksums the memory, copied or not). */
-	if (changed & ~(uint64_t)CMS_REGION_VERIFY)
-		cms_store_stale(r);
-	cms_prepare_kick(r); /* CMS_REGION_PREPARE without CMS_REGION_RELEASE_HOST: again */
-	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\": flags 0x%llx", r->tag,
-		(unsigned long long)next);
-	goto out;
-
-err_verify:
-	if (changed & next & CMS_REGION_VERIFY)
-		cms_verify_release(r->ctx, r->device);
-out:
+	q.when = CMS_FEATURE_CHANGE_LOCKED; /* what depends on its state */
+	st = cms_feature_check(&q);
+	if (!st)
+		st = cms_engine_flags_set(r, (r->flags & ~mask) | flags);
 	pthread_mutex_unlock(&r->lock);
 	return st;
 }

@@ -80,7 +80,8 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 				     "%d exporters, imports or control sockets of this context are "
 				     "still open: destroy them first",
 				     atomic_load(&ctx->ipc_objects));
-	cms_prepare_stop(ctx); /* a later cms_alloc starts it again if a destroy fails */
+	cms_engine_context_end(ctx); /* CMS_REGION_PREPARE's thread; a later cms_alloc starts
+				      * it again if a destroy fails */
 	while (ctx->regions) {
 		st = cms_region_destroy(ctx->regions);
 		if (st)

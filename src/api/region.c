@@ -34,45 +34,12 @@ cms_status cms_region_options_check(const cms_region_options *opts, cms_region_o
 	if (o.policy >= cms_store_count())
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown restore policy %u",
 				     o.policy);
-	if (o.flags & ~(uint64_t)(CMS_REGION_RELEASE_HOST | CMS_REGION_SHAREABLE |
-				  CMS_REGION_SHAREABLE_FABRIC | CMS_REGION_COALESCE |
-				  CMS_REGION_GUARD | CMS_REGION_HOST_PAGEABLE | CMS_REGION_CHUNKS |
-				  CMS_REGION_PREPARE | CMS_REGION_VERIFY))
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown region flags 0x%llx",
-				     (unsigned long long)o.flags);
-	if ((o.flags & CMS_REGION_CHUNKS) && !(o.flags & CMS_REGION_COALESCE))
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "CMS_REGION_CHUNKS needs CMS_REGION_COALESCE");
-	if ((o.flags & CMS_REGION_HOST_PAGEABLE) && o.policy != CMS_POLICY_HOST)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "CMS_REGION_HOST_PAGEABLE needs CMS_POLICY_HOST (policy %u "
-				     "keeps no host backup)",
-				     o.policy);
-	if ((o.flags & CMS_REGION_PREPARE) && o.policy != CMS_POLICY_HOST)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "CMS_REGION_PREPARE needs CMS_POLICY_HOST (policy %u keeps no "
-				     "host backup)",
-				     o.policy);
-	if ((o.flags & CMS_REGION_PREPARE) && (o.flags & CMS_REGION_RELEASE_HOST))
-		return cms_set_error(
-			CMS_ERR_INVALID_ARGUMENT,
-			"CMS_REGION_PREPARE with CMS_REGION_RELEASE_HOST: a region that "
-			"gives its host backups back after each resume has none to "
-			"prepare ahead");
-	st = cms_region_verify_check(o.flags, o.policy);
+	/* flags: the feature table's rules (engine/feature.c) */
+	st = cms_feature_check(&(struct cms_feature_query){
+		.when = CMS_FEATURE_CREATE, .flags = o.flags, .policy = o.policy });
 	if (st)
 		return st;
 	*out = o;
-	return CMS_OK;
-}
-
-cms_status cms_region_verify_check(uint64_t flags, uint32_t policy)
-{
-	if ((flags & CMS_REGION_VERIFY) && policy != CMS_POLICY_HOST && policy != CMS_POLICY_DISK)
-		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
-				     "CMS_REGION_VERIFY needs CMS_POLICY_HOST or CMS_POLICY_DISK "
-				     "(policy %u keeps no backup to verify)",
-				     policy);
 	return CMS_OK;
 }
 
@@ -115,26 +82,15 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	pthread_mutex_unlock(&ctx->lock);
 	if (exists)
 		return exists_error(tag, o.device);
-	if (o.flags & CMS_REGION_GUARD) {
-		/* made now, so that a pause (or a swap on a full device) need not find memory */
-		st = cms_push(ctx, o.device);
-		if (st)
-			return st;
-		st = cms_vmm_guard_prepare(ctx, o.device);
-		cms_pop(ctx);
-		if (st)
-			return st;
-	}
-	if (o.flags & CMS_REGION_VERIFY) {
-		/* held from now on, so that a pause on a full device need not find memory */
-		st = cms_verify_hold(ctx, o.device);
-		if (st)
-			return st;
-	}
+	/* What the flags hold on the device (CMS_REGION_GUARD's zeros, CMS_REGION_VERIFY's
+	 * kernel), made now so that a pause on a full device need not find memory. */
+	st = cms_feature_attach(ctx, o.device, o.flags);
+	if (st)
+		return st;
 	r = calloc(1, sizeof(struct cms_api_region)); /* its core part, at offset 0 */
 	if (!r) {
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a region");
-		goto err_verify;
+		goto err_attached;
 	}
 	if (pthread_mutex_init(&r->lock, NULL)) {
 		st = cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot initialise a mutex");
@@ -189,9 +145,8 @@ err_lock:
 	pthread_mutex_destroy(&r->lock);
 err_free:
 	free(r);
-err_verify:
-	if (o.flags & CMS_REGION_VERIFY)
-		cms_verify_release(ctx, o.device);
+err_attached:
+	cms_feature_detach(ctx, o.device, o.flags);
 	return st;
 }
 
@@ -238,7 +193,7 @@ static cms_status release_all_locked(struct cms_region *r)
 			}
 			cms_index_remove(ctx, a);
 			pthread_mutex_unlock(&ctx->lock);
-			st = cms_alloc_release(a);
+			st = cms_engine_free(a); /* memory, storage, out of the region's list */
 			if (st) {
 				/* Keep this allocation and the rest as they are: a retry continues.
 				 */
@@ -250,7 +205,6 @@ static cms_status release_all_locked(struct cms_region *r)
 				return st;
 			}
 			cms_hook_retire(ctx, a->base);
-			cms_region_unlink_alloc(r, a);
 			free(a);
 		}
 		pthread_mutex_lock(&ctx->lock);
@@ -296,8 +250,7 @@ CMS_API cms_status cms_region_destroy(cms_region *region)
 		pthread_mutex_unlock(&ctx->lock);
 		cms_arena_drop_all(r);	   /* none left unless bookkeeping failed (arena.c) */
 		cms_store_region_close(r); /* a file's space goes back now */
-		if (r->flags & CMS_REGION_VERIFY)
-			cms_verify_release(ctx, r->device); /* its hold (cms_region_create) */
+		cms_feature_detach(ctx, r->device, r->flags); /* what its create attached */
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (st)

@@ -65,27 +65,12 @@ static cms_status run_locked(cms_context *ctx, struct transition *t, struct cms_
 	if (!m)
 		return t->pause ? cms_set_error(CMS_ERR_ALREADY_PAUSED, "already paused") :
 				  cms_set_error(CMS_ERR_NOT_PAUSED, "not paused");
-	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
-		if (w[i]->flags & CMS_REGION_RELEASE_HOST)
-			return cms_set_error(
-				CMS_ERR_INVALID_ARGUMENT,
-				"region \"%s\" gives host memory back after each resume: "
-				"CMS_RESUME_ASYNC needs its host buffers until the copies end",
-				w[i]->tag);
-	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
-		if (w[i]->flags & CMS_REGION_VERIFY)
-			return cms_set_error(
-				CMS_ERR_INVALID_ARGUMENT,
-				"region \"%s\" verifies its content after the restore: "
-				"CMS_RESUME_ASYNC would return before it is checked",
-				w[i]->tag);
-	for (i = 0; !t->pause && (t->ropts.flags & CMS_RESUME_ASYNC) && i < m; i++)
-		if (w[i]->flags & CMS_REGION_HOST_PAGEABLE)
-			return cms_set_error(
-				CMS_ERR_INVALID_ARGUMENT,
-				"region \"%s\" keeps pageable host backups: CMS_RESUME_ASYNC "
-				"cannot restore them through staging after the call returns",
-				w[i]->tag);
+	if (!t->pause) { /* flags that need a synchronous resume (engine/feature.c) */
+		st = cms_feature_check(&(struct cms_feature_query){
+			.when = CMS_FEATURE_RESUME, .flags = t->ropts.flags, .v = w, .n = m });
+		if (st)
+			return st;
+	}
 	if (t->pause) {
 		st = cms_ipc_revoke(ctx, w, m); /* importers drop their mappings first */
 		if (!st)

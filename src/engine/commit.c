@@ -100,6 +100,8 @@ cms_status cms_abort(struct cms_work *w, cms_status st)
 	rb2 = cms_work_refreeze(w->out, w->nout, true); /* the rollback mapped read-write */
 	if (!rb)
 		rb = rb2;
+	cms_feature_rollback(
+		w); /* features (CMS_REGION_VERIFY: checksums of memory mapped again) */
 	cms_out_drop_fresh(w);
 	for (i = 0; i < w->nout + w->nin; i++) /* a failed call: no backup is current */
 		cms_store_stale(i < w->nout ? w->out[i] : w->in[i - w->nout]);

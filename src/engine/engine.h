@@ -7,9 +7,11 @@
  * every other on a thread of its own); the
  * schedules are made of the same steps (out.c: wait, save, unmap, release,
  * roll back; in.c: back, restore, undo; commit.c: commit) and never branch on
- * a restore policy (store/ does, through its operations table). It never
- * validates user input: api/ does, and locks the regions (creation order)
- * before calling in. docs/architecture.md walks through a call.
+ * a restore policy (store/ does, through its operations table) nor call a
+ * region feature by name (feature.c: one table of CMS_REGION_* flags, their
+ * rules and hooks). It validates user input only through that table's check,
+ * which api/ calls; api/ locks the regions (creation order) before calling
+ * in. docs/architecture.md walks through a call.
  */
 #ifndef CMS_ENGINE_H
 #define CMS_ENGINE_H
@@ -25,6 +27,7 @@ struct cms_engine_alloc {
 	 * by that pause (checksummed) and checked by the resume after it. */
 	bool checksummed;
 	uint64_t checksum;
+	uint64_t checksum_epoch; /* its region's epoch then: it counts in that epoch only */
 };
 
 static inline struct cms_engine_alloc *cms_alloc_engine(const struct cms_alloc *a)
@@ -56,16 +59,80 @@ cms_status cms_alloc_release(struct cms_alloc *a);
 /* Drops a reference to r; the last one frees it (ctx->lock held). */
 void cms_region_unref_locked(struct cms_region *r);
 
-/* ---- preparer.c: the background thread that makes host backups ahead (CMS_REGION_PREPARE) ---- */
+/* ---- feature.c: the region features (CMS_REGION_*), their rules and hook points ---- */
 
-/* r (its lock held) may have allocations to prepare (after a cms_alloc, a flag change): wakes
- * the context's preparation thread, starting it on first need, and emits the lines it logged
- * since the last call. Nothing for a region that wants no preparation; best effort (a thread
- * that cannot be started is logged). */
-void cms_prepare_kick(struct cms_region *r);
-/* Stops and joins the context's preparation thread (a buffer it is making goes back) and
- * frees its state; emits its last log lines. No lock held (cms_context_destroy). */
-void cms_prepare_stop(cms_context *ctx);
+struct cms_work;
+
+/* What a feature check is for (cms_feature_check). */
+enum cms_feature_when {
+	CMS_FEATURE_CREATE,	   /* flags, policy: cms_region_create, hook templates */
+	CMS_FEATURE_CHANGE,	   /* v[0], mask, flags (their new values): cms_region_flags_set */
+	CMS_FEATURE_CHANGE_LOCKED, /* the same with v[0]'s lock held: what depends on its state */
+	CMS_FEATURE_FREEZE,	   /* v[0] (locked): cms_region_freeze */
+	CMS_FEATURE_RESUME,	   /* v[0..n) (locked), flags (CMS_RESUME_*): a resume of them */
+};
+struct cms_feature_query {
+	enum cms_feature_when when;
+	uint64_t flags;
+	uint64_t mask;
+	uint32_t policy;
+	struct cms_region *const *v;
+	size_t n;
+};
+/* The rules of the feature table for q (unknown bits, changeable, requires, excludes, policies,
+ * CMS_RESUME_ASYNC, freeze): CMS_OK or the first broken rule's status, with its message. */
+cms_status cms_feature_check(const struct cms_feature_query *q);
+/* Flags a change of CMS_REGION_* bits changed (from old to new) makes current backups stale. */
+uint64_t cms_feature_stales(uint64_t changed);
+/* Flags whose setting (in next) or change (in changed) gives back what a region keeps. */
+uint64_t cms_feature_drops_kept(uint64_t next, uint64_t changed);
+/* Device dev gets (attach) or loses (detach) a region with the features of flags: what they hold
+ * per device (CMS_REGION_GUARD's zeros, CMS_REGION_VERIFY's kernel). attach is all or nothing. */
+cms_status cms_feature_attach(cms_context *ctx, int32_t dev, uint64_t flags);
+void cms_feature_detach(cms_context *ctx, int32_t dev, uint64_t flags);
+/* The engine's points: each runs the hooks of the features of w's out (before_save, rollback)
+ * or in (after_restore) regions; nothing when none has a feature with that hook. */
+cms_status cms_feature_before_save(struct cms_work *w, CUstream stream);
+cms_status cms_feature_after_restore(struct cms_work *w, CUstream stream);
+void cms_feature_rollback(struct cms_work *w);
+/* Counters (fanout.c) of region r: before the call runs (plan) and after it committed (count). */
+void cms_feature_plan(const struct cms_region *r, bool out, struct cms_counted *c);
+void cms_feature_count(const struct cms_work *w, const struct cms_region *r, bool out,
+		       struct cms_counted *c);
+
+/* One feature's hooks (NULL: none); each called only for regions with its flag. */
+struct cms_feature_ops {
+	cms_status (*attach)(cms_context *ctx, int32_t dev);
+	void (*detach)(cms_context *ctx, int32_t dev);
+	void (*changed)(struct cms_region *r); /* after a cms_alloc in r or a flag change */
+	void (*context_end)(cms_context *ctx); /* cms_context_destroy (every feature with it) */
+	cms_status (*before_save)(struct cms_work *w, CUstream stream);
+	cms_status (*after_restore)(struct cms_work *w, CUstream stream);
+	void (*rollback)(struct cms_work *w);
+	void (*plan)(const struct cms_region *r, bool out, struct cms_counted *c);
+	void (*count)(const struct cms_work *w, const struct cms_region *r, bool out,
+		      struct cms_counted *c);
+};
+extern const struct cms_feature_ops cms_feature_guard, cms_feature_verify, cms_feature_prepare;
+
+/* ---- entry points of region and allocation state (feature.c, lifetime.c); locks held ---- */
+
+/* cms_region_flags_set after its checks: r's flags become next, with what each change does. */
+cms_status cms_engine_flags_set(struct cms_region *r, uint64_t next);
+/* cms_region_freeze / cms_region_thaw after their checks: access, flag, backups. */
+cms_status cms_engine_freeze(struct cms_region *r, bool freeze);
+/* A new allocation a of its (active) region: addresses reserved, linked, memory backed. On
+ * failure *keep says whether a could not be undone (linked, holding driver objects, logged)
+ * or is in no list and holds nothing (the caller frees it). */
+cms_status cms_engine_alloc(struct cms_alloc *a, bool *keep);
+/* Undoes cms_engine_alloc (a later step of cms_alloc failed); whether a must be kept. */
+bool cms_engine_alloc_undo(struct cms_alloc *a);
+/* a is complete (indexed): the features of its region are told (CMS_REGION_PREPARE). */
+void cms_engine_alloc_done(struct cms_alloc *a);
+/* Frees a's memory and storage (cms_alloc_release) and unlinks it; on failure kept as it was. */
+cms_status cms_engine_free(struct cms_alloc *a);
+/* The context goes: features with per-context state stop (CMS_REGION_PREPARE's thread). */
+void cms_engine_context_end(cms_context *ctx);
 
 /* ---- the engine's own ---- */
 
@@ -222,26 +289,6 @@ cms_status cms_in_order_after(struct cms_work *w, CUstream stream);
 cms_status cms_in_undo(struct cms_work *w);
 /* Whether a region w resumes is frozen (its resume then restores synchronously). */
 bool cms_in_frozen(const struct cms_work *w);
-
-/* ---- verify.c: verified backups (CMS_REGION_VERIFY) ---- */
-/* Holds what the checksum needs on device dev for a region that gets the flag (its create,
- * cms_region_flags_set): the device's kernel and scratch, loaded by the first hold
- * (cms_checksum_hold; CMS_ERR_OUT_OF_DEVICE_MEMORY on a full device); on failure nothing is
- * held. Pushes the device's context. */
-cms_status cms_verify_hold(cms_context *ctx, int32_t dev);
-/* Gives a hold back (the flag cleared, the region destroyed or its create failed): the last
- * one of the device unloads the kernel and frees the scratch. Never fails (a context that
- * cannot be pushed leaves them loaded, logged, for the context's destroy). */
-void cms_verify_release(cms_context *ctx, int32_t dev);
-/* Out side, before any save: checksums the device content of w->vo's mapped allocations of
- * CMS_REGION_VERIFY regions on stream (the others of w->vo get none). */
-cms_status cms_verify_out(struct cms_work *w, CUstream stream);
-/* In side, once the restores are done: checksums the content of w->vi's allocations that have
- * a checksum, in regions with the flag, on stream; CMS_ERR_VERIFY_FAILED (naming the region
- * and the allocation) at the first mismatch. */
-cms_status cms_verify_in(struct cms_work *w, CUstream stream);
-/* Bytes of a the in side would check (its live bytes, or 0). */
-uint64_t cms_verify_bytes(const struct cms_alloc *a);
 
 /* ---- commit.c ---- */
 /* Commits w's out side (regions paused) and in side (regions active, epoch + 1). */

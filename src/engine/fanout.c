@@ -323,10 +323,10 @@ static void plan_region(const struct cms_region *r, bool out, struct cms_counted
 		} else if (!out && cms_work_lacks_memory(a)) {
 			c->backed += a->physical;
 			c->from_store += cms_store_copy_bytes(a, false);
-			c->verified += cms_verify_bytes(a);
 		}
 	}
-	if (out) /* bytes of freed members go with their run's handle */
+	cms_feature_plan(r, out, c); /* CMS_REGION_VERIFY: the bytes it will check */
+	if (out)		     /* bytes of freed members go with their run's handle */
 		c->released += cms_region_vmm(r)->retained_bytes;
 }
 
@@ -343,14 +343,14 @@ static void count_committed(const struct worker *k, size_t nd, struct cms_region
 			struct cms_counted *c = &plan[(size_t)(w->out - g) + j];
 
 			c->ns = w->elapsed_ns;
-			c->verify_ns = w->out[j]->flags & CMS_REGION_VERIFY ? w->verify_ns : 0;
+			cms_feature_count(w, w->out[j], true, c); /* CMS_REGION_VERIFY: its time */
 			cms_counters_commit(w->out[j], true, swap, c);
 		}
 		for (j = 0; j < w->nin; j++) {
 			struct cms_counted *c = &plan[(size_t)(w->in - g) + j];
 
 			c->ns = w->elapsed_ns;
-			c->verify_ns = w->in[j]->flags & CMS_REGION_VERIFY ? w->verify_ns : 0;
+			cms_feature_count(w, w->in[j], false, c);
 			cms_counters_commit(w->in[j], false, swap, c);
 		}
 	}

@@ -68,6 +68,58 @@ forget:
 	return CMS_OK;
 }
 
+cms_status cms_engine_free(struct cms_alloc *a)
+{
+	cms_status st = cms_alloc_release(a);
+
+	if (!st)
+		cms_region_unlink_alloc(a->region, a);
+	return st;
+}
+
+/* A new allocation whose backing failed or was undone: out of its region's list and its
+ * addresses given back; false when it still holds driver objects (the undo failed: kept,
+ * unindexed, rather than lose track of them). */
+static bool unlink_new(struct cms_alloc *a)
+{
+	if (a->mapped || cms_alloc_vmm(a)->handle) {
+		cms_log(a->region->ctx, CMS_LOG_ERROR, "0x%llx: allocation rollback incomplete",
+			(unsigned long long)a->base);
+		return false;
+	}
+	cms_region_unlink_alloc(a->region, a);
+	cms_run_dissolve(&a, 1); /* a new chunk never backed: its tail's addresses go back */
+	cms_vmm_unreserve(a);
+	return true;
+}
+
+cms_status cms_engine_alloc(struct cms_alloc *a, bool *keep)
+{
+	cms_status st;
+
+	*keep = false;
+	st = cms_vmm_reserve(a); /* a CMS_REGION_COALESCE region's chunk may back it too */
+	if (st)
+		return st;
+	cms_region_link_alloc(a->region, a); /* accounting follows the state from here on */
+	st = cms_vmm_back(a);
+	if (st) {
+		*keep = !unlink_new(a);
+		return st;
+	}
+	cms_run_open(a);
+	return CMS_OK;
+}
+
+bool cms_engine_alloc_undo(struct cms_alloc *a)
+{
+	if (cms_run_keeps(a))
+		cms_run_untake(a); /* the chunk's other members keep it mapped */
+	else
+		cms_vmm_unback(a);
+	return !unlink_new(a);
+}
+
 void cms_region_unref_locked(struct cms_region *r)
 {
 	if (--r->refs)

@@ -5,8 +5,8 @@
  *
  *   0. check the stores (a DISK region needs its directory), wait for an async
  *      resume's copies, collect the allocations holding memory
- *   1. wait for GPU work (context, stream or event synchronize); checksum the
- *      content of CMS_REGION_VERIFY regions (verify.c)
+ *   1. wait for GPU work (context, stream or event synchronize); the features'
+ *      before_save hooks (feature.c; CMS_REGION_VERIFY: checksums, verify.c)
  *   2. save the content per policy (store/): asynchronous copies, synchronized,
  *      then synchronous stores; in the steady state of a one-device call each
  *      batch is released as soon as its copies are done (overlap.c)
@@ -38,8 +38,8 @@ static cms_status pause_run(struct cms_work *w)
 	if (w->call->measure)
 		w->free_before = cms_work_free_bytes(w);
 	st = cms_out_wait(w);
-	if (!st) /* CMS_REGION_VERIFY: checksums of what the saves below copy */
-		st = cms_verify_out(w, cms_lane_at(&all, 0));
+	if (!st) /* features (CMS_REGION_VERIFY: checksums of what the saves below copy) */
+		st = cms_feature_before_save(w, cms_lane_at(&all, 0));
 	if (st)
 		goto out;
 	if (cms_out_can_overlap(w))

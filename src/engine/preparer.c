@@ -13,6 +13,9 @@
  * ends the region's turn until the next kick, so that a refusal is not
  * retried in a loop.
  *
+ * The engine starts it through the feature table (feature.c: changed, after
+ * a cms_alloc or a flag change; context_end, at cms_context_destroy).
+ *
  * The thread never calls the application's log callback: its lines are
  * queued (core/log.c) and emitted by the next kick or by the stop, on a
  * thread that called into the library.
@@ -71,7 +74,7 @@ static void prepare_region(struct cms_preparer *p, struct cms_region *r)
 		unused = cms_store_prepare_finish(r, &j);
 		pthread_mutex_unlock(&r->lock);
 		if (unused)
-			cms_hostbuf_free(p->ctx, unused);
+			cms_store_prepare_discard(p->ctx, unused);
 		if (!made)
 			return;
 	}
@@ -151,7 +154,11 @@ err_free:
 	return NULL;
 }
 
-void cms_prepare_kick(struct cms_region *r)
+/* r (its lock held) may have allocations to prepare (after a cms_alloc, a flag change): wakes
+ * the context's preparation thread, starting it on first need, and emits the lines it logged
+ * since the last call. Nothing for a region that wants no preparation; best effort (a thread
+ * that cannot be started is logged). */
+static void prepare_kick(struct cms_region *r)
 {
 	cms_context *ctx = r->ctx;
 	struct cms_preparer *p;
@@ -186,7 +193,9 @@ out:
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void cms_prepare_stop(cms_context *ctx)
+/* Stops and joins the context's preparation thread (a buffer it is making goes back) and
+ * frees its state; emits its last log lines. No lock held (cms_context_destroy). */
+static void prepare_stop(cms_context *ctx)
 {
 	struct cms_preparer *p;
 
@@ -208,3 +217,8 @@ void cms_prepare_stop(cms_context *ctx)
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
+
+const struct cms_feature_ops cms_feature_prepare = {
+	.changed = prepare_kick,
+	.context_end = prepare_stop,
+};

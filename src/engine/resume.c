@@ -7,8 +7,9 @@
  *   2. create a physical handle for each (one per run), map it, and restore
  *      its content per policy while the next ones are backed (in.c)
  *   3. async resume: make the caller's stream wait for the copies; else
- *      synchronize them, check the content of CMS_REGION_VERIFY regions
- *      against the checksums of their pause (verify.c; not async: api/), then
+ *      synchronize them, run the features' after_restore hooks (feature.c;
+ *      CMS_REGION_VERIFY checks the checksums of the pause, verify.c; never
+ *      async: its row refuses CMS_RESUME_ASYNC), then
  *      make frozen regions read-only (a frozen region's resume is never async)
  *   4. vote (every device backed and restored), commit: states, epochs
  * On failure everything this call created or mapped is undone and every
@@ -38,8 +39,9 @@ static cms_status resume_run(struct cms_work *w)
 	rb = cms_lanes_sync(&all); /* also after a failure: copies may be in flight */
 	if (!st)
 		st = rb;
-	if (!st && !async) /* CMS_REGION_VERIFY: the restored content is the paused one */
-		st = cms_verify_in(w, cms_lane_at(&all, 0));
+	if (!st &&
+	    !async) /* features (CMS_REGION_VERIFY: the restored content is the paused one) */
+		st = cms_feature_after_restore(w, cms_lane_at(&all, 0));
 	if (!st)
 		st = cms_work_refreeze(w->in, w->nin, false); /* frozen regions: read-only */
 	if (!st && !async)

@@ -49,8 +49,8 @@ static cms_status in_side_run(struct in_side *s)
 	rb = cms_lanes_sync(&l);
 	if (!st)
 		st = rb;
-	if (!st) /* CMS_REGION_VERIFY: the restored content is the paused one */
-		st = cms_verify_in(w, cms_lane_at(&l, 0));
+	if (!st) /* features (CMS_REGION_VERIFY: the restored content is the paused one) */
+		st = cms_feature_after_restore(w, cms_lane_at(&l, 0));
 	if (!st)
 		st = cms_work_refreeze(w->in, w->nin, false); /* frozen regions: read-only */
 	return st;
@@ -134,8 +134,9 @@ static cms_status swap_run(struct cms_work *w)
 		if (w->call->measure)
 			w->free_before = cms_work_free_bytes(w);
 		st = cms_out_wait(w);
-		if (!st) /* CMS_REGION_VERIFY: before the in side starts, on the out lane */
-			st = cms_verify_out(w, w->ctx->devices[w->dev].streams[OUT_STREAM]);
+		if (!st) /* features: before the in side starts, on the out lane */
+			st = cms_feature_before_save(w,
+						     w->ctx->devices[w->dev].streams[OUT_STREAM]);
 	}
 	if (st)
 		goto out;

@@ -11,9 +11,16 @@
  * in side checks only allocations that have one, of regions that have the
  * flag now (cms_region_flags_set may clear it to take a backup back anyway).
  * What the checksum needs on the device (its kernel and a granule of scratch)
- * is held from the moment a region has the flag (cms_verify_hold at its
- * create or when cms_region_flags_set sets it) until it clears it or goes
- * (cms_verify_release), so a pause never needs device memory to checksum.
+ * is held from the moment a region has the flag (verify_hold, its attach hook,
+ * at its create or when cms_region_flags_set sets it) until it clears it or
+ * goes (verify_release, detach), so a pause never needs device memory to
+ * checksum.
+ * A checksum counts only in the region's epoch it was taken in (a resume
+ * that committed ends it) and is dropped when a rollback maps its allocation
+ * again, so that a pause of the region without the flag (which runs no hook
+ * of it) leaves none that a later resume could take for its own.
+ * The engine runs these through the feature table (feature.c: attach, detach,
+ * before_save, after_restore, rollback, plan, count).
  */
 #include <stdlib.h>
 
@@ -24,7 +31,9 @@ static bool verified(const struct cms_alloc *a)
 	return (a->region->flags & CMS_REGION_VERIFY) != 0;
 }
 
-cms_status cms_verify_hold(cms_context *ctx, int32_t dev)
+/* What the checksum needs on device dev, held for a region that gets the flag; on failure
+ * nothing is held. Pushes the device's context. */
+static cms_status verify_hold(cms_context *ctx, int32_t dev)
 {
 	cms_status st = cms_push(ctx, dev);
 
@@ -35,7 +44,8 @@ cms_status cms_verify_hold(cms_context *ctx, int32_t dev)
 	return st;
 }
 
-void cms_verify_release(cms_context *ctx, int32_t dev)
+/* Gives a hold back: the last one of the device unloads the kernel and frees the scratch. */
+static void verify_release(cms_context *ctx, int32_t dev)
 {
 	bool current = cms_push(ctx, dev) == CMS_OK;
 
@@ -47,11 +57,18 @@ void cms_verify_release(cms_context *ctx, int32_t dev)
 		cms_pop(ctx);
 }
 
-uint64_t cms_verify_bytes(const struct cms_alloc *a)
+/* Whether a has a checksum its next resume checks: taken in its region's epoch. */
+static bool has_checksum(const struct cms_alloc *a)
 {
-	return verified(a) && cms_alloc_engine(a)->checksummed ?
-		       cms_span_live_bytes(a, 0, a->size) :
-		       0;
+	const struct cms_engine_alloc *e = cms_alloc_engine(a);
+
+	return e->checksummed && e->checksum_epoch == a->region->epoch;
+}
+
+/* Bytes of a the in side would check (its live bytes, or 0). */
+static uint64_t verify_bytes(const struct cms_alloc *a)
+{
+	return verified(a) && has_checksum(a) ? cms_span_live_bytes(a, 0, a->size) : 0;
 }
 
 /* The checksums of v[0..n) (mapped allocations) into sums[0..n), on stream; *bytes += the
@@ -111,10 +128,12 @@ static bool to_sum(const struct cms_alloc *a)
 
 static bool to_check(const struct cms_alloc *a)
 {
-	return verified(a) && a->mapped && cms_alloc_engine(a)->checksummed;
+	return verified(a) && a->mapped && has_checksum(a);
 }
 
-cms_status cms_verify_out(struct cms_work *w, CUstream stream)
+/* Out side, before any save: checksums the device content of w->vo's mapped allocations of
+ * CMS_REGION_VERIFY regions on stream (the others of w->vo get none). */
+static cms_status verify_out(struct cms_work *w, CUstream stream)
 {
 	struct cms_alloc **v;
 	uint64_t *sums = NULL, bytes = 0;
@@ -131,6 +150,7 @@ cms_status cms_verify_out(struct cms_work *w, CUstream stream)
 		    cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate checksums");
 	for (i = 0; !st && i < n; i++) {
 		cms_alloc_engine(v[i])->checksum = sums[i];
+		cms_alloc_engine(v[i])->checksum_epoch = v[i]->region->epoch;
 		cms_alloc_engine(v[i])->checksummed = true;
 	}
 	free(sums);
@@ -138,7 +158,10 @@ cms_status cms_verify_out(struct cms_work *w, CUstream stream)
 	return st;
 }
 
-cms_status cms_verify_in(struct cms_work *w, CUstream stream)
+/* In side, once the restores are done: checksums the content of w->vi's allocations that have
+ * a checksum, in regions with the flag, on stream; CMS_ERR_VERIFY_FAILED (naming the region
+ * and the allocation) at the first mismatch. */
+static cms_status verify_in(struct cms_work *w, CUstream stream)
 {
 	struct cms_alloc **v;
 	uint64_t *sums = NULL, bytes = 0;
@@ -168,3 +191,42 @@ cms_status cms_verify_in(struct cms_work *w, CUstream stream)
 	free(v);
 	return st;
 }
+
+/* A rolled back pause: an allocation mapped again holds its content, not the checksummed one
+ * (one left without memory keeps its checksum for the resume that completes the pause). */
+static void verify_rollback(struct cms_work *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->no; i++)
+		if (w->vo[i]->mapped)
+			cms_alloc_engine(w->vo[i])->checksummed = false;
+}
+
+/* Counters: the bytes a resume of r will check (before the call), the time it took (after). */
+static void verify_plan(const struct cms_region *r, bool out, struct cms_counted *c)
+{
+	const struct cms_alloc *a;
+
+	for (a = r->allocs; !out && a; a = a->next)
+		if (cms_work_lacks_memory(a))
+			c->verified += verify_bytes(a);
+}
+
+static void verify_count(const struct cms_work *w, const struct cms_region *r, bool out,
+			 struct cms_counted *c)
+{
+	(void)r;
+	(void)out;
+	c->verify_ns = w->verify_ns;
+}
+
+const struct cms_feature_ops cms_feature_verify = {
+	.attach = verify_hold,
+	.detach = verify_release,
+	.before_save = verify_out,
+	.after_restore = verify_in,
+	.rollback = verify_rollback,
+	.plan = verify_plan,
+	.count = verify_count,
+};

@@ -229,6 +229,11 @@ struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_pr
 	return hb;
 }
 
+void cms_store_prepare_discard(cms_context *ctx, struct cms_hostbuf *hb)
+{
+	cms_hostbuf_free(ctx, hb);
+}
+
 void cms_store_prepare_take(struct cms_region *r, bool cancel)
 {
 	struct cms_prep_job *j = cms_region_store(r)->prep_job;

@@ -314,9 +314,12 @@ bool cms_store_prepare_plan(struct cms_region *r, struct cms_prep_job *j);
 void cms_store_prepare_build(cms_context *ctx, struct cms_prep_job *j, const atomic_bool *stop);
 /* After cms_store_prepare_build: unless taken over, attaches the buffer to those of its
  * allocations that still need it (counted in r's bytes_prepared, prepare_ns) and returns
- * NULL, or returns the buffer when none does (the caller frees it, cms_hostbuf_free, after
- * unlocking). Frees j's plan. r's lock held. */
+ * NULL, or returns the buffer when none does (the caller gives it back after unlocking,
+ * cms_store_prepare_discard). Frees j's plan. r's lock held. */
 struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_prep_job *j);
+/* Gives back the buffer cms_store_prepare_finish returned (no allocation needed it); no lock
+ * held. The preparer's one way to the HOST buffers. */
+void cms_store_prepare_discard(cms_context *ctx, struct cms_hostbuf *hb);
 /* Takes over r's job in flight, if any: waits until it is built, then attaches its buffer as
  * finish does (cancel false: a pause), or gives it back (cancel true: it stops early; a flag
  * change, a destroy). r's lock held. */
