@@ -507,6 +507,7 @@ def emit_all(abi, root):
     known = {f["name"] for f in abi.functions}
     problems += [f"{n}: declared in the headers, not in abi/cumemsaver.json"
                  for n in comments if n not in known]
+    problems += check_header_pointers(comments)
     if problems:
         raise HeaderError("\n".join(problems))
     manual = manual_th(abi, root)

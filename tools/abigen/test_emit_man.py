@@ -62,6 +62,9 @@ CASES = [
      "cms_region_rename.txt: names no function"),
     ("abi/contracts/flags/resume_flag.txt", "CMS_RESUME_ASYNC\n", "CMS_RESUME_SYNC\n",
      "CMS_RESUME_ASYNC has no text"),
+    # a header's short contract points at the page
+    ("include/cumemsaver.h", " * Thread-safe. See cms_pause(3).\n", " * Thread-safe.\n",
+     "the comment of cms_pause does not point at its page (cms_pause(3))"),
 ]
 
 
