@@ -26,7 +26,9 @@
  *    manual page (cms_pause(3), ...), made from abi/contracts/<function>.txt:
  *    what it does and what its parameters mean, Ownership (who frees what, how
  *    long a returned pointer lives), Threads, CUDA (the driver calls it makes,
- *    or "none") and Returns (every status it returns for its own reasons).
+ *    or "none"; not repeated: cuCtxPushCurrent / cuCtxPopCurrent around them,
+ *    cuGetErrorName for a failure's message) and Returns (every status it
+ *    returns for its own reasons).
  *  - Every function returning cms_status returns CMS_OK (0) or a negative
  *    CMS_ERR_*. After an error, cms_last_error() describes it on the calling
  *    thread; a successful call leaves the message unchanged (one exception:

@@ -288,6 +288,35 @@ START_TEST(async_resume)
 }
 END_TEST
 
+/* A pause whose copies overlap its releases (batches of one granule: CMS_TUNABLES), with
+ * results (the driver's free memory before and after). */
+START_TEST(overlap_results)
+{
+	cms_context *ctx;
+	cms_region *r, *r2;
+	cms_pause_result pr = { .struct_size = sizeof(pr) };
+	cms_resume_result rr = { .struct_size = sizeof(rr) };
+	uint64_t p[6];
+	int i;
+
+	ck_assert_int_eq(setenv("CMS_TUNABLES", "overlap_batch=1g", 1), 0);
+	ctx = ctx_new();
+	r = region_new(ctx, "o", CMS_POLICY_HOST, 0);
+	r2 = region_new(ctx, "o2", CMS_POLICY_HOST, 0);
+	for (i = 0; i < 6; i++)
+		TR_OK(cms_alloc(i % 2 ? r2 : r, SZ, &p[i]));
+	TR_OK(cms_pause(ctx, "o", NULL, &pr));
+	TR_OK(cms_resume(ctx, "o", NULL, &rr));
+	TR_OK(cms_pause(ctx, "o2", NULL, &pr));
+	TR_OK(cms_swap(ctx, "o", "o2", NULL, NULL, &pr, &rr));
+	TR_OK(cms_swap(ctx, "o2", "o", NULL, NULL, &pr, &rr));
+	TR_OK(cms_resume(ctx, "o2", NULL, &rr));
+	TR_OK(cms_region_pause(r, NULL, &pr));
+	TR_OK(cms_region_resume(r, NULL, &rr));
+	TR_OK(cms_context_destroy(ctx));
+}
+END_TEST
+
 static void progress(void *user, const char *op, uint64_t done, uint64_t total)
 {
 	(void)op;
@@ -547,6 +576,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, policy, 0, (int)(sizeof(policies) / sizeof(policies[0])));
 	tcase_add_loop_test(tc, flags, 0, (int)(sizeof(flagsets) / sizeof(flagsets[0])));
 	tcase_add_test(tc, async_resume);
+	tcase_add_test(tc, overlap_results);
 	tcase_add_test(tc, swap_and_more);
 	tcase_add_test(tc, hooks);
 	tcase_add_test(tc, ipc);
