@@ -76,94 +76,34 @@ typedef struct cms_exporter_options {
 	}
 
 /*
- * cms_exporter_options_init - fills *opts like CMS_EXPORTER_OPTIONS_INIT.
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
+ * Fills *opts like CMS_EXPORTER_OPTIONS_INIT. Thread-safe. Returns CMS_OK or
+ * CMS_ERR_INVALID_ARGUMENT (opts NULL). See cms_exporter_options_init(3).
  */
 CMS_API cms_status cms_exporter_options_init(cms_exporter_options *opts);
 
 /*
- * cms_exporter_create - listens on the Unix socket path for importers and
- * starts the exporter's server thread.
- * The thread accepts importers, checks their uid, answers their requests and
- * never calls back into the application. Nothing is published yet
- * (cms_exporter_publish). A connection that asks for no region within 5 s, or
- * sends a message that is not whole within 5 s, is closed; at most 128
- * connections are kept, more wait in the listen backlog.
- *   path: socket path (1..107 bytes; see the top of this file).
- *   opts: NULL for the defaults (CMS_EXPORTER_OPTIONS_INIT).
- *   out:  receives the exporter; NULL on failure.
- * Ownership: *out is the caller's: free it with cms_exporter_destroy, before
- * the context. path and opts->allowed_uids are copied.
- * Threads: thread-safe. The server thread runs with all signals blocked.
- * CUDA: none in the call; the server thread calls cuMemExportToShareableHandle
- * for each grant (and cuStreamSynchronize for an asynchronous restore in
- * flight).
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
- *     long; unknown flags; allowed_uids is NULL with nallowed_uids > 0.
- *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: a file at path that is not a stale socket file (see the
- *     top of this file).
- *   CMS_ERR_IO: path's directory does not exist or cannot be opened; socket,
- *     bind, listen, pipe or thread creation failed.
+ * Listens on the Unix socket path for importers, with a server thread; *out is the caller's
+ * (cms_exporter_destroy, before the context). Thread-safe. See cms_exporter_create(3).
  */
 CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 				       const cms_exporter_options *opts, cms_exporter **out);
 
 /*
- * cms_exporter_publish - offers region to importers, which ask for it by tag
- * (and device).
- * The region must have been created with CMS_REGION_SHAREABLE, in the
- * exporter's context. Each grant exports every allocation's physical handle as
- * a POSIX descriptor; the layout an importer maps is the region's allocations
- * at the grant, in address order. Allocations made or freed later reach
- * importers at their next grant (after a resume), which they report as
- * CMS_ERR_LAYOUT_CHANGED. From now on a pause or destroy of the region revokes
- * importers' mappings first (cms_pause).
- *   access: CMS_ACCESS_READ or CMS_ACCESS_READWRITE: the most an importer
- *           gets.
- * Ownership: the exporter keeps a reference to the region's bookkeeping until
- * it is destroyed; the region may still be destroyed (importers then lose it).
- * Threads: thread-safe; waits for a pause or resume of the region in progress.
- * CUDA: none (the grants: cms_exporter_create).
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: exp or region is NULL; the region belongs to
- *     another context or is not CMS_REGION_SHAREABLE; unknown access.
- *   CMS_ERR_EXISTS: the region is published on this exporter already.
- *   CMS_ERR_NOT_FOUND: the region was destroyed.
+ * Offers region to the exporter's importers, which ask for it by tag (and device). Thread-safe.
+ * See cms_exporter_publish(3).
  */
 CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, uint32_t access);
 
 /*
- * cms_exporter_importers - the number of importers connected now, through all
- * published regions.
- *   count: receives the number.
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: exp or count is NULL.
+ * The number of importers connected now into *count. Thread-safe. See
+ * cms_exporter_importers(3).
  */
 CMS_API cms_status cms_exporter_importers(cms_exporter *exp, uint64_t *count);
 
 /*
- * cms_exporter_destroy - stops publishing, closes every importer's connection
- * and removes the socket file.
- * Waits for a pause or resume of a published region in progress. Importers'
- * next calls return CMS_ERR_DISCONNECTED; memory they still map stays valid
- * for them until they close the import.
- *   exp: NULL is accepted (CMS_OK, nothing done).
- * Ownership: exp is freed.
- * Threads: not thread-safe against other calls on the same exporter.
- * CUDA: none.
- * Returns:
- *   CMS_OK
+ * Stops publishing, closes every importer's connection, removes the socket file and frees exp
+ * (NULL: nothing done). Not thread-safe against other calls on exp. See
+ * cms_exporter_destroy(3).
  */
 CMS_API cms_status cms_exporter_destroy(cms_exporter *exp);
 
@@ -227,73 +167,23 @@ typedef struct cms_import_options {
 	}
 
 /*
- * cms_import_options_init - fills *opts like CMS_IMPORT_OPTIONS_INIT.
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
+ * Fills *opts like CMS_IMPORT_OPTIONS_INIT. Thread-safe. Returns CMS_OK or
+ * CMS_ERR_INVALID_ARGUMENT (opts NULL). See cms_import_options_init(3).
  */
 CMS_API cms_status cms_import_options_init(cms_import_options *opts);
 
 /*
- * cms_import_open - connects to the exporter at path and maps the region
- * tagged tag at addresses of this process.
- * Checks the exporter's uid, reserves one address range for all the region's
- * allocations, imports and maps each (read-write or read-only as granted) for
- * opts->device. If the exporter's region is paused, the import starts
- * CMS_IMPORT_REVOKED and is mapped at its resume. A thread of the import then
- * serves the exporter's revocations and grants (all signals blocked; the
- * callbacks run on it). Blocks up to opts->timeout_ms.
- *   path: the exporter's socket path (1..107 bytes).
- *   tag:  the region's tag (CMS_TAG_MAX).
- *   opts: NULL for the defaults (CMS_IMPORT_OPTIONS_INIT).
- *   out:  receives the import; NULL on failure.
- * Ownership: *out is the caller's: free it with cms_import_close, before the
- * context. opts->user is borrowed for the import's life; opts->name is copied;
- * opts->allowed_uids is read during the call only.
- * Threads: thread-safe.
- * CUDA: cuMemAddressReserve, cuMemImportFromShareableHandle, cuMemMap,
- * cuMemSetAccess; at the device's first use what cms_region_create lists.
- * Later, on the import's thread: cuCtxSynchronize (without quiesce_fn),
- * cuMemUnmap, cuMemRelease, and the mapping calls at each grant.
- * Returns (on failure nothing is held):
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: ctx, path, tag or out is NULL; a bad tag; path
- *     is empty or too long; unknown flags; exporter_device below -1 or 64 or
- *     more; a bad name; allowed_uids is NULL with nallowed_uids > 0.
- *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_NOT_FOUND: nothing listens at path, or the exporter publishes no
- *     such region.
- *   CMS_ERR_PERMISSION: the exporter refused our uid, or its uid is not
- *     allowed.
- *   CMS_ERR_TIMEOUT: no answer within opts->timeout_ms.
- *   CMS_ERR_DISCONNECTED: the exporter closed the connection.
- *   CMS_ERR_PROTOCOL: a malformed or unexpected message.
- *   CMS_ERR_IO: a socket call failed.
- *   CMS_ERR_NOT_SUPPORTED: the exporter's granularity does not fit the local
- *     device (or as cms_region_create for opts->device).
- *   CMS_ERR_INTERNAL: the exporter failed to grant and reported it (it may
- *     report CMS_ERR_DRIVER so too).
- *   driver statuses: opts->device as cms_region_create; mapping
- *     (CMS_ERR_OUT_OF_DEVICE_MEMORY: no address space).
+ * Connects to the exporter at path and maps the region tagged tag at addresses of this process;
+ * *out is the caller's (cms_import_close, before the context). Thread-safe. See
+ * cms_import_open(3).
  */
 CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const char *tag,
 				   const cms_import_options *opts, cms_import **out);
 
 /*
- * cms_import_close - stops the import's thread, unmaps the memory, releases
- * the imported handles and the address range and closes the connection.
- * The caller must have finished GPU work on the memory.
- *   imp: NULL is accepted (CMS_OK, nothing done).
- * Ownership: imp is freed, also on failure (the message then names what could
- * not be undone).
- * Threads: not thread-safe against other calls on the same import; not from
- * the import's callbacks.
- * CUDA: cuMemUnmap, cuMemRelease, cuMemAddressFree.
- * Returns:
- *   CMS_OK
- *   driver statuses.
+ * Stops the import's thread, unmaps and releases what it imported, closes the connection and
+ * frees imp, also on failure (NULL: nothing done). Not thread-safe against other calls on imp.
+ * See cms_import_close(3).
  */
 CMS_API cms_status cms_import_close(cms_import *imp);
 
@@ -315,58 +205,21 @@ typedef struct cms_import_info {
 } cms_import_info;
 
 /*
- * cms_import_info_get - a snapshot of the import's state (cms_import_info), in
- * every state.
- *   info: struct_size set by the caller; written up to it.
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: imp or info is NULL.
- *   CMS_ERR_STRUCT_SIZE: info->struct_size.
+ * A snapshot of the import's state into info (written up to info->struct_size). Thread-safe.
+ * See cms_import_info_get(3).
  */
 CMS_API cms_status cms_import_info_get(cms_import *imp, cms_import_info *info);
 
 /*
- * cms_import_alloc_get - the local device pointer and size of the index-th
- * allocation of the layout.
- * Allocations are in the exporter's address order. The pointer stays the same
- * for the life of the import, across revocations; the memory is accessible
- * while the state is CMS_IMPORT_MAPPED.
- *   index: 0 .. cms_import_info.allocations - 1.
- *   ptr:   receives the device pointer; may be NULL.
- *   size:  receives the size in bytes; may be NULL.
- * Ownership: the memory belongs to the import (valid until cms_import_close).
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: imp is NULL; index is out of range.
- *   CMS_ERR_DISCONNECTED, CMS_ERR_PROTOCOL, CMS_ERR_TIMEOUT: the exporter is
- *     gone (closed or exited; broke the protocol; stopped answering).
- *   CMS_ERR_LAYOUT_CHANGED: the exporter's layout changed: close and import
- *     again.
- *   CMS_ERR_NOT_SUPPORTED: mapping the last grant failed (state
- *     CMS_IMPORT_FAILED; cms_import_info.error holds this status).
- *   driver statuses: likewise, for a grant whose mapping failed.
+ * The local device pointer and size (bytes) of the index-th allocation of the import's layout;
+ * the memory belongs to the import. Thread-safe. See cms_import_alloc_get(3).
  */
 CMS_API cms_status cms_import_alloc_get(cms_import *imp, uint64_t index, uint64_t *ptr,
 					uint64_t *size);
 
 /*
- * cms_import_translate - the local address of an exporter's address.
- *   exporter_ptr: an address inside one of the layout's allocations, as the
- *                 exporter sees it (cms_alloc's pointer plus an offset).
- *   ptr:          receives the local device pointer.
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: imp or ptr is NULL.
- *   CMS_ERR_NOT_FOUND: exporter_ptr is in no allocation of the layout.
- *   CMS_ERR_DISCONNECTED, CMS_ERR_PROTOCOL, CMS_ERR_TIMEOUT,
- *     CMS_ERR_LAYOUT_CHANGED, CMS_ERR_NOT_SUPPORTED: as cms_import_alloc_get.
- *   driver statuses: as cms_import_alloc_get.
+ * The local address of an exporter's address into *ptr. Thread-safe. See
+ * cms_import_translate(3).
  */
 CMS_API cms_status cms_import_translate(cms_import *imp, uint64_t exporter_ptr, uint64_t *ptr);
 
@@ -426,55 +279,21 @@ typedef struct cms_control_options {
 	}
 
 /*
- * cms_control_options_init - fills *opts like CMS_CONTROL_OPTIONS_INIT.
- * Threads: thread-safe.
- * CUDA: none.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: opts is NULL.
+ * Fills *opts like CMS_CONTROL_OPTIONS_INIT. Thread-safe. Returns CMS_OK or
+ * CMS_ERR_INVALID_ARGUMENT (opts NULL). See cms_control_options_init(3).
  */
 CMS_API cms_status cms_control_options_init(cms_control_options *opts);
 
 /*
- * cms_control_create - listens on the Unix socket path for control requests
- * and serves them on its own thread.
- * One request per connection, one at a time: STATUS (every region's
- * cms_region_info and importers), PAUSE tag and RESUME tag (cms_pause /
- * cms_resume of the context once the callback consents, with progress messages
- * to the requester). A request not whole within 5 s is closed with
- * CMS_ERR_TIMEOUT; at most 8 connections are kept.
- *   path: socket path (1..107 bytes), created as for cms_exporter_create.
- *   opts: NULL for the defaults (CMS_CONTROL_OPTIONS_INIT: status only).
- *   out:  receives the control socket; NULL on failure.
- * Ownership: *out is the caller's: free it with cms_control_destroy, before
- * the context. path and opts->allowed_uids are copied; opts->user is borrowed
- * for the control socket's life.
- * Threads: thread-safe. The thread runs with all signals blocked.
- * CUDA: none in the call; the thread makes the calls of cms_pause, cms_resume
- * and cms_region_info_get.
- * Returns:
- *   CMS_OK
- *   CMS_ERR_INVALID_ARGUMENT: ctx, path or out is NULL; path is empty or too
- *     long; unknown flags or reserved not 0; allowed_uids is NULL with
- *     nallowed_uids > 0.
- *   CMS_ERR_STRUCT_SIZE: opts->struct_size.
- *   CMS_ERR_EXISTS: as for cms_exporter_create.
- *   CMS_ERR_IO: path's directory does not exist or cannot be opened; socket,
- *     bind, listen, pipe or thread creation failed.
+ * Listens on the Unix socket path for control requests, served on its own thread; *out is the
+ * caller's (cms_control_destroy, before the context). Thread-safe. See cms_control_create(3).
  */
 CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 				      const cms_control_options *opts, cms_control **out);
 
 /*
- * cms_control_destroy - stops the control socket's thread (after the request
- * in progress), closes the socket and removes its file.
- *   ctl: NULL is accepted (CMS_OK, nothing done).
- * Ownership: ctl is freed.
- * Threads: not thread-safe against other calls on the same control socket; not
- * from the control callback.
- * CUDA: none.
- * Returns:
- *   CMS_OK
+ * Stops the control socket's thread, closes the socket, removes its file and frees ctl (NULL:
+ * nothing done). Not thread-safe against other calls on ctl. See cms_control_destroy(3).
  */
 CMS_API cms_status cms_control_destroy(cms_control *ctl);
 

@@ -16,7 +16,7 @@ C (abi/cumemsaver.json; the manual pages):
   C2  every constant of a flag group (group kind "flags": region, pause, resume, import,
       control flags, handle types) has an entry of its own on a manual page: a ".TP" whose
       term (.B / .BR) is the name, in cumemsaver(7) or a section 3 page (tools/abigen makes
-      the FLAGS sections there from the flags' header comments).
+      the FLAGS sections there from the flags' texts, abi/contracts/flags).
 Python (docs/python.md):
   P1  every ABI function's C name (its row of the C / Python table);
   P2  every name the package exports: cumemsaver.__all__, or while the package has none

@@ -44,7 +44,7 @@ OUTPUTS = [
 def generate(root):
     abi = model.load(os.path.join(root, DESCRIPTION))
     files = {path: fn(abi) for path, fn in OUTPUTS}
-    files.update(emit_man.emit_all(abi, root))  # man/man3: also reads the header comments
+    files.update(emit_man.emit_all(abi, root))  # man/man3: also reads abi/contracts
     return files
 
 
@@ -137,7 +137,7 @@ def main(argv=None):
         print(f"abigen: {DESCRIPTION}: {e}", file=sys.stderr)
         return 2
     except emit_man.HeaderError as e:
-        print(f"abigen: header comments (abi/README.md, \"Header comments\"):\n{e}",
+        print(f"abigen: contracts (abi/README.md, \"Contracts\"):\n{e}",
               file=sys.stderr)
         return 2
     if args.check:

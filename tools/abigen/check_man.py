@@ -57,7 +57,7 @@ def main(argv=None):
     try:
         pages = emit_man.emit_all(abi, root)
     except emit_man.HeaderError as e:
-        print(f"check_man: header comments:\n{e}")
+        print(f"check_man: contracts (abi/contracts) and header comments:\n{e}")
         return 1
     names = set(emit_man.declared_functions(root)) | {f["name"] for f in abi.functions}
     man_dir = os.path.join(root, emit_man.MAN_DIR)

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Self-test of emit_man.py (ctest man3_generator, label unit): the generator refuses header
-comments that break the format or contradict abi/cumemsaver.json, accepts the tree's, and
-renders them as the comments say.
+"""Self-test of emit_man.py (ctest man3_generator, label unit): the generator refuses
+contracts (abi/contracts) that break the format or contradict abi/cumemsaver.json, a function
+without its contract or a contract of nothing, a flag without its text, accepts the tree's,
+and renders them as the contracts say.
 
-Each case copies abi/, include/ and man/ into a temporary root, changes one comment (or the
-.TH line of cumemsaver(7)) and expects emit_man.emit_all to raise HeaderError naming the
-problem. The render checks read the pages generated from the tree:
-  - a list in a comment ("  - item" lines) is a list on the page (one .IP per item), not
+Each case copies abi/, include/ and man/ into a temporary root, changes one file (a contract,
+a flag text, a header comment, the .TH line of cumemsaver(7)), removes or adds one, and
+expects emit_man.emit_all to raise HeaderError naming the problem. The render checks read the
+pages generated from the tree:
+  - a list in a contract ("  - item" lines) is a list on the page (one .IP per item), not
     run into the paragraph;
   - text that starts with code keeps its case: no "CuMemSetAccess" in CUDA DRIVER CALLS, no
     capitalized parameter ("Ctx stays the caller's") in Ownership, Thread safety, RETURN
@@ -32,26 +34,37 @@ import model  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# (header, text to replace, replacement, words the error must contain[, releases unfrozen in
-# the copy: their abi/<release>/ removed, for a rule that stops at frozen releases])
+# (file, text to replace (None: remove the file; "": a new file), replacement, words the error
+# must contain[, releases unfrozen in the copy: their abi/<release>/ removed, for a rule that
+# stops at frozen releases])
 CASES = [
-    ("include/cumemsaver.h", " *   CMS_ERR_PAUSED: the region is paused.\n", "",
+    ("abi/contracts/cms_alloc.txt", "  CMS_ERR_PAUSED: the region is paused.\n", "",
      "cms_alloc: abi lists CMS_ERR_PAUSED"),
-    ("include/cumemsaver.h", " * cms_range_keep (since 1.2) - ", " * cms_range_keep (since 1.1) - ",
-     "comment says since 1.1"),
-    ("include/cumemsaver.h", " *   size: bytes, > 0.\n *   ptr:  receives",
-     " *   bytes: bytes, > 0.\n *   ptr:  receives", "documents parameter 'bytes'"),
-    ("include/cumemsaver.h", " * cms_region_find - ", " * cms_region_lookup - ",
+    ("abi/contracts/cms_range_keep.txt", "cms_range_keep (since 1.2) - ",
+     "cms_range_keep (since 1.1) - ", "comment says since 1.1"),
+    ("abi/contracts/cms_alloc.txt", "  size: bytes, > 0.\n  ptr:  receives",
+     "  bytes: bytes, > 0.\n  ptr:  receives", "documents parameter 'bytes'"),
+    ("abi/contracts/cms_region_find.txt", "cms_region_find - ", "cms_region_lookup - ",
      "must start with 'cms_region_find - "),
-    ("include/cumemsaver.h", " *   CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change",
-     " *   CMS_ERR_EXISTS: CMS_REGION_HOST_PAGEABLE would change",
+    ("abi/contracts/cms_region_flags_set.txt", "  CMS_ERR_PAUSED: CMS_REGION_HOST_PAGEABLE would change",
+     "  CMS_ERR_EXISTS: CMS_REGION_HOST_PAGEABLE would change",
      "CMS_ERR_EXISTS is not in the abi's statuses", ("1.2",)),
-    ("include/cumemsaver_ipc.h", " * Returns:\n *   CMS_OK\n *   driver statuses.\n",
-     " * Returns:\n *   CMS_OK\n", "Returns: needs 'driver statuses'"),
+    ("abi/contracts/cms_import_close.txt", "Returns:\n  CMS_OK\n  driver statuses.\n",
+     "Returns:\n  CMS_OK\n", "Returns: needs 'driver statuses'"),
     ("man/cumemsaver.7", '"cumemsaver 1.3" "Miscellaneous', '"cumemsaver 1.2" "Miscellaneous',
      'man/cumemsaver.7: .TH says "cumemsaver 1.2"'),
     ("man/cumemsaver.7", '.TH CUMEMSAVER 7 "2026-12-05"', '.TH CUMEMSAVER 7 ""',
      "man/cumemsaver.7: no .TH line with a date"),
+    # one source: a function without its contract, a contract or flag text of nothing, a flag
+    # without its text
+    ("abi/contracts/cms_swap.txt", None, None, "abi/contracts/cms_swap.txt: missing"),
+    ("abi/contracts/cms_region_rename.txt", "", "cms_region_rename - renames.\nReturns: x\n",
+     "cms_region_rename.txt: names no function"),
+    ("abi/contracts/flags/resume_flag.txt", "CMS_RESUME_ASYNC\n", "CMS_RESUME_SYNC\n",
+     "CMS_RESUME_ASYNC has no text"),
+    # a header's short contract points at the page
+    ("include/cumemsaver.h", " * Thread-safe. See cms_pause(3).\n", " * Thread-safe.\n",
+     "the comment of cms_pause does not point at its page (cms_pause(3))"),
 ]
 
 
@@ -62,12 +75,17 @@ def run_case(header, old, new, want, unfreeze=()):
         for r in unfreeze:
             shutil.rmtree(os.path.join(tmp, "abi", r))
         path = os.path.join(tmp, header)
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        if text.count(old) != 1:
-            return f"case {want!r}: the text to change is not in {header} once"
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text.replace(old, new))
+        if old is None:  # the file removed
+            os.remove(path)
+        else:
+            text = ""  # old "": a new file
+            if old:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                if text.count(old) != 1:
+                    return f"case {want!r}: the text to change is not in {header} once"
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text.replace(old, new) if old else new)
         abi = model.load(os.path.join(tmp, "abi/cumemsaver.json"))
         try:
             emit_man.emit_all(abi, tmp)
@@ -89,16 +107,16 @@ def _first_line_after(page, heading):
 def render_checks(abi, pages):
     """Problems of the pages generated from the tree (list of strings)."""
     bad = []
-    # lists: as many .IP items as the comment has "  - " lines
-    for rel in emit_man.HEADERS:
-        with open(os.path.join(ROOT, rel), encoding="utf-8") as fh:
-            text = fh.read()
-        for name, lines, _ in emit_man._comments_before_decls(text, rel):
-            items = sum(1 for x in lines if re.match(r"  - \S", x))
-            page = pages[f"{emit_man.MAN_DIR}/{name}.3"]
-            if page.count(".IP \\(bu 2\n") != items:
-                bad.append(f"{name}.3: {items} list items in the comment, "
-                           f"{page.count('.IP')} .IP on the page")
+    # lists: as many .IP items as the contract has "  - " lines
+    for f in abi.functions:
+        name = f["name"]
+        with open(os.path.join(ROOT, emit_man.CONTRACTS, name + ".txt"), encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        items = sum(1 for x in lines if re.match(r"  - \S", x))
+        page = pages[f"{emit_man.MAN_DIR}/{name}.3"]
+        if page.count(".IP \\(bu 2\n") != items:
+            bad.append(f"{name}.3: {items} list items in the contract, "
+                       f"{page.count('.IP')} .IP on the page")
     # case: a driver function or a parameter starting a section keeps its case
     for f in abi.functions:
         page = pages[f"{emit_man.MAN_DIR}/{f['name']}.3"]
@@ -156,7 +174,7 @@ def main():
     rendered = render_checks(abi, pages)
     for m in bad + rendered:
         print(f"test_emit_man: {m}")
-    print(f"test_emit_man: {len(CASES) - len(bad)} of {len(CASES)} broken comments refused; "
+    print(f"test_emit_man: {len(CASES) - len(bad)} of {len(CASES)} broken sources refused; "
           f"render checks: {len(rendered)} problem(s)")
     return 1 if bad or rendered else 0
 
