@@ -350,3 +350,29 @@ void t_nothing_left(int ndev)
 	for (d = 0; d < ndev; d++)
 		ck_assert_uint_eq(c.device_used_bytes[d], 0);
 }
+
+int t_devices(void)
+{
+	int n = 0;
+
+	ck_assert_int_eq(t_drv()->cuDeviceGetCount(&n), 0);
+	return n;
+}
+
+int t_skip_unless_devices(const char *fn, int i, int need)
+{
+	size_t len = strlen(fn);
+	int n = t_devices();
+
+	if (n >= need)
+		return 0;
+	if (len > 3 && !strcmp(fn + len - 3, "_fn"))
+		len -= 3;
+	if (i >= 0)
+		printf("SKIP %.*s #%d: needs %d devices, the driver has %d\n", (int)len, fn, i,
+		       need, n);
+	else
+		printf("SKIP %.*s: needs %d devices, the driver has %d\n", (int)len, fn, need, n);
+	fflush(stdout);
+	return 1;
+}

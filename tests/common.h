@@ -41,6 +41,27 @@ int t_probe_devices(int *is_sim);
 /* Runs the suite in forked children; exits 77 if needs are not met. */
 int t_main(Suite *(*make)(void), enum t_needs needs);
 
+/* The driver's device count (in a case: the test process's driver). */
+int t_devices(void);
+/* For a case that needs at least need devices: when the driver has fewer, prints one line
+ * "SKIP <case>[ #<i>]: needs <need> devices, the driver has <n>" (fn: the case's function,
+ * its Check suffix _fn dropped; i: the loop index, or -1 for a plain case) and returns 1;
+ * else 0. Check has no skipped state: the case returns and counts as passed, and the line
+ * is what tells which case did not run. */
+int t_skip_unless_devices(const char *fn, int i, int need);
+/* In a START_TEST body: return from the case unless the driver has need devices. */
+#define T_NEED_DEVICES(need)                                   \
+	do {                                                   \
+		if (t_skip_unless_devices(__func__, -1, need)) \
+			return;                                \
+	} while (0)
+/* The same in a loop test, the line naming the loop index. */
+#define T_NEED_DEVICES_LOOP(need)                              \
+	do {                                                   \
+		if (t_skip_unless_devices(__func__, _i, need)) \
+			return;                                \
+	} while (0)
+
 /* The driver table of the test process (opened once per process). */
 struct cms_driver *t_drv(void);
 int t_is_sim(void);
