@@ -359,20 +359,27 @@ int t_devices(void)
 	return n;
 }
 
-int t_skip_unless_devices(const char *fn, int i, int need)
+int t_skip_case(const char *fn, int i, const char *why)
 {
 	size_t len = strlen(fn);
+
+	if (len > 3 && !strcmp(fn + len - 3, "_fn"))
+		len -= 3;
+	if (i >= 0)
+		printf("SKIP %.*s #%d: %s\n", (int)len, fn, i, why);
+	else
+		printf("SKIP %.*s: %s\n", (int)len, fn, why);
+	fflush(stdout);
+	return 1;
+}
+
+int t_skip_unless_devices(const char *fn, int i, int need)
+{
+	char why[64];
 	int n = t_devices();
 
 	if (n >= need)
 		return 0;
-	if (len > 3 && !strcmp(fn + len - 3, "_fn"))
-		len -= 3;
-	if (i >= 0)
-		printf("SKIP %.*s #%d: needs %d devices, the driver has %d\n", (int)len, fn, i,
-		       need, n);
-	else
-		printf("SKIP %.*s: needs %d devices, the driver has %d\n", (int)len, fn, need, n);
-	fflush(stdout);
-	return 1;
+	snprintf(why, sizeof(why), "needs %d devices, the driver has %d", need, n);
+	return t_skip_case(fn, i, why);
 }

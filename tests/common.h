@@ -43,11 +43,13 @@ int t_main(Suite *(*make)(void), enum t_needs needs);
 
 /* The driver's device count (in a case: the test process's driver). */
 int t_devices(void);
-/* For a case that needs at least need devices: when the driver has fewer, prints one line
- * "SKIP <case>[ #<i>]: needs <need> devices, the driver has <n>" (fn: the case's function,
- * its Check suffix _fn dropped; i: the loop index, or -1 for a plain case) and returns 1;
- * else 0. Check has no skipped state: the case returns and counts as passed, and the line
- * is what tells which case did not run. */
+/* A case that cannot run here: prints one line "SKIP <case>[ #<i>]: <why>" (fn: the case's
+ * function, its Check suffix _fn dropped; i: the loop index, or -1 for a plain case) and
+ * returns 1. Check has no skipped state: the case then returns and counts as passed, and the
+ * line is what tells which case did not run. */
+int t_skip_case(const char *fn, int i, const char *why);
+/* t_skip_case with "needs <need> devices, the driver has <n>" when the driver has fewer than
+ * need devices; else 0. */
 int t_skip_unless_devices(const char *fn, int i, int need);
 /* In a START_TEST body: return from the case unless the driver has need devices. */
 #define T_NEED_DEVICES(need)                                   \
@@ -60,6 +62,18 @@ int t_skip_unless_devices(const char *fn, int i, int need);
 	do {                                                   \
 		if (t_skip_unless_devices(__func__, _i, need)) \
 			return;                                \
+	} while (0)
+/* In a START_TEST body: return from the case unless the driver is the host simulation (its
+ * fault injection, capacity and counters); _LOOP: in a loop test. */
+#define T_NEED_SIM()                                                                       \
+	do {                                                                               \
+		if (!t_is_sim() && t_skip_case(__func__, -1, "needs the host simulation")) \
+			return;                                                            \
+	} while (0)
+#define T_NEED_SIM_LOOP()                                                                  \
+	do {                                                                               \
+		if (!t_is_sim() && t_skip_case(__func__, _i, "needs the host simulation")) \
+			return;                                                            \
 	} while (0)
 
 /* The driver table of the test process (opened once per process). */
