@@ -350,3 +350,36 @@ void t_nothing_left(int ndev)
 	for (d = 0; d < ndev; d++)
 		ck_assert_uint_eq(c.device_used_bytes[d], 0);
 }
+
+int t_devices(void)
+{
+	int n = 0;
+
+	ck_assert_int_eq(t_drv()->cuDeviceGetCount(&n), 0);
+	return n;
+}
+
+int t_skip_case(const char *fn, int i, const char *why)
+{
+	size_t len = strlen(fn);
+
+	if (len > 3 && !strcmp(fn + len - 3, "_fn"))
+		len -= 3;
+	if (i >= 0)
+		printf("SKIP %.*s #%d: %s\n", (int)len, fn, i, why);
+	else
+		printf("SKIP %.*s: %s\n", (int)len, fn, why);
+	fflush(stdout);
+	return 1;
+}
+
+int t_skip_unless_devices(const char *fn, int i, int need)
+{
+	char why[64];
+	int n = t_devices();
+
+	if (n >= need)
+		return 0;
+	snprintf(why, sizeof(why), "needs %d devices, the driver has %d", need, n);
+	return t_skip_case(fn, i, why);
+}

@@ -41,6 +41,41 @@ int t_probe_devices(int *is_sim);
 /* Runs the suite in forked children; exits 77 if needs are not met. */
 int t_main(Suite *(*make)(void), enum t_needs needs);
 
+/* The driver's device count (in a case: the test process's driver). */
+int t_devices(void);
+/* A case that cannot run here: prints one line "SKIP <case>[ #<i>]: <why>" (fn: the case's
+ * function, its Check suffix _fn dropped; i: the loop index, or -1 for a plain case) and
+ * returns 1. Check has no skipped state: the case then returns and counts as passed, and the
+ * line is what tells which case did not run. */
+int t_skip_case(const char *fn, int i, const char *why);
+/* t_skip_case with "needs <need> devices, the driver has <n>" when the driver has fewer than
+ * need devices; else 0. */
+int t_skip_unless_devices(const char *fn, int i, int need);
+/* In a START_TEST body: return from the case unless the driver has need devices. */
+#define T_NEED_DEVICES(need)                                   \
+	do {                                                   \
+		if (t_skip_unless_devices(__func__, -1, need)) \
+			return;                                \
+	} while (0)
+/* The same in a loop test, the line naming the loop index. */
+#define T_NEED_DEVICES_LOOP(need)                              \
+	do {                                                   \
+		if (t_skip_unless_devices(__func__, _i, need)) \
+			return;                                \
+	} while (0)
+/* In a START_TEST body: return from the case unless the driver is the host simulation (its
+ * fault injection, capacity and counters); _LOOP: in a loop test. */
+#define T_NEED_SIM()                                                                       \
+	do {                                                                               \
+		if (!t_is_sim() && t_skip_case(__func__, -1, "needs the host simulation")) \
+			return;                                                            \
+	} while (0)
+#define T_NEED_SIM_LOOP()                                                                  \
+	do {                                                                               \
+		if (!t_is_sim() && t_skip_case(__func__, _i, "needs the host simulation")) \
+			return;                                                            \
+	} while (0)
+
 /* The driver table of the test process (opened once per process). */
 struct cms_driver *t_drv(void);
 int t_is_sim(void);
