@@ -231,9 +231,10 @@ struct cms_counters {
 	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
 	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
 	uint64_t pause_ns, resume_ns;
-	uint64_t bytes_prepared, prepare_ns; /* CMS_REGION_PREPARE (store/host_ahead.c; since 1.3) */
-	uint64_t bytes_verified, verify_ns;  /* CMS_REGION_VERIFY (since 1.3) */
-	uint64_t bytes_unchanged;	     /* since 1.3 */
+	uint64_t bytes_prepared,
+		prepare_ns;		    /* CMS_REGION_PREPARE (store/host_ahead.c; since 1.3) */
+	uint64_t bytes_verified, verify_ns; /* CMS_REGION_VERIFY (since 1.3) */
+	uint64_t bytes_unchanged;	    /* since 1.3 */
 };
 
 struct cms_region {
