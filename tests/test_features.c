@@ -8,6 +8,7 @@
  * cms_region_freeze (flags that cannot be frozen). Each case gives the
  * status the public header documents and a message naming the flag.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -380,6 +381,82 @@ START_TEST(state_rules)
 }
 END_TEST
 
+/* Two rules broken at once by an asynchronous resume: one status, the table's first row named
+ * (since 1.4 the pageable backups; before the table the verification). */
+START_TEST(async_two_rules)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_resume_options ro = CMS_RESUME_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	cms_region *r;
+	uint64_t p;
+
+	o.flags = CMS_REGION_HOST_PAGEABLE | CMS_REGION_VERIFY;
+	o.policy = HOST;
+	ck_ok(cms_region_create(ctx, "r", &o, &r));
+	ck_ok(cms_alloc(r, MiB, &p));
+	ck_ok(cms_region_pause(r, NULL, NULL));
+	ro.flags = CMS_RESUME_ASYNC;
+	ck_status(cms_region_resume(r, &ro, NULL), INVALID);
+	ck_words("two rules", (const char *const[]){ "keeps pageable host backups", NULL });
+	ck_assert_uint_eq(t_info(r).state, CMS_STATE_PAUSED);
+	ck_ok(cms_region_resume(r, NULL, NULL));
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
+struct toggler {
+	cms_region *r;
+	pthread_barrier_t *go;
+	int failed;
+};
+
+static void *toggle(void *arg)
+{
+	struct toggler *t = arg;
+	int i;
+
+	pthread_barrier_wait(t->go);
+	for (i = 0; i < 500; i++)
+		if (cms_region_flags_set(t->r, CMS_REGION_RELEASE_HOST | CMS_REGION_VERIFY,
+					 (i & 1) ? CMS_REGION_RELEASE_HOST : CMS_REGION_VERIFY))
+			t->failed++;
+	return NULL;
+}
+
+/* cms_region_flags_set from two threads on one region (thread-safe by its contract): every
+ * call succeeds and the rules read the region's flags under its lock (ThreadSanitizer found
+ * them read without it, 2026-12-07). */
+START_TEST(change_concurrent)
+{
+	cms_region_options o = CMS_REGION_OPTIONS_INIT;
+	cms_context *ctx = t_ctx();
+	struct toggler t[2];
+	pthread_barrier_t go;
+	pthread_t th[2];
+	cms_region *r;
+	uint64_t p, f;
+	int i;
+
+	o.policy = HOST;
+	ck_ok(cms_region_create(ctx, "r", &o, &r));
+	ck_ok(cms_alloc(r, MiB, &p));
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	for (i = 0; i < 2; i++) {
+		t[i] = (struct toggler){ r, &go, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, toggle, &t[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_int_eq(t[i].failed, 0);
+	}
+	pthread_barrier_destroy(&go);
+	f = t_info(r).flags & (CMS_REGION_RELEASE_HOST | CMS_REGION_VERIFY);
+	ck_assert(f == CMS_REGION_RELEASE_HOST || f == CMS_REGION_VERIFY);
+	ck_ok(cms_context_destroy(ctx));
+}
+END_TEST
+
 static Suite *make(void)
 {
 	Suite *s = suite_create("features");
@@ -390,6 +467,8 @@ static Suite *make(void)
 	tcase_add_test(tc, fabric);
 	tcase_add_loop_test(tc, change_rules, 0, NCHANGES);
 	tcase_add_loop_test(tc, state_rules, 0, NSTATES);
+	tcase_add_test(tc, async_two_rules);
+	tcase_add_test(tc, change_concurrent);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -90,12 +90,14 @@ CMS_API cms_status cms_region_flags_set(cms_region *region, uint64_t mask, uint6
 	st = cms_check_fork(r->ctx);
 	if (st)
 		return st;
-	st = cms_feature_check(&q); /* changeable, policies: engine/feature.c */
-	if (st)
-		return st;
+	/* both checks under the lock: the rules of the flags set read the region's other
+	 * flags, which a concurrent cms_region_flags_set changes under it */
 	pthread_mutex_lock(&r->lock);
-	q.when = CMS_FEATURE_CHANGE_LOCKED; /* what depends on its state */
-	st = cms_feature_check(&q);
+	st = cms_feature_check(&q); /* changeable, requires, excludes, policies */
+	if (!st) {
+		q.when = CMS_FEATURE_CHANGE_LOCKED; /* what depends on its state */
+		st = cms_feature_check(&q);
+	}
 	if (!st)
 		st = cms_engine_flags_set(r, (r->flags & ~mask) | flags);
 	pthread_mutex_unlock(&r->lock);

@@ -66,8 +66,8 @@ struct cms_work;
 /* What a feature check is for (cms_feature_check). */
 enum cms_feature_when {
 	CMS_FEATURE_CREATE,	   /* flags, policy: cms_region_create, hook templates */
-	CMS_FEATURE_CHANGE,	   /* v[0], mask, flags (their new values): cms_region_flags_set */
-	CMS_FEATURE_CHANGE_LOCKED, /* the same with v[0]'s lock held: what depends on its state */
+	CMS_FEATURE_CHANGE,	   /* v[0] (its lock held), mask, flags (their new values) */
+	CMS_FEATURE_CHANGE_LOCKED, /* the same: what depends on its state (paused or not) */
 	CMS_FEATURE_FREEZE,	   /* v[0] (locked): cms_region_freeze */
 	CMS_FEATURE_RESUME,	   /* v[0..n) (locked), flags (CMS_RESUME_*): a resume of them */
 };

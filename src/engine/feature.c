@@ -50,8 +50,11 @@ struct feature {
 };
 
 /*
- * The table. Rows run in this order at every check, so the first broken rule a call meets is
- * the one it met before the table (the order of the checks since 1.0).
+ * The table. Rows run in this order at every check: the first broken rule a call meets is the
+ * one it met before the table at create and at a change (the order of the checks since 1.0).
+ * An asynchronous resume refused for two reasons at once (a region with both
+ * CMS_REGION_HOST_PAGEABLE and CMS_REGION_VERIFY, or two regions, one with each) now names
+ * the pageable backups where it named the verification before 1.4: the status is the same.
  */
 static const struct feature features[] = {
 	{
@@ -213,7 +216,7 @@ static cms_status check_create(uint64_t flags, uint32_t policy)
 	return CMS_OK;
 }
 
-/* A change's rules that hold whatever r's state: the mask, then each flag it sets. */
+/* A change's rules: the mask, then each flag it sets against r's other flags (its lock held). */
 static cms_status check_change(const struct cms_region *r, uint64_t mask, uint64_t flags)
 {
 	uint64_t changeable = all_flags(true);
