@@ -32,6 +32,91 @@ static inline struct cms_engine_alloc *cms_alloc_engine(const struct cms_alloc *
 	return cms_container_of(cms_alloc_store(a), struct cms_engine_alloc, below);
 }
 
+/* The engine's tunables (tunables.c). */
+struct cms_engine_tunables {
+	struct cms_tune_size overlap_batch; /* overlap.c: bytes a pause batch releases */
+};
+
+struct cms_preparer;	/* private to preparer.c */
+struct cms_checksummer; /* private to checksum.c */
+
+/* The engine's part of a context (core.h says how the parts compose). */
+struct cms_engine_context {
+	struct cms_store_context below;
+	struct cms_engine_tunables tune;
+	/* The background preparation of host backups (CMS_REGION_PREPARE; preparer.c), made by
+	 * the first allocation that needs it: NULL = none; set under ctx->lock. */
+	struct cms_preparer *preparer;
+	/* Each device's checksum kernel and scratch (checksum.c; CMS_REGION_VERIFY), loaded
+	 * while a verified region of the device holds it: NULL until the first hold; the
+	 * pointer under ctx->lock. */
+	struct cms_checksummer *checksum[CMS_MAX_DEVICES];
+};
+
+static inline struct cms_engine_context *cms_ctx_engine(const cms_context *ctx)
+{
+	return cms_container_of(cms_ctx_store(ctx), struct cms_engine_context, below);
+}
+
+/* ---- counters.c: cumulative counters of regions (their locks held) ---- */
+/* What one committed side of an engine call did to one region. */
+struct cms_counted {
+	uint64_t released, backed, to_store, from_store; /* bytes */
+	uint64_t verified;				 /* bytes its resume checked */
+	uint64_t unchanged; /* out: bytes of current backups, not copied (cms_region_freeze) */
+	uint64_t ns;	    /* its device's work */
+	uint64_t verify_ns; /* of it checksumming */
+};
+/* r was paused (out) or resumed (!out) by a committed call; swap: by cms_swap. */
+void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c);
+/* A pause, resume or swap over regions v[0..n) failed with st (nothing if st is CMS_OK). */
+void cms_counters_fail(struct cms_region **v, size_t n, cms_status st);
+/* Fills the stats of r (struct_size and every field of ours). */
+void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
+
+/* ---- tunables.c: the sizes and switches of a context, every layer's part ---- */
+/* Every layer's tunables of ctx (cms_ctx_vmm(ctx)->tune, ..._store, ..._engine): the defaults,
+ * then the driver's (cmssim_tunables), then $CMS_TUNABLES; a token that is unknown, malformed
+ * or out of range changes nothing and is logged (CMS_LOG_WARN). Called when the driver loads
+ * (core's context ops). */
+void cms_tunables_load(cms_context *ctx);
+/* Logs (CMS_LOG_WARN) each size that device dev of that granularity takes otherwise than
+ * given (cms_tune_bytes rounded it): called once per device, when it is set up. */
+void cms_tunables_check_device(cms_context *ctx, int32_t dev, size_t granularity);
+
+/* ---- checksum.c: checksums of device memory (CMS_REGION_VERIFY) ---- */
+/* len bytes of device memory at ptr, bytes [off, off + len) of an allocation, whose checksum
+ * (kernels/checksum.h) goes to slot. */
+struct cms_checksum_span {
+	CUdeviceptr ptr;
+	uint64_t len, off;
+	size_t slot;
+};
+/*
+ * Takes a hold on device dev's checksum kernel for a CMS_REGION_VERIFY region (device context
+ * current): the first hold loads the kernel (cuModuleLoadData, cuModuleGetFunction) and maps
+ * one granule of scratch (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess),
+ * counted in the device's own_bytes; a failure leaves nothing held or loaded (the driver's
+ * status: CMS_ERR_OUT_OF_DEVICE_MEMORY on a full device). May wait for a checksum in
+ * progress on the device.
+ */
+cms_status cms_checksum_hold(cms_context *ctx, int32_t dev);
+/* Drops a hold; the last one unloads the kernel and gives the scratch back when current (the
+ * device context is current), else they stay for the next hold or cms_checksum_drop. */
+void cms_checksum_release(cms_context *ctx, int32_t dev, bool current);
+/*
+ * sums[0..nslots) = the checksums of spans v[0..n) (slots nondecreasing along v, each below
+ * nslots) computed on device dev by the library's kernel on stream, device context current;
+ * returns once they are read back. Needs a hold on the device (CMS_ERR_INTERNAL without one):
+ * takes no device memory. Calls on one device are serialized (a leaf lock).
+ */
+cms_status cms_checksum_device(cms_context *ctx, int32_t dev, CUstream stream,
+			       const struct cms_checksum_span *v, size_t n, uint64_t *sums,
+			       size_t nslots);
+/* Unloads device dev's kernel and frees its scratch whatever the holds (cms_context_destroy,
+ * its primary context current); what the driver refuses is logged or kept as a cleanup. */
+void cms_checksum_drop(cms_context *ctx, int32_t dev);
+
 /* ---- entry points (engine.c); the regions' locks are held, options checked ---- */
 
 /* Pauses regions[0..n) (all active); res (library size) is filled when not NULL. */

@@ -128,7 +128,7 @@ static void *prepare_thread(void *arg)
 /* ctx's preparer, made on first use; NULL when out of memory (ctx->lock held). */
 static struct cms_preparer *preparer_get(cms_context *ctx)
 {
-	struct cms_preparer *p = ctx->preparer;
+	struct cms_preparer *p = cms_ctx_engine(ctx)->preparer;
 
 	if (p)
 		return p;
@@ -141,7 +141,7 @@ static struct cms_preparer *preparer_get(cms_context *ctx)
 		goto err_lock;
 	p->ctx = ctx;
 	atomic_init(&p->stop, false);
-	ctx->preparer = p;
+	cms_ctx_engine(ctx)->preparer = p;
 	return p;
 
 err_lock:
@@ -191,8 +191,8 @@ void cms_prepare_stop(cms_context *ctx)
 	struct cms_preparer *p;
 
 	pthread_mutex_lock(&ctx->lock);
-	p = ctx->preparer;
-	ctx->preparer = NULL;
+	p = cms_ctx_engine(ctx)->preparer;
+	cms_ctx_engine(ctx)->preparer = NULL;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!p)
 		return;

@@ -46,6 +46,17 @@ static inline struct cms_ipc_region *cms_region_ipc(const struct cms_region *r)
 	return cms_container_of(cms_region_store(r), struct cms_ipc_region, below);
 }
 
+/* The ipc layer's part of a context. */
+struct cms_ipc_context {
+	struct cms_engine_context below;
+	atomic_int objects; /* exporters, importers, control sockets alive (ipc_*.c, control.c) */
+};
+
+static inline struct cms_ipc_context *cms_ctx_ipc(const cms_context *ctx)
+{
+	return cms_container_of(cms_ctx_engine(ctx), struct cms_ipc_context, below);
+}
+
 /*
  * cms_ipc_check_args - the checks an IPC constructor (cms_exporter_create,
  * cms_import_open, cms_control_create) starts with: ctx, path and out given,

@@ -73,7 +73,7 @@ struct cms_hostbuf {
 	bool registered;   /* page-locked with cuMemHostRegister */
 	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
 	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
-	bool lazy;     /* no user, kept MADV_FREEd for the next pause (ctx->tune.prep_lazyfree) */
+	bool lazy; /* no user, kept MADV_FREEd for the next pause (store tunables: prep_lazyfree) */
 	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
 	CUresult register_result;
 	atomic_bool failed; /* no memory to fault its pages in */
@@ -111,7 +111,7 @@ static uint64_t group_max(const struct cms_region *r)
 	const cms_context *ctx = r->ctx;
 	uint64_t g = ctx->devices[r->device].granularity;
 
-	return cms_tune_bytes(&ctx->tune, CMS_TUNE_HOST_GROUP, g);
+	return cms_tune_bytes(&cms_ctx_store(ctx)->tune.host_group, g);
 }
 
 /*
@@ -167,7 +167,7 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 		cms_region_store(r)->pinned_bytes += hb->len;
 	/* Unregistered with CUDA_SUCCESS: never tried (a failed pause skipped it). */
 	if (hb->registered || hb->register_result == CUDA_SUCCESS || atomic_load(&hb->failed) ||
-	    atomic_exchange(&ctx->warned_register, 1))
+	    atomic_exchange(&cms_ctx_store(ctx)->warned_register, 1))
 		return;
 	cms_log(ctx, CMS_LOG_WARN,
 		"cuMemHostRegister of %zu bytes failed (%s): host backups stay pageable and "
@@ -178,7 +178,8 @@ static void note_registered(cms_context *ctx, struct cms_region *r, struct cms_h
 /* A buffer of len bytes in no region yet, mapped with reach bytes more (short slices: map_len),
  * not yet faulted in or registered; NULL when out of memory (or the simulation refuses it). */
 static struct cms_hostbuf *buffer_new(cms_context *ctx, size_t len, size_t reach,
-				      const struct cms_tunables *o, bool pageable, int32_t device)
+				      const struct cms_store_tunables *o, bool pageable,
+				      int32_t device)
 {
 	struct cms_hostbuf *hb = calloc(1, sizeof(*hb));
 
@@ -232,7 +233,7 @@ static void slice_take(struct cms_alloc *a, struct cms_hostbuf *hb, size_t off, 
 
 /* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
 static cms_status buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
-			     const struct cms_tunables *o)
+			     const struct cms_store_tunables *o)
 {
 	struct cms_hostbuf *hb;
 	size_t len = 0, reach = 0, off = 0, i;
@@ -325,7 +326,7 @@ static void buffer_drop(cms_context *ctx, struct cms_region *r, struct cms_hostb
 	free(hb);
 }
 
-/* Unmaps r's buffers kept without users (lazy: ctx->tune.prep_lazyfree). */
+/* Unmaps r's buffers kept without users (lazy: the store's tunable prep_lazyfree). */
 static void lazy_drop(struct cms_region *r)
 {
 	struct cms_hostbuf *hb, *next;
@@ -376,7 +377,8 @@ static void host_resumed(cms_context *ctx, struct cms_alloc *a)
 	 * (never after an async resume: the API refuses the combination). */
 	if ((a->region->flags & CMS_REGION_RELEASE_HOST) && !backup_unpin(ctx, a))
 		slice_put_keep(ctx, a,
-			       ctx->tune.prep_lazyfree); /* never unmap page-locked memory */
+			       cms_ctx_store(ctx)
+				       ->tune.prep_lazyfree); /* never unmap page-locked memory */
 }
 
 /* ---- holes: reuse and trim ---- */
@@ -784,7 +786,7 @@ static void prep_wait(struct prep *w, size_t b, int nthreads)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int workers_for(uint64_t bytes, const struct cms_tunables *o)
+static int workers_for(uint64_t bytes, const struct cms_store_tunables *o)
 {
 	cpu_set_t set;
 	long cpus = sched_getaffinity(0, sizeof(set), &set) ? sysconf(_SC_NPROCESSORS_ONLN) :
@@ -848,7 +850,7 @@ static cms_status drop_short(cms_context *ctx, struct cms_alloc **v, size_t n)
 }
 
 static cms_status plan_buffers(cms_context *ctx, struct cms_alloc **v, size_t n, struct prep *w,
-			       const struct cms_tunables *o, uint64_t *new_bytes)
+			       const struct cms_store_tunables *o, uint64_t *new_bytes)
 {
 	size_t k = 0, j, bytes;
 	cms_status st;
@@ -895,7 +897,8 @@ static uint64_t stage_chunk(const struct cms_region *r)
 {
 	const cms_context *ctx = r->ctx;
 
-	return cms_tune_bytes(&ctx->tune, CMS_TUNE_HOST_STAGE, ctx->devices[r->device].granularity);
+	return cms_tune_bytes(&cms_ctx_store(ctx)->tune.host_stage,
+			      ctx->devices[r->device].granularity);
 }
 
 /* Bytes of chunk k of a copy of len bytes in chunks of c bytes. */
@@ -1082,7 +1085,7 @@ static cms_status host_save(struct cms_lanes *l, struct cms_alloc **v, size_t n,
 	struct prep w = { .ctx = ctx };
 	struct copy c = { .l = l, .out = true };
 	pthread_t threads[CMS_PREP_THREADS_MAX];
-	const struct cms_tunables *opts = &ctx->tune;
+	const struct cms_store_tunables *opts = &cms_ctx_store(ctx)->tune;
 	int nthreads = 0, i;
 	uint64_t new_bytes = 0;
 	size_t k, j, b;
@@ -1276,7 +1279,7 @@ static void host_region_close(struct cms_region *r)
 
 struct cms_hostbuf *cms_hostbuf_new(cms_context *ctx, int32_t device, size_t len, bool pageable)
 {
-	return buffer_new(ctx, len, 0, &ctx->tune, pageable, device);
+	return buffer_new(ctx, len, 0, &cms_ctx_store(ctx)->tune, pageable, device);
 }
 
 size_t cms_hostbuf_len(const struct cms_hostbuf *hb)
@@ -1298,8 +1301,8 @@ bool cms_hostbuf_pin(cms_context *ctx, struct cms_hostbuf *hb)
 void cms_hostbuf_free(cms_context *ctx, struct cms_hostbuf *hb)
 {
 	if (hb->registered) /* never unmapped while page-locked (kept if the driver refuses) */
-		cms_cleanup_staging(ctx, hb->device, hb->base, hb->len,
-				    ctx->drv.host_alloc_hook != NULL);
+		cms_stage_cleanup(ctx, hb->device, hb->base, hb->len,
+				  ctx->drv.host_alloc_hook != NULL);
 	else {
 		munmap(hb->base, hb->map_len);
 		if (ctx->drv.host_free_hook)

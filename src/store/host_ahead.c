@@ -136,13 +136,14 @@ static bool stopped(struct cms_prep_job *j, const atomic_bool *stop)
 
 void cms_store_prepare_build(cms_context *ctx, struct cms_prep_job *j, const atomic_bool *stop)
 {
+	const struct cms_store_tunables *t = &cms_ctx_store(ctx)->tune;
 	uint64_t t0 = cms_now_ns();
-	size_t step = ctx->tune.prep_slice ? ctx->tune.prep_slice : j->len, off = 0;
+	size_t step = t->prep_slice ? t->prep_slice : j->len, off = 0;
 
 	j->hb = cms_hostbuf_new(ctx, j->device, j->len, j->pageable);
 	if (!j->hb)
 		snprintf(j->why, sizeof(j->why), "cannot map %zu bytes", j->len);
-	if (ctx->tune.prep_noprefault) /* as a pause's workers: the registration faults */
+	if (t->prep_noprefault) /* as a pause's workers: the registration faults */
 		off = j->len;
 	for (; j->hb && off < j->len && !stopped(j, stop); off += step)
 		if (!cms_hostbuf_fault(j->hb, off, j->len - off < step ? j->len - off : step)) {

@@ -48,6 +48,36 @@ struct cms_store_region {
 	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (host_ahead.c) */
 };
 
+/* Staging buffers (host_stage, disk_stage) are whole multiples of it: DISK files are read and
+ * written in such blocks (O_DIRECT, CMS_DISK_ALIGN). */
+#define CMS_TUNE_STAGE_ALIGN 4096u
+#define CMS_PREP_THREADS_MAX 64
+/* The store's tunables (engine/tunables.c sets them when the driver loads; read-only after). */
+struct cms_store_tunables {
+	struct cms_tune_size host_group; /* host.c: backups sharing one host buffer */
+	struct cms_tune_size host_stage; /* host.c: a pageable copy's staging buffer */
+	struct cms_tune_size disk_stage; /* disk.c: a DISK staging buffer */
+	/* host.c, making new host buffers (the options lab/hoststore measures): */
+	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
+	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
+	bool prep_noprefault;  /* workers do not fault pages in (cuMemHostRegister does) */
+	bool prep_lazyfree;    /* buffers given back are MADV_FREE'd and kept for the next pause */
+	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
+	size_t prep_slice;     /* bytes a worker faults at a time */
+};
+
+/* The store's part of a context (core.h says how the parts compose). */
+struct cms_store_context {
+	struct cms_vmm_context below;
+	struct cms_store_tunables tune;
+	atomic_int warned_register; /* cuMemHostRegister failure logged (host.c) */
+};
+
+static inline struct cms_store_context *cms_ctx_store(const cms_context *ctx)
+{
+	return cms_container_of(cms_ctx_vmm(ctx), struct cms_store_context, below);
+}
+
 static inline struct cms_store_alloc *cms_alloc_store(const struct cms_alloc *a)
 {
 	return cms_container_of(cms_alloc_vmm(a), struct cms_store_alloc, below);
@@ -57,6 +87,35 @@ static inline struct cms_store_region *cms_region_store(const struct cms_region 
 {
 	return cms_container_of(cms_region_vmm(r), struct cms_store_region, below);
 }
+
+/* ---- lanes.c: the copy streams of one side of an engine call ---- */
+/*
+ * The copy streams one side of an engine call may use on device dev: the
+ * library streams [first, first + count) (core.h: CMS_COPY_STREAMS per
+ * device). Copies are spread over them in turn (next), so that the setup of
+ * one copy overlaps the transfer of another.
+ */
+struct cms_lanes {
+	cms_context *ctx;
+	int32_t dev;
+	unsigned first, count;
+	size_t next; /* copies issued through cms_lane() */
+};
+
+/* The stream of the next copy. */
+static inline CUstream cms_lane(struct cms_lanes *l)
+{
+	return l->ctx->devices[l->dev].streams[l->first + l->next++ % l->count];
+}
+
+/* The k-th stream of the lanes (k taken modulo their count). */
+static inline CUstream cms_lane_at(const struct cms_lanes *l, size_t k)
+{
+	return l->ctx->devices[l->dev].streams[l->first + k % l->count];
+}
+
+/* cuStreamSynchronize of each of the lanes' streams; the first failure is returned. */
+cms_status cms_lanes_sync(const struct cms_lanes *l);
 
 /* Bytes one backup copy may move at most when it covers several allocations. */
 #define CMS_COPY_MERGE_MAX (64ull << 20)
@@ -343,5 +402,9 @@ cms_status cms_stage_make(cms_context *ctx, int32_t dev, uint64_t total, uint64_
 			  const char *what, struct cms_stage *s);
 /* Frees s (no copy may still use it); a zeroed s is nothing to free. */
 void cms_stage_free(cms_context *ctx, struct cms_stage *s);
+/* Unregisters (cuMemHostUnregister) and unmaps len bytes of page-locked staging at base
+ * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
+ * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
+void cms_stage_cleanup(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
 
 #endif /* CMS_STORE_H */

@@ -34,6 +34,53 @@ struct cms_vmm_region {
 	struct cms_extent *ready; /* for the next cms_arena_give (cms_arena_give_ready) */
 };
 
+/* ---- tune.c: a tunable size, in bytes or relative to a device's granularity ---- */
+/* The range of a size (bytes), the alignment of its bytes, and whether a device takes it in
+ * whole granules, at least two (else 0); key: its name in CMS_TUNABLES (engine/tunables.c). */
+struct cms_tune_limits {
+	const char *key;
+	uint64_t min, max;
+	uint32_t align;
+	bool granules;
+};
+/* A size: bytes, or when div is not 0, granules * granularity / div of the device's; lim: its
+ * limits (set with it by cms_tunables_load). */
+struct cms_tune_size {
+	uint64_t bytes;
+	uint32_t granules, div;
+	const struct cms_tune_limits *lim;
+};
+/* The bytes of s as given on a device of that granularity, brought into its range and
+ * alignment (a size in bytes is checked when read). */
+uint64_t cms_tune_given(const struct cms_tune_size *s, size_t granularity);
+/* The bytes of s on a device of that granularity: cms_tune_given, in whole granules (at least
+ * two, else 0, rounded down) when its limits ask for them. */
+uint64_t cms_tune_bytes(const struct cms_tune_size *s, size_t granularity);
+
+/* vmm's tunables (engine/tunables.c sets every layer's part when the driver loads; read-only
+ * afterwards). */
+struct cms_vmm_tunables {
+	struct cms_tune_size run_chunk; /* run.c: the most bytes of a chunk (0: none) */
+};
+
+/* Sizes of the guard's zero handles: 2^0 .. 2^5 granules (126 MiB at a 2 MiB granularity). */
+#define CMS_GUARD_ORDERS 6
+
+/* vmm's part of a context (core.h says how the parts compose). */
+struct cms_vmm_context {
+	struct cms_context core;
+	struct cms_vmm_tunables tune;
+	/* Each device's zero-filled physical handles of 1, 2, 4, ... 2^(CMS_GUARD_ORDERS-1)
+	 * granules, each mapped whole and read-only over pieces of the released allocations of
+	 * paused CMS_REGION_GUARD regions (guard.c); 0 until the first such region. ctx->lock. */
+	CUmemGenericAllocationHandle zero[CMS_MAX_DEVICES][CMS_GUARD_ORDERS];
+};
+
+static inline struct cms_vmm_context *cms_ctx_vmm(const cms_context *ctx)
+{
+	return cms_container_of(ctx, struct cms_vmm_context, core);
+}
+
 static inline struct cms_vmm_alloc *cms_alloc_vmm(const struct cms_alloc *a)
 {
 	return cms_container_of(a, struct cms_vmm_alloc, core);
@@ -43,6 +90,19 @@ static inline struct cms_vmm_region *cms_region_vmm(const struct cms_region *r)
 {
 	return cms_container_of(r, struct cms_vmm_region, core);
 }
+
+/* ---- cleanup_ranges.c: temporary ranges whose cleanup failed (core/cleanup.c) ---- */
+/* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
+ * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
+void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
+/* As cms_cleanup_range of a mapped range whose memory (own bytes, its handle released) is
+ * counted in device dev's own_bytes until the unmap gives it back: uncounted then. */
+void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, uint64_t own);
+/* Keeps device dev's reservation at va, len bytes, whose cuMemAddressFree just failed with res,
+ * for cms_cleanup_retry (logged); not tried again now (a retry at once usually fails the
+ * same way, and the caller could not undo what it did before). */
+void cms_cleanup_reservation(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len,
+			     CUresult res);
 
 /* Address space of a region: reservations that allocations are carved from, so that
  * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
