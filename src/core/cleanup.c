@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 static CUresult event_run(cms_context *ctx, struct cms_cleanup *c)
 {

@@ -231,9 +231,8 @@ struct cms_hook_ops {
 	void (*context_gone)(cms_context *ctx); /* no hooked call may use ctx from now on */
 	void (*context_free)(cms_context *ctx); /* frees what it keeps of ctx */
 };
-/* hookops.c: registers the table (adapters/hookctx.c, when the library loads); the table. */
+/* hookops.c: registers the table (adapters/hookctx.c, when the library loads). */
 void cms_hook_ops_register(const struct cms_hook_ops *ops);
-const struct cms_hook_ops *cms_hook_ops(void);
 /* Its members called when registered (else nothing), for the api's destroys and allocations. */
 void cms_hook_retire(cms_context *ctx, uint64_t ptr);
 void cms_hook_unretire(uint64_t ptr);
@@ -312,8 +311,6 @@ static inline cms_status cms_check_fork(const cms_context *ctx)
 	return CMS_OK;
 }
 
-/* Loads the driver on first use; ctx->lock must be held. */
-cms_status cms_ctx_driver_locked(cms_context *ctx);
 /* Loads the driver and prepares a device (primary context, granularity). */
 cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out);
 cms_status cms_push(cms_context *ctx, int32_t device);
@@ -321,10 +318,6 @@ cms_status cms_push(cms_context *ctx, int32_t device);
 void cms_pop(cms_context *ctx);
 /* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
-/* Makes device dev's primary context current (popping the one of *cur if any). */
-cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev);
-/* Pops what cms_switch_device pushed. */
-void cms_switch_done(cms_context *ctx, int32_t *cur);
 
 /* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
 cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
@@ -378,8 +371,6 @@ void cms_trace_init(void);
 /* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */
 void cms_trace_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cms_trace_pop(void);
-/* Whether the library was built with NVTX. */
-bool cms_trace_enabled(void);
 
 /* ---- log.c: log lines of worker threads ---- */
 struct cms_logline {
@@ -411,8 +402,6 @@ struct cms_progress {
  * innermost lock, so region locks may be held). */
 void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
 			uint64_t total);
-/* bytes more are done (NULL p or 0 bytes: nothing); calls the callback with done < total. */
-void cms_progress_add(struct cms_progress *p, uint64_t bytes);
 /* The final call (done == total) when ok; frees what begin set up. */
 void cms_progress_end(struct cms_progress *p, bool ok);
 /* Makes p the calling thread's operation for cms_progress_note; returns the previous one. */

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 uint64_t cms_now_ns(void)
 {

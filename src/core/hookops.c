@@ -8,7 +8,7 @@
  * library loads. With none registered every call here does nothing: no hook
  * context was ever set, so nothing was retired or made a default.
  */
-#include "core.h"
+#include "core_internal.h"
 
 static _Atomic(const struct cms_hook_ops *) hook_ops;
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 #include "checksum.h"
 #include "checksum_ptx.h"
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 /* One device's share of a call and the thread that runs it. */
 struct worker {

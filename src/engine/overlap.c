@@ -20,7 +20,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 #define TAPER_MIN 16 /* the smallest batch: BATCH / 16 (64 MiB) */
 

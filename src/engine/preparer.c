@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 struct cms_preparer {
 	cms_context *ctx;
@@ -71,7 +71,7 @@ static void prepare_region(struct cms_preparer *p, struct cms_region *r)
 		unused = cms_store_prepare_finish(r, &j);
 		pthread_mutex_unlock(&r->lock);
 		if (unused)
-			cms_hostbuf_free(p->ctx, unused);
+			cms_store_prepare_free(p->ctx, unused);
 		if (!made)
 			return;
 	}

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 #define KiB (1ull << 10)
 #define GiB (1ull << 30)

@@ -17,7 +17,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 static bool verified(const struct cms_alloc *a)
 {

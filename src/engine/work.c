@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 bool cms_work_holds_memory(const struct cms_alloc *a)
 {

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ipc.h"
+#include "ipc_internal.h"
 
 /* Descriptors queued for importers at most, all of them together (a batch beyond waits). */
 #define GRANT_FDS_QUEUED (2 * CMS_IPC_MAX_FDS)

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ipc.h"
+#include "ipc_internal.h"
 
 struct cms_import {
 	cms_context *ctx;

@@ -52,7 +52,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 #ifndef FALLOC_FL_KEEP_SIZE
 #define FALLOC_FL_KEEP_SIZE 0x01

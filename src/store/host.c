@@ -60,7 +60,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 /* Host memory shared by the backups of several allocations of one region (host.c). Its bytes
  * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 static size_t round_page(uint64_t n)
 {
@@ -249,4 +249,9 @@ void cms_store_prepare_take(struct cms_region *r, bool cancel)
 	hb = cancel ? j->hb : attach(r, j);
 	if (hb)
 		cms_hostbuf_free(r->ctx, hb);
+}
+
+void cms_store_prepare_free(cms_context *ctx, struct cms_hostbuf *hb)
+{
+	cms_hostbuf_free(ctx, hb);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* lanes.c - the copy streams of one side of an engine call (store.h: struct cms_lanes). */
-#include "store.h"
+#include "store_internal.h"
 
 cms_status cms_lanes_sync(const struct cms_lanes *l)
 {

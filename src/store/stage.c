@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 /* The cleanup of page-locked memory (core's struct cms_cleanup_ops): unregistered, then
  * unmapped; kept until the unregister succeeds, never unmapped while page-locked. */

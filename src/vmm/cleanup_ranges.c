@@ -6,7 +6,7 @@
  * core's cleanups (core/cleanup.c), kept and tried again when the driver
  * refuses.
  */
-#include "vmm.h"
+#include "vmm_internal.h"
 
 static CUresult range_run(cms_context *ctx, struct cms_cleanup *c)
 {

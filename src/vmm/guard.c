@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 #define TOP (CMS_GUARD_ORDERS - 1) /* the largest piece: 2^TOP granules (64 MiB on an H200) */
 

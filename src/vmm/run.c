@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 static int by_address(const void *x, const void *y)
 {

@@ -6,7 +6,7 @@
  * (the chunk size) is rounded down to them, at least two, else 0. The sizes
  * themselves, their limits and CMS_TUNABLES are engine/tunables.c's.
  */
-#include "vmm.h"
+#include "vmm_internal.h"
 
 /* granules * granularity / div, saturated at UINT64_MAX. */
 static uint64_t granule_bytes(const struct cms_tune_size *s, size_t granularity)
