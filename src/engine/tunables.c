@@ -190,7 +190,7 @@ static const char *parse_count(struct cms_store_tunables *t, const char *tok, bo
 	return NULL;
 }
 
-/* One token: a size ("key=value") or one of host.c's switches for making new buffers.
+/* One token: a size ("key=value") or one of the HOST policy's switches for making new buffers.
  * Returns NULL once applied, or why it changed nothing (why: at least 96 bytes). */
 static const char *apply(cms_context *ctx, const char *tok, char *why, size_t len)
 {

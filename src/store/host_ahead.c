@@ -4,14 +4,14 @@
  * of the background preparation (engine/preparer.c runs the thread).
  *
  * A job is one host buffer for a group of allocations of one region that have
- * no backup yet, the group host.c's first pause would make (consecutive in
+ * no backup yet, the group host_policy.c's first pause would make (consecutive in
  * address order, up to one buffer's worth). It is planned under the region's
  * lock (the bases and sizes only: no pointer to an allocation survives the
  * unlock), made without the lock (mmap, faulting in, cuMemHostRegister: the
  * slow steps, which must not hold up cms_alloc, cms_free or a pause), and
  * attached under the lock again to the planned allocations that still need
  * it, found again by base and size: an allocation freed meanwhile leaves a
- * hole that a later pause fills (host.c, reuse_holes); when none is left the
+ * hole that a later pause fills (host_holes.c, cms_host_reuse_holes); when none is left the
  * buffer goes back. Whoever takes the region's lock meanwhile sees the job in
  * flight (cms_store_region.prep_job): a pause waits for the buffer and uses
  * it (no work done twice), a flag change or a destroy cancels it (the making

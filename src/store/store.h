@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store.h - where paused content lives: one restore policy per file (discard.c,
- * zero.c, host.c, disk.c), each an operations table (struct cms_store_ops);
+ * zero.c, host_*.c, disk.c), each an operations table (struct cms_store_ops);
  * store.c holds the table and the helpers that apply it to a list of
  * allocations. A store moves bytes between device memory and its storage and
  * keeps the allocation's saved/storage fields; it knows no transaction: the
@@ -24,9 +24,10 @@
  * lock. Core's saved: the store holds the content. */
 struct cms_store_alloc {
 	struct cms_vmm_alloc below;
-	void *backup;		     /* HOST: this allocation's slice of hostbuf */
-	size_t backup_len;	     /* page-rounded size of the slice */
-	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
+	void *backup;	   /* HOST: this allocation's slice of hostbuf */
+	size_t backup_len; /* page-rounded size of the slice */
+	struct cms_hostbuf
+		*hostbuf;  /* shared with allocations of the same region (host_buffer.c) */
 	bool fresh_buffer; /* the slice was made by the running pause (the engine clears it) */
 	bool prepared;	   /* the slice was made ahead (host_ahead.c) and holds no content yet */
 	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
@@ -44,10 +45,10 @@ struct cms_store_alloc {
 /* The store's part of a region; under the region's lock. */
 struct cms_store_region {
 	struct cms_vmm_region below;
-	uint64_t pinned_bytes;	       /* page-locked part of host_bytes (host.c) */
-	uint64_t host_free_bytes;      /* part of host_bytes in no allocation's slice (host.c) */
-	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host.c) */
-	struct cms_stage *host_stage;  /* staging kept between restores (host.c) */
+	uint64_t pinned_bytes;	  /* page-locked part of host_bytes (host_buffer.c) */
+	uint64_t host_free_bytes; /* part of host_bytes in no allocation's slice (host_holes.c) */
+	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host_buffer.c) */
+	struct cms_stage *host_stage;  /* staging kept between restores (host_pageable.c) */
 	struct cms_disk *disk;	       /* DISK: its directory and file (disk.c) */
 	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (host_ahead.c) */
 };
@@ -58,10 +59,11 @@ struct cms_store_region {
 #define CMS_PREP_THREADS_MAX 64
 /* The store's tunables (engine/tunables.c sets them when the driver loads; read-only after). */
 struct cms_store_tunables {
-	struct cms_tune_size host_group; /* host.c: backups sharing one host buffer */
-	struct cms_tune_size host_stage; /* host.c: a pageable copy's staging buffer */
+	struct cms_tune_size host_group; /* host_buffer.c: backups sharing one host buffer */
+	struct cms_tune_size host_stage; /* host_pageable.c: a pageable copy's staging buffer */
 	struct cms_tune_size disk_stage; /* disk.c: a DISK staging buffer */
-	/* host.c, making new host buffers (the options lab/hoststore measures): */
+	/* host_buffer.c, host_policy.c, making new host buffers (the options lab/hoststore
+	 * measures): */
 	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
 	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
 	bool prep_noprefault;  /* workers do not fault pages in (cuMemHostRegister does) */
@@ -74,7 +76,7 @@ struct cms_store_tunables {
 struct cms_store_context {
 	struct cms_vmm_context below;
 	struct cms_store_tunables tune;
-	atomic_int warned_register; /* cuMemHostRegister failure logged (host.c) */
+	atomic_int warned_register; /* cuMemHostRegister failure logged (host_buffer.c) */
 };
 
 static inline struct cms_store_context *cms_ctx_store(const cms_context *ctx)

@@ -34,12 +34,12 @@ typedef cms_status (*cms_piece_fn)(void *arg, uint64_t off, uint64_t len);
 cms_status cms_store_pieces(struct cms_alloc *const *v, size_t n, uint64_t off, uint64_t len,
 			    cms_piece_fn fn, void *arg, uint64_t *bytes);
 
-/* ---- host.c: host backup buffers (the HOST policy) ---- */
+/* ---- host_policy.c: host backup buffers (the HOST policy) ---- */
 
 /*
  * b directly follows a on both sides of a backup copy: its device bytes in the
  * same reservation (arena.c) and its backup in the same host buffer (one
- * registration, host.c). One cuMemcpy*Async can then move both: a copy may
+ * registration, host_buffer.c). One cuMemcpy*Async can then move both: a copy may
  * span mappings of several physical handles that are adjacent in the virtual
  * address space, but never two host registrations.
  */
@@ -52,7 +52,7 @@ static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct c
 	       (char *)cms_alloc_store(a)->backup + a->size == (char *)cms_alloc_store(b)->backup;
 }
 
-/* ---- host.c: host buffers made ahead, for host_ahead.c ---- */
+/* ---- host_buffer.c: host buffers made ahead, for host_ahead.c ---- */
 
 /* A buffer of len bytes for device's backups in no region yet, mapped (transparent huge pages
  * advised, not inherited by a fork) but neither faulted in nor page-locked; NULL when out of
@@ -106,5 +106,99 @@ void cms_stage_free(cms_context *ctx, struct cms_stage *s);
  * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
  * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
 void cms_stage_cleanup(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
+
+/* ---- host_*.c: the HOST policy (cms_store_host) across its files ---- */
+/* Host memory shared by the backups of several allocations of one region. Its bytes
+ * are its users' slices plus free_bytes of freed slices (holes), which a later pause reuses. */
+struct cms_hostbuf {
+	void *base;
+	size_t len;	/* bytes of its slices and holes: faulted in, page-locked, counted */
+	size_t map_len; /* bytes mapped: len, plus the reach of short slices past it (slice_need) */
+	unsigned users; /* allocations with a slice; under their region's lock */
+	size_t free_bytes; /* bytes of no user's slice (counted in the region's host_free_bytes) */
+	bool registered;   /* page-locked with cuMemHostRegister */
+	bool pin_on_use;   /* not page-locked yet: the next copy into or out of it registers it */
+	bool pageable; /* never page-locked: copies go through staging (CMS_REGION_HOST_PAGEABLE) */
+	bool lazy; /* no user, kept MADV_FREEd for the next pause (store tunables: prep_lazyfree) */
+	size_t prep_slot; /* during a pause: 1 + its index in the preparation list, or 0 */
+	CUresult register_result;
+	atomic_bool failed; /* no memory to fault its pages in */
+	int32_t device;
+	struct cms_hostbuf *next; /* the region's buffers (hostbufs) */
+};
+
+/* host_buffer.c */
+/* forget_cancel: page-locks a's buffer again after cms_host_backup_unpin (unless it waits for
+ * its next copy, or is pageable). */
+void cms_host_backup_repin(cms_context *ctx, struct cms_alloc *a);
+/* forget_begin: unregisters a's buffer when a is its last user (so that it can be unmapped). */
+cms_status cms_host_backup_unpin(cms_context *ctx, struct cms_alloc *a);
+/* A new buffer with a slice for each of the n allocations (not yet faulted in or registered). */
+cms_status cms_host_buffer_map(cms_context *ctx, struct cms_alloc **v, size_t n,
+			       const struct cms_store_tunables *o);
+/* Page-locks a buffer; a failure leaves it pageable (logged once per context). */
+void cms_host_buffer_register(cms_context *ctx, struct cms_hostbuf *hb);
+/* Takes hb out of r's list of buffers. */
+void cms_host_buffer_unlink(struct cms_region *r, struct cms_hostbuf *hb);
+/* Faults the pages in; false when the kernel has no memory for them (not the OOM killer's turn). */
+bool cms_host_fault_in(void *p, size_t len);
+/*
+ * One buffer's worth: the most bytes of backups one buffer holds for several
+ * allocations (a single larger allocation gets a buffer of its own), and the
+ * most bytes of freed slices region r keeps (cms_host_region_trim). 1 GiB; on the
+ * simulation 16 granules, so that small tests reach it.
+ */
+uint64_t cms_host_group_max(const struct cms_region *r);
+/* resumed: a's slice goes back when its region gives host memory back (RELEASE_HOST). */
+void cms_host_resumed(cms_context *ctx, struct cms_alloc *a);
+/* Unmaps r's buffers kept without users (lazy: the store's tunable prep_lazyfree). */
+void cms_host_lazy_drop(struct cms_region *r);
+/* The bytes a pause copies into a's backup at most: up to its last live byte, page-rounded. */
+size_t cms_host_live_need(const struct cms_alloc *a);
+/* Counts a buffer just registered in its region's pinned_bytes, or logs, once per context,
+ * that it could not be page-locked (calling thread only). */
+void cms_host_note_registered(cms_context *ctx, struct cms_region *r, struct cms_hostbuf *hb);
+/* n rounded up to whole pages. */
+size_t cms_host_page_round(size_t n);
+/* Page-locks a's buffer if it waits for its next copy to do so (a piece of a split buffer). */
+void cms_host_pin_on_use(cms_context *ctx, struct cms_alloc *a);
+/* The bytes of a's slice: its live extent with RELEASE_HOST (cms_host_live_need), else its size
+ * page-rounded. */
+size_t cms_host_slice_need(const struct cms_alloc *a);
+/* forget: a lets go of its slice; the last user unmaps the buffer. */
+void cms_host_slice_put(cms_context *ctx, struct cms_alloc *a);
+
+/* host_holes.c */
+/*
+ * Keeps the holes of r's buffers at most one buffer's worth (cms_host_group_max): splits the
+ * buffers with the most holes until they are. Best effort, after a free or a resume: a failure
+ * leaves the holes for the next call. Never while an async resume's copies may still run.
+ */
+void cms_host_region_trim(struct cms_region *r);
+/*
+ * Gives each allocation of r among v[0..n) that needs a slice one in a hole of r's buffers,
+ * first fit, so that churn (a free, an alloc of a similar size) reuses the host memory it
+ * already has, page-locked, without a new buffer. Best effort: out of memory, it gives none.
+ */
+void cms_host_reuse_holes(struct cms_region *r, struct cms_alloc **v, size_t n);
+
+/* host_pageable.c */
+/* Whether r's new buffers are pageable (CMS_REGION_HOST_PAGEABLE). */
+bool cms_host_region_pageable(const struct cms_region *r);
+/* r's staging kept between restores, made on first use; NULL with the error set. */
+struct cms_stage *cms_host_region_stage(cms_context *ctx, struct cms_region *r);
+/* Frees r's staging (call_done, region_close). */
+void cms_host_region_stage_free(struct cms_region *r);
+/* Copies len bytes of pageable host memory at src to device memory at dst through the
+ * staging sg; returns with every lane synchronized (the staging may be reused at once). */
+cms_status cms_host_staged_in(struct cms_lanes *l, const struct cms_stage *sg, CUdeviceptr dst,
+			      const char *src, size_t len);
+/*
+ * Copies len bytes of device memory at src into pageable host memory at dst through the
+ * staging sg: the device fills one of its buffers while this thread empties the other.
+ * Returns with no copy running into the staging (every lane synchronized on failure).
+ */
+cms_status cms_host_staged_out(struct cms_lanes *l, const struct cms_stage *sg, char *dst,
+			       CUdeviceptr src, size_t len);
 
 #endif /* CMS_STORE_INTERNAL_H */
