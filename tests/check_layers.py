@@ -12,17 +12,20 @@ its own folder and those below it); this script enforces what the include path c
      a longer circle, even inside one layer, so that every file can be read, tested and
      replaced knowing only the files below it (a Tarjan SCC of more than one file fails).
   3. One header per layer: each layer folder has exactly one header named after the layer
-     (src/core/core.h, ...), apart from the headers in EXTRA_HEADERS.
+     (src/core/core.h, ...), what the layers above may use, and may have one internal header,
+     <layer>_internal.h, for its own files only (checks 4 and 5 fail any file above the layer
+     that opens it), apart from the headers in EXTRA_HEADERS.
   4. No include around the include path, as written (a lint of the text, before a build): a
      file of a layer folder includes headers by bare name only ("vmm.h", <stdio.h>,
      <sys/mman.h>): no quoted path ("../api/api.h", "api/api.h"), no ".." in any include,
-     and no header of a higher layer by name.
+     no header of a higher layer by name, and no internal header of another layer
+     ("vmm_internal.h" outside src/vmm/).
   5. No header opened outside what the file's place allows, as the compiler opened them
      (authoritative): every project file each object's compilation really read, from the
      compiler's own dependency output (-MD), whatever spelled the include: a computed
      `#define H "../engine/engine.h"` / `#include H`, a path, a -include option. See
-     may_open() for what each place may open: a layer its own and lower layers' headers, the
-     public headers and the checksum's (src/kernels); src/adapters/preload.c (an adapter
+     may_open() for what each place may open: a layer its own and lower layers' headers (but
+     no other layer's <layer>_internal.h), the public headers and the checksum's (src/kernels); src/adapters/preload.c (an adapter
      built outside the library, against its ABI) the public headers only; the simulation
      (src/sim/) its own headers, the driver API it implements (src/driver/cuda_api.h), its
      public header and the checksum's definition. Every .c file of src/ except the device
@@ -198,6 +201,12 @@ def place_of(source):
     return parts[1]  # a layer, "sim", "kernels" or an unknown folder
 
 
+def internal_of(name):
+    """The layer whose internal header name (a file name) is, or None."""
+    layer = name[:-len("_internal.h")] if name.endswith("_internal.h") else None
+    return layer if layer in RANK else None
+
+
 def may_open(place, header):
     """None when a file of place may open the tree's file header, else why not."""
     parts = header.split("/")
@@ -214,6 +223,8 @@ def may_open(place, header):
         return f"src/{place} is not a layer: add it to LAYERS, or give it a rule in may_open()"
     if header in PUBLIC or folder == "kernels":
         return None
+    if folder in RANK and internal_of(parts[2]) == folder and folder != place:
+        return f"the internal header of layer {folder}, for its own files only"
     if folder in RANK:
         return None if RANK[folder] <= RANK[place] else f"a header of the higher layer {folder}"
     return "not a header of a layer, nor a public one"
@@ -343,7 +354,8 @@ def check_headers():
         headers = {f"src/{folder.name}/{h.name}" for h in folder.glob("*.h")}
         if own not in headers:
             problems.append(f"{own}: missing: each layer has one header named after it")
-        for h in sorted(headers - {own} - EXTRA_HEADERS):
+        internal = f"src/{folder.name}/{folder.name}_internal.h"
+        for h in sorted(headers - {own, internal} - EXTRA_HEADERS):
             problems.append(f"{h}: a second header in layer {folder.name} "
                             "(merge it into the layer's header, or allow it in EXTRA_HEADERS)")
     return problems
@@ -369,6 +381,9 @@ def check_includes(src):
                 if ".." in path.split("/") or (kind == '"' and "/" in path):
                     problems.append(f"{name}:{line}: #include {shown}: "
                                     "a path around the layer's include path")
+                elif internal_of(path) and internal_of(path) != folder.name:
+                    problems.append(f"{name}:{line}: #include {shown}: the internal header "
+                                    f"of layer {internal_of(path)}, for its own files only")
                 elif owner and RANK[owner] > RANK[folder.name]:
                     problems.append(f"{name}:{line}: #include {shown}: "
                                     f"a header of the higher layer {owner}")
@@ -433,8 +448,8 @@ def main(args):
         print(f"{summary}: {len(upward)} upward uses, {len(cycles)} cycles, {len(headers)} header problems, "
               f"{len(includes)} include problems, {len(opened)} opened files not allowed")
         return 1
-    print(f"{summary}: no upward calls, no cycles, one header per layer, includes by name, "
-          "every opened file allowed")
+    print(f"{summary}: no upward calls, no cycles, one header per layer (and its internal one), "
+          "includes by name, every opened file allowed")
     return 0
 
 

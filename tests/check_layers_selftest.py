@@ -4,7 +4,8 @@ opens a header its place does not allow must fail them, a clean tree must pass. 
 the project is needed.
 
 Check 4 (the text lint, --includes): each case builds a small source tree (src/core, src/vmm,
-src/api with their headers) in a temporary folder, adds one file, and runs it on the tree.
+src/api with their headers) in a temporary folder, adds one file, and runs it on the tree; an
+internal header (vmm_internal.h) included outside its layer fails it.
 Check 5 (the compiler's records, --deps):
   - recorded: a `ninja -C build -t deps` dump recorded from the project's build (trimmed to
     four objects and a few system headers), fed as it is and with one line added or changed;
@@ -37,6 +38,10 @@ TEXT_CASES = [
     ("vmm/up_name.c", '#include "api.h"\n', 1),
     ("core/up_angle.c", "#include <../api/api.h>\n", 1),
     ("vmm/own_relative.h", '#  include "../vmm/vmm.h"\n', 1),
+    # a layer's internal header: its own files only
+    ("vmm/own_internal.c", '#include "vmm_internal.h"\n#include "core.h"\n', 0),
+    ("api/below_internal.c", '#include "vmm_internal.h"\n', 1),
+    ("vmm/core_internal.c", '#include "core_internal.h"\n', 1),
 ]
 
 # `ninja -C build -t deps` of four objects, recorded from the project's build ({root}: the tree).
@@ -105,6 +110,11 @@ DEPS_CASES = [
     ("store up by ..", opened(PIECE, "src/store/../engine/engine.h"), UP),
     ("store up by link", opened(PIECE, "{tmp}/outside.h"), UP),
     ("store opens a .c", opened(PIECE, "src/engine/engine.c"), f"{PIECE} opened src/engine/engine.c"),
+    ("store opens its internal", opened(PIECE, "src/store/store_internal.h"), 0),
+    ("store opens vmm's internal", opened(PIECE, "src/vmm/vmm_internal.h"),
+     f"{PIECE} opened src/vmm/vmm_internal.h"),
+    ("store opens core's internal", opened(PIECE, "src/core/core_internal.h"),
+     f"{PIECE} opened src/core/core_internal.h"),
     ("core opens tests", opened(LOG, "tests/common.h"), f"{LOG} opened tests/common.h"),
     ("core opens the sim's", opened(LOG, "include/cumemsaver_sim.h"), f"{LOG} opened include/cumemsaver_sim.h"),
     ("sim opens core", opened(SIM, "src/core/core.h"), f"{SIM} opened src/core/core.h"),

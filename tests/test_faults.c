@@ -37,10 +37,10 @@ static int coalesced;
  * granules) and region a has one more allocation, covered by two guard pieces. */
 static int guarded;
 /* When set, setup()'s HOST regions have CMS_REGION_HOST_PAGEABLE (copies through staging,
- * host.c), and also CMS_REGION_RELEASE_HOST when 2. */
+ * host_policy.c), and also CMS_REGION_RELEASE_HOST when 2. */
 static int pageable;
 
-/* host.c: two staging buffers of 256 KiB on the simulation */
+/* host_pageable.c: two staging buffers of 256 KiB on the simulation */
 #define PAGEABLE_STAGING (2 * 256 * 1024ull)
 
 static uint64_t host_flags(uint32_t policy)
@@ -757,8 +757,8 @@ START_TEST(destroy_sweep)
 		ck_assert_uint_eq(ri.pinned_bytes, c.host_registered_bytes);
 		ck_assert_uint_le(ri.pinned_bytes, ri.host_bytes);
 		/* one buffer holds a region's backups; when guarded the extra allocation (33
-		 * granules, above the simulation's 16-granule share of a buffer: store/host.c) has
-		 * its own */
+		 * granules, above the simulation's 16-granule share of a buffer:
+		 * store/host_buffer.c) has its own */
 		{
 			uint64_t want = (paused || coalesced) && pol[_i % 3] == CMS_POLICY_HOST &&
 					ri.allocations;

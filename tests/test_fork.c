@@ -325,7 +325,7 @@ END_TEST
 
 /*
  * The test's tfind, which the library's calls reach (it interposes the C library's, and calls
- * it): the ledger of retired pointers (core/hookctx.c) calls it with its lock held. Armed, it
+ * it): the ledger of retired pointers (adapters/hookctx.c) calls it with its lock held. Armed, it
  * stops the holder thread's next call there until the main thread forked, so that the fork
  * happens while the ledger's lock is held (or until 200 ms passed, for a fork that waits for
  * the lock).

@@ -3,7 +3,7 @@
 # (retaining, the reference), (i) the same with CMS_REGION_RELEASE_HOST and (j) with
 # CMS_REGION_HOST_PAGEABLE too, first cycle and steady, GB/s, ratio to the pinned-copy floor,
 # VmRSS before the pause, after it and after the resume of every cycle; then (i) once per
-# host-buffer option of CMS_TUNABLES (src/core/tunables.c, docs/internals.md), and the
+# host-buffer option of CMS_TUNABLES (src/engine/tunables.c, docs/internals.md), and the
 # host-only fault benchmark (cms-faultbench) for orientation.
 # Usage: bash lab/hoststore/gpu-run.sh [VARIANT...]
 #   VARIANT: ref (c,i,j with the defaults), default, nothp, hugetlb, noprefault, threads:32,

@@ -317,7 +317,7 @@ CMS_API cms_status cms_control_create(cms_context *ctx, const char *path,
 	st = cms_ipc_server_start(&ctl->srv);
 	if (st)
 		goto err_server;
-	atomic_fetch_add(&ctx->ipc_objects, 1);
+	atomic_fetch_add(&cms_ctx_ipc(ctx)->objects, 1);
 	*out = ctl;
 	return CMS_OK;
 
@@ -341,6 +341,6 @@ CMS_API cms_status cms_control_destroy(cms_control *ctl)
 		return st;
 	cms_ipc_server_close(&ctl->srv);
 	free(ctl);
-	atomic_fetch_sub(&ctx->ipc_objects, 1);
+	atomic_fetch_sub(&cms_ctx_ipc(ctx)->objects, 1);
 	return CMS_OK;
 }

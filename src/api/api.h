@@ -10,9 +10,9 @@
 #include "ipc.h"
 
 /*
- * The objects this layer makes whole (core.h says how the parts compose): an allocation and
- * a region are allocated as the part of the highest layer that keeps state of them, whose
- * address is that of the core part (each part is the first member of the one above).
+ * The objects this layer makes whole (core.h says how the parts compose): an allocation, a
+ * region and a context are allocated as the part of the highest layer that keeps state of them,
+ * whose address is that of the core part (each part is the first member of the one above).
  */
 struct cms_api_alloc {
 	struct cms_engine_alloc below;
@@ -20,6 +20,19 @@ struct cms_api_alloc {
 struct cms_api_region {
 	struct cms_ipc_region below;
 };
+struct cms_hook_defaults; /* private to adapters/hookctx.c */
+struct cms_api_context {
+	struct cms_ipc_context below;
+	/* Default regions and default-region template of the hook context (adapters/hookctx.c;
+	 * since 1.2), made by the first set: NULL = none; under ctx->lock; freed at destroy
+	 * through core's struct cms_hook_ops. */
+	struct cms_hook_defaults *hook_defaults;
+};
+
+static inline struct cms_api_context *cms_ctx_api(const cms_context *ctx)
+{
+	return cms_container_of(cms_ctx_ipc(ctx), struct cms_api_context, below);
+}
 
 /* ---- select.c ---- */
 /* The regions of a call, referenced and locked. */

@@ -5,9 +5,16 @@
 
 #include "api.h"
 
+/* What core calls up for (core.h: struct cms_context_ops). */
+static const struct cms_context_ops context_ops = {
+	.driver_loaded = cms_tunables_load,
+	.device_ready = cms_tunables_check_device,
+};
+
 CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_context **out)
 {
 	cms_context_options o = CMS_CONTEXT_OPTIONS_INIT;
+	struct cms_api_context *whole;
 	cms_context *ctx;
 	cms_status st;
 
@@ -30,9 +37,11 @@ CMS_API cms_status cms_context_create(const cms_context_options *opts, cms_conte
 	if (st)
 		return st;
 	cms_trace_init();
-	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx)
+	whole = calloc(1, sizeof(*whole)); /* every layer's part (api.h), core's first */
+	if (!whole)
 		return cms_set_error(CMS_ERR_OUT_OF_HOST_MEMORY, "cannot allocate a context");
+	ctx = &whole->below.below.below.below.core;
+	ctx->ops = &context_ops;
 	if (o.driver_path) {
 		ctx->driver_path = strdup(o.driver_path);
 		if (!ctx->driver_path) {
@@ -61,7 +70,7 @@ err_lock:
 err_path:
 	free(ctx->driver_path);
 err_free:
-	free(ctx);
+	free(whole);
 	return st;
 }
 
@@ -75,11 +84,11 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	if (atomic_load(&ctx->ipc_objects))
+	if (atomic_load(&cms_ctx_ipc(ctx)->objects))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "%d exporters, imports or control sockets of this context are "
 				     "still open: destroy them first",
-				     atomic_load(&ctx->ipc_objects));
+				     atomic_load(&cms_ctx_ipc(ctx)->objects));
 	cms_engine_context_end(ctx); /* CMS_REGION_PREPARE's thread; a later cms_alloc starts
 				      * it again if a destroy fails */
 	while (ctx->regions) {
@@ -128,7 +137,7 @@ CMS_API cms_status cms_context_destroy(cms_context *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	cms_hook_defaults_free(ctx); /* no hooked call uses ctx since cms_hook_forget_context */
 	free(ctx->driver_path);
-	free(ctx);
+	free(cms_ctx_api(ctx));
 	return CMS_OK;
 }
 

@@ -4,7 +4,7 @@
  * follow each allocation's state (mapped, saved) through these functions only.
  * The region lock is held.
  */
-#include "core.h"
+#include "core_internal.h"
 
 void cms_region_link_alloc(struct cms_region *r, struct cms_alloc *a)
 {

@@ -111,51 +111,6 @@ cms_status cms_check_out(const void *theirs, const struct cms_sized *s);
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
 
-/* ---- tunables.c: sizes and switches of one context ---- */
-/* A size: bytes, or when div is not 0, granules * granularity / div of the device's. */
-struct cms_tune_size {
-	uint64_t bytes;
-	uint32_t granules, div;
-};
-/* The sizes, each with its range and alignment (tunables.c, docs/internals.md "Tunables"). */
-enum cms_tune_key {
-	CMS_TUNE_OVERLAP_BATCH, /* engine/overlap.c: bytes a pause batch releases */
-	CMS_TUNE_HOST_GROUP,	/* store/host.c: backups sharing one host buffer */
-	CMS_TUNE_HOST_STAGE,	/* store/host.c: a pageable copy's staging buffer */
-	CMS_TUNE_DISK_STAGE,	/* store/disk.c: a DISK staging buffer */
-	CMS_TUNE_RUN_CHUNK,	/* vmm/run.c: the most bytes of a chunk (0: none) */
-	CMS_TUNE_SIZES
-};
-/* Staging buffers (host_stage, disk_stage) are whole multiples of it: DISK files are read and
- * written in such blocks (O_DIRECT, store.h's CMS_DISK_ALIGN). */
-#define CMS_TUNE_STAGE_ALIGN 4096u
-#define CMS_PREP_THREADS_MAX 64
-/*
- * Set once per context when its driver is loaded (cms_tunables_load): the defaults suit the
- * CUDA driver, the host simulation gives small sizes, CMS_TUNABLES changes them (lab runs;
- * docs/internals.md). Read-only afterwards.
- */
-struct cms_tunables {
-	struct cms_tune_size size[CMS_TUNE_SIZES]; /* read with cms_tune_bytes */
-	/* store/host.c, making new host buffers (the options lab/hoststore measures): */
-	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
-	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
-	bool prep_noprefault;  /* workers do not fault pages in (cuMemHostRegister does) */
-	bool prep_lazyfree;    /* buffers given back are MADV_FREE'd and kept for the next pause */
-	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
-	size_t prep_slice;     /* bytes a worker faults at a time */
-};
-/* The bytes of size k on a device of that granularity: within k's range, a multiple of its
- * alignment (a size relative to the granularity is brought into them); run_chunk in whole
- * granules, at least two, else 0 (rounded down). */
-uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity);
-/* Logs (CMS_LOG_WARN) each size that device dev of that granularity takes otherwise than
- * given (cms_tune_bytes rounded it): called once per device, when it is set up. */
-void cms_tunables_check_device(cms_context *ctx, int32_t dev, size_t granularity);
-/* ctx->tune: the defaults, then the driver's (cmssim_tunables), then $CMS_TUNABLES; a token
- * that is unknown, malformed or out of range changes nothing and is logged (CMS_LOG_WARN). */
-void cms_tunables_load(cms_context *ctx);
-
 /* ---- objects ---- */
 
 /*
@@ -168,9 +123,6 @@ void cms_tunables_load(cms_context *ctx);
  */
 #define cms_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-/* Sizes of the guard's zero handles: 2^0 .. 2^5 granules (126 MiB at a 2 MiB granularity). */
-#define CMS_GUARD_ORDERS 6
-
 struct cms_device {
 	bool ready;
 	CUdevice cu;
@@ -181,17 +133,9 @@ struct cms_device {
 	CUevent events[CMS_COPY_STREAMS]; /* recorded on streams[] by an async resume */
 	size_t granularity;
 	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
-	/* Zero-filled physical handles of 1, 2, 4, ... 2^(CMS_GUARD_ORDERS-1) granules, each
-	 * mapped whole and read-only over pieces of the released allocations of paused
-	 * CMS_REGION_GUARD regions (vmm/guard.c); 0 until the first such region. ctx->lock. */
-	CUmemGenericAllocationHandle zero[CMS_GUARD_ORDERS];
-	/* The checksum kernel and its scratch (checksum.c; CMS_REGION_VERIFY), loaded while a
-	 * verified region of the device holds it: NULL until the first hold; the pointer under
-	 * ctx->lock. */
-	struct cms_checksummer *checksum;
 	/* Device memory the library holds on this device for itself, outside the regions'
 	 * allocations (so not in their backed or retained bytes): the checksum scratch
-	 * (checksum.c). What a node-wide arbiter must add to the regions' bytes. Atomic. */
+	 * (engine/checksum.c). What a node-wide arbiter must add to the regions' bytes. Atomic. */
 	_Atomic uint64_t own_bytes;
 };
 
@@ -225,7 +169,7 @@ struct cms_span {
 	uint64_t off, len;
 };
 
-/* Cumulative counters of a region (cms_region_stats, since 1.2; counters.c). */
+/* Cumulative counters of a region (cms_region_stats, since 1.2; engine/counters.c). */
 struct cms_counters {
 	uint64_t pauses, resumes, swaps, failures;
 	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
@@ -261,16 +205,47 @@ struct cms_region {
 	/* cms_region_freeze (since 1.3): every mapping read-only for the device and the peers,
 	 * except while a resume or a pause's rollback restores into it (engine); lock. */
 	bool frozen;
-	struct cms_counters counters; /* cumulative, since creation (counters.c); under lock */
+	struct cms_counters counters; /* cumulative, since creation (engine/counters.c); lock */
 };
 
-struct cms_hook_defaults; /* private to hookctx.c */
-struct cms_preparer;	  /* private to engine/preparer.c */
+/*
+ * What layers above core do at core's events, declared here and filled above (as SQLite's VFS
+ * is registered): core calls up only through these. Of a context, filled by the api layer
+ * when it makes the context (api/context.c): NULL members do nothing.
+ */
+struct cms_context_ops {
+	void (*driver_loaded)(cms_context *ctx); /* the driver just loaded: load the tunables */
+	void (*device_ready)(cms_context *ctx, int32_t dev, size_t granularity); /* set up */
+};
 
+/* Of the process: the hook adapter's (adapters/hookctx.c: the hook context, its retired
+ * pointers and default regions), registered once when the library loads; none registered (a
+ * static link without the hooks) or a NULL member: nothing to do. */
+struct cms_hook_ops {
+	void (*before_fork)(void); /* pthread_atfork's handlers (device.c) */
+	void (*after_fork_parent)(void);
+	void (*after_fork_child)(void);
+	void (*retire)(cms_context *ctx, uint64_t ptr); /* a destroy released the allocation */
+	void (*unretire)(uint64_t ptr);			/* an allocation at ptr again */
+	void (*region_gone_locked)(cms_context *ctx, const struct cms_region *r); /* ctx->lock */
+	void (*context_gone)(cms_context *ctx); /* no hooked call may use ctx from now on */
+	void (*context_free)(cms_context *ctx); /* frees what it keeps of ctx */
+};
+/* hookops.c: registers the table (adapters/hookctx.c, when the library loads). */
+void cms_hook_ops_register(const struct cms_hook_ops *ops);
+/* Its members called when registered (else nothing), for the api's destroys and allocations. */
+void cms_hook_retire(cms_context *ctx, uint64_t ptr);
+void cms_hook_unretire(uint64_t ptr);
+void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
+void cms_hook_forget_context(cms_context *ctx);
+void cms_hook_defaults_free(cms_context *ctx);
+
+/* The context's core part: the api layer allocates the whole object (api.h), whose parts of
+ * vmm, store, engine and ipc hold their tunables and state (cms_ctx_vmm(ctx), ...). */
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
 	struct cms_driver drv;
-	struct cms_tunables tune; /* set with drv (tunables.c) */
+	const struct cms_context_ops *ops; /* set at creation (api) */
 	bool drv_tried;
 	cms_status drv_status;
 	char drv_error[256];
@@ -283,78 +258,45 @@ struct cms_context {
 	uint64_t next_region_id;
 	void *index;		     /* tsearch tree of struct cms_alloc by address range */
 	unsigned fork_generation;    /* cms_fork_generation when created */
-	atomic_int warned_register;  /* cuMemHostRegister failure logged */
-	atomic_int ipc_objects;	     /* exporters, importers, control sockets alive (ipc_*.c) */
 	cms_progress_fn progress_fn; /* cms_context_progress_set (progress.c); under lock */
 	void *progress_user;
 	pthread_mutex_t cleanup_lock; /* cleanups (cleanup.c); a leaf lock */
 	struct cms_cleanup *cleanups; /* driver cleanups that failed, tried again later */
-	/* Default regions and default-region template of the hook context (hookctx.c; since
-	 * 1.2), made by the first set: NULL = none; under lock. */
-	struct cms_hook_defaults *hook_defaults;
-	/* The background preparation of host backups (CMS_REGION_PREPARE; engine/preparer.c),
-	 * made by the first allocation that needs it: NULL = none; set under lock. */
-	struct cms_preparer *preparer;
 };
 
 /* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
+/* A kind of cleanup: its driver call (run, with the device's primary context current), then
+ * done once it succeeded. Layers above declare their own kinds (vmm: ranges, store: staging). */
+struct cms_cleanup_ops {
+	const char *call; /* the driver call, for messages */
+	CUresult (*run)(cms_context *ctx, struct cms_cleanup *c);
+	void (*done)(cms_context *ctx, struct cms_cleanup *c); /* after run succeeded; or NULL */
+};
+/* One cleanup: what its kind's run and done need. */
+struct cms_cleanup {
+	const struct cms_cleanup_ops *ops;
+	int32_t dev;
+	void *p; /* the event, the staging area, the range */
+	size_t len;
+	bool hooked;  /* staging: counted by the driver's host allocation hook */
+	bool mapped;  /* range: still mapped (unmapped before its reservation is freed) */
+	uint64_t own; /* range: bytes of the device's own_bytes that its unmap gives back */
+	struct cms_cleanup *next;
+};
+/* Runs a copy of c (c may be on the stack) with its device's primary context pushed; on
+ * failure, of the push too, keeps it for cms_cleanup_retry (logged). */
+void cms_cleanup_run(cms_context *ctx, const struct cms_cleanup *c);
+/* Keeps a copy of c, whose driver call just failed with res, for cms_cleanup_retry (logged). */
+void cms_cleanup_keep(cms_context *ctx, const struct cms_cleanup *c, CUresult res);
 /* Destroys ev of device dev (pushes its primary context); on failure keeps it for
  * cms_cleanup_retry (logged). */
 void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev);
-/* Unregisters (cuMemHostUnregister) and unmaps len bytes of page-locked DISK staging at base
- * (hooked: counted by the driver's host allocation hook); on failure, of the push too, keeps
- * them for cms_cleanup_retry (logged): page-locked memory is never unmapped. */
-void cms_cleanup_staging(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked);
-/* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
- * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
-void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
-/* As cms_cleanup_range of a mapped range whose memory (own bytes, its handle released) is
- * counted in device dev's own_bytes until the unmap gives it back: uncounted then. */
-void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, uint64_t own);
-/* Keeps device dev's reservation at va, len bytes, whose cuMemAddressFree just failed with res,
- * for cms_cleanup_retry (logged); not tried again now (a retry at once usually fails the
- * same way, and the caller could not undo what it did before). */
-void cms_cleanup_reservation(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len,
-			     CUresult res);
 /* Tries every kept cleanup again (each device's primary context pushed); those that fail are
  * kept. CMS_OK when none is left, else the first failure's status and message. */
 cms_status cms_cleanup_retry(cms_context *ctx);
 /* Gives up the kept cleanups (context destroy, after a last retry): each object is logged as
  * leaked and forgotten. */
 void cms_cleanup_abandon(cms_context *ctx);
-
-/* ---- checksum.c: checksums of device memory (CMS_REGION_VERIFY) ---- */
-/* len bytes of device memory at ptr, bytes [off, off + len) of an allocation, whose checksum
- * (kernels/checksum.h) goes to slot. */
-struct cms_checksum_span {
-	CUdeviceptr ptr;
-	uint64_t len, off;
-	size_t slot;
-};
-/*
- * Takes a hold on device dev's checksum kernel for a CMS_REGION_VERIFY region (device context
- * current): the first hold loads the kernel (cuModuleLoadData, cuModuleGetFunction) and maps
- * one granule of scratch (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess),
- * counted in the device's own_bytes; a failure leaves nothing held or loaded (the driver's
- * status: CMS_ERR_OUT_OF_DEVICE_MEMORY on a full device). May wait for a checksum in
- * progress on the device.
- */
-cms_status cms_checksum_hold(cms_context *ctx, int32_t dev);
-/* Drops a hold; the last one unloads the kernel and gives the scratch back when current (the
- * device context is current), else they stay for the next hold or cms_checksum_drop. */
-void cms_checksum_release(cms_context *ctx, int32_t dev, bool current);
-/*
- * sums[0..nslots) = the checksums of spans v[0..n) (slots nondecreasing along v, each below
- * nslots) computed on device dev by the library's kernel on stream, device context current;
- * returns once they are read back. Needs a hold on the device (CMS_ERR_INTERNAL without one):
- * takes no device memory. Calls on one device are serialized (a leaf lock).
- */
-cms_status cms_checksum_device(cms_context *ctx, int32_t dev, CUstream stream,
-			       const struct cms_checksum_span *v, size_t n, uint64_t *sums,
-			       size_t nslots);
-/* Unloads device dev's kernel and frees its scratch whatever the holds (cms_context_destroy,
- * its primary context current); what the driver refuses is logged or kept as a cleanup. */
-void cms_checksum_drop(cms_context *ctx, int32_t dev);
 
 /* ---- device.c: driver, devices, fork detection ---- */
 /* Bumped in the child by a pthread_atfork handler. */
@@ -369,8 +311,6 @@ static inline cms_status cms_check_fork(const cms_context *ctx)
 	return CMS_OK;
 }
 
-/* Loads the driver on first use; ctx->lock must be held. */
-cms_status cms_ctx_driver_locked(cms_context *ctx);
 /* Loads the driver and prepares a device (primary context, granularity). */
 cms_status cms_ctx_device(cms_context *ctx, int32_t device, struct cms_device **out);
 cms_status cms_push(cms_context *ctx, int32_t device);
@@ -378,10 +318,6 @@ cms_status cms_push(cms_context *ctx, int32_t device);
 void cms_pop(cms_context *ctx);
 /* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
-/* Makes device dev's primary context current (popping the one of *cur if any). */
-cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev);
-/* Pops what cms_switch_device pushed. */
-void cms_switch_done(cms_context *ctx, int32_t *cur);
 
 /* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
 cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
@@ -427,75 +363,6 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
 /* The end of a's last live byte: its size unless a declaration covers its tail (0: none live). */
 uint64_t cms_span_live_end(const struct cms_alloc *a);
 
-/* ---- hookctx.c: the process-wide hook context and retired pointers ---- */
-/* Loads the hook context for a caller that will use it, counting the caller in flight in the
- * current generation (*ticket: that generation); pair with cms_hookctx_leave(*ticket). */
-cms_context *cms_hookctx_enter(unsigned *ticket);
-void cms_hookctx_leave(unsigned ticket);
-/* Around fork() (the atfork handlers): the ledger of retired pointers is locked before, so
- * that the child gets it whole, and unlocked after, in the parent and in the child; in the
- * child no hooked call is in flight and no replacement holds the hook context's lock. */
-void cms_hookctx_before_fork(void);
-void cms_hookctx_after_fork_parent(void);
-void cms_hookctx_after_fork(void);
-/* The hook context now (not to be used past the call: see enter/leave). */
-cms_context *cms_hookctx_peek(void);
-/* Replaces the hook context (only if it is old when cas) and waits until no caller that may
- * still hold the old one (one that entered before the replacement) is in flight. */
-bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas);
-/* Forgets ptr if it is retired; returns whether a hooked free of it is to be swallowed: it was
- * retired and the driver knows no memory at that address now (else another allocator was
- * handed the address again, and the free is that allocator's). */
-bool cms_hook_retired_free(uint64_t ptr);
-/* Clears the hook context if it is ctx, once no hooked call uses it (cms_context_destroy). */
-void cms_hook_forget_context(cms_context *ctx);
-/* Remembers ptr, an allocation of ctx being released by a region or context destroy, if ctx
- * is the hook context: a later hooked free of it succeeds as a no-op. */
-void cms_hook_retire(cms_context *ctx, uint64_t ptr);
-/* Forgets ptr as retired (its address is an allocation again). */
-void cms_hook_unretire(uint64_t ptr);
-/*
- * Default regions of the hook context (cms_hook_region_default_set): ctx is the hook context
- * a caller entered in generation ticket (cms_hookctx_enter). A default set in an earlier
- * generation is none: replacing the hook context clears every default. Each takes ctx->lock.
- * ctx->hook_defaults is made by the first set of a default or template (a clear makes none).
- */
-/* Makes r (NULL: none) device dev's default; CMS_ERR_INVALID_ARGUMENT if r is not a live
- * region of ctx on dev, CMS_ERR_OUT_OF_HOST_MEMORY if ctx->hook_defaults cannot be made. */
-cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
-				struct cms_region *r);
-/* Device dev's default region, or NULL; with ref, referenced (cms_region_unref_locked). */
-struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32_t dev, bool ref);
-/* r is being destroyed: it is no device's default any more (ctx->lock held). */
-void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
-/* Sets (tag non-NULL) or clears the default-region template of generation ticket; dir: its
- * regions' disk directory (absolute, shorter than PATH_MAX), or NULL.
- * CMS_ERR_OUT_OF_HOST_MEMORY if ctx->hook_defaults cannot be made. */
-cms_status cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *tag,
-				 const cms_region_options *opts, const char *dir);
-/* Copies the template of generation ticket into tag, *opts and dir ("" = none); false when
- * there is none. */
-bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_MAX + 1],
-			   cms_region_options *opts, char dir[PATH_MAX]);
-/* Frees ctx's defaults and template (cms_context_destroy, once ctx is no hook context). */
-void cms_hook_defaults_free(cms_context *ctx);
-
-/* ---- counters.c: cumulative counters of regions (their locks held) ---- */
-/* What one committed side of an engine call did to one region. */
-struct cms_counted {
-	uint64_t released, backed, to_store, from_store; /* bytes */
-	uint64_t verified;				 /* bytes its resume checked */
-	uint64_t unchanged; /* out: bytes of current backups, not copied (cms_region_freeze) */
-	uint64_t ns;	    /* its device's work */
-	uint64_t verify_ns; /* of it checksumming */
-};
-/* r was paused (out) or resumed (!out) by a committed call; swap: by cms_swap. */
-void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c);
-/* A pause, resume or swap over regions v[0..n) failed with st (nothing if st is CMS_OK). */
-void cms_counters_fail(struct cms_region **v, size_t n, cms_status st);
-/* Fills the stats of r (struct_size and every field of ours). */
-void cms_counters_read(const struct cms_region *r, cms_region_stats *out);
-
 /* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
 /* Initializes NVTX once (nvtxInitialize under pthread_once). cms_context_create calls it, so
  * that it runs before any pause, usually before the program starts threads or forks: NVTX's
@@ -504,8 +371,6 @@ void cms_trace_init(void);
 /* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */
 void cms_trace_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cms_trace_pop(void);
-/* Whether the library was built with NVTX. */
-bool cms_trace_enabled(void);
 
 /* ---- log.c: log lines of worker threads ---- */
 struct cms_logline {
@@ -524,8 +389,6 @@ void cms_log_defer(struct cms_logq *q);
 /* Emits q's lines through ctx's log path on the calling thread and empties q. */
 void cms_log_flush(const cms_context *ctx, struct cms_logq *q);
 
-uint64_t cms_now_ns(void);
-
 /* ---- progress.c: the progress callback of one pause / resume / swap ---- */
 struct cms_progress {
 	cms_progress_fn fn; /* snapshot of the context's; NULL: no reports */
@@ -539,41 +402,11 @@ struct cms_progress {
  * innermost lock, so region locks may be held). */
 void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
 			uint64_t total);
-/* bytes more are done (NULL p or 0 bytes: nothing); calls the callback with done < total. */
-void cms_progress_add(struct cms_progress *p, uint64_t bytes);
 /* The final call (done == total) when ok; frees what begin set up. */
 void cms_progress_end(struct cms_progress *p, bool ok);
 /* Makes p the calling thread's operation for cms_progress_note; returns the previous one. */
 struct cms_progress *cms_progress_enter(struct cms_progress *p);
 /* cms_progress_add to the calling thread's operation (set by engine/fanout.c), if any. */
 void cms_progress_note(uint64_t bytes);
-
-/*
- * The copy streams one side of an engine call may use on device dev: the
- * library streams [first, first + count) (core.h: CMS_COPY_STREAMS per
- * device). Copies are spread over them in turn (next), so that the setup of
- * one copy overlaps the transfer of another.
- */
-struct cms_lanes {
-	cms_context *ctx;
-	int32_t dev;
-	unsigned first, count;
-	size_t next; /* copies issued through cms_lane() */
-};
-
-/* The stream of the next copy. */
-static inline CUstream cms_lane(struct cms_lanes *l)
-{
-	return l->ctx->devices[l->dev].streams[l->first + l->next++ % l->count];
-}
-
-/* The k-th stream of the lanes (k taken modulo their count). */
-static inline CUstream cms_lane_at(const struct cms_lanes *l, size_t k)
-{
-	return l->ctx->devices[l->dev].streams[l->first + k % l->count];
-}
-
-/* cuStreamSynchronize of each of the lanes' streams; the first failure is returned. */
-cms_status cms_lanes_sync(const struct cms_lanes *l);
 
 #endif /* CMS_CORE_H */

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 uint64_t cms_now_ns(void)
 {
@@ -17,19 +17,34 @@ uint64_t cms_now_ns(void)
 volatile unsigned cms_fork_generation;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int atfork_status;
+/* The hook table seen before a fork, whose handlers the after-fork ones pair with. */
+static const struct cms_hook_ops *fork_ops;
+
+static void before_fork(void)
+{
+	fork_ops = cms_hook_ops();
+	if (fork_ops && fork_ops->before_fork)
+		fork_ops->before_fork();
+}
+
+static void after_fork_in_parent(void)
+{
+	if (fork_ops && fork_ops->after_fork_parent)
+		fork_ops->after_fork_parent();
+}
 
 static void after_fork_in_child(void)
 {
 	cms_fork_generation++;
-	cms_hookctx_after_fork();
+	if (fork_ops && fork_ops->after_fork_child)
+		fork_ops->after_fork_child();
 }
 
-/* The process-wide locks (hookctx.c): every other lock belongs to a context, which a child
- * does not use (CMS_ERR_FORKED before any lock is taken). */
+/* The process-wide locks (the hook adapter's, through struct cms_hook_ops): every other lock
+ * belongs to a context, which a child does not use (CMS_ERR_FORKED before any lock is taken). */
 static void register_atfork(void)
 {
-	atfork_status = pthread_atfork(cms_hookctx_before_fork, cms_hookctx_after_fork_parent,
-				       after_fork_in_child);
+	atfork_status = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
 cms_status cms_fork_watch(void)
@@ -52,7 +67,8 @@ cms_status cms_ctx_driver_locked(cms_context *ctx)
 			ctx->drv_tried = false;
 			cms_log(ctx, CMS_LOG_WARN, "%s", ctx->drv_error);
 		} else {
-			cms_tunables_load(ctx);
+			if (ctx->ops && ctx->ops->driver_loaded)
+				ctx->ops->driver_loaded(ctx); /* the tunables (engine/tunables.c) */
 			cms_log(ctx, CMS_LOG_INFO, "driver loaded (version %d%s)", ctx->drv.version,
 				ctx->drv.is_sim ? ", host simulation" : "");
 		}
@@ -107,7 +123,8 @@ static cms_status device_init_locked(cms_context *ctx, int32_t ordinal, struct c
 		CU_TRY(ctx, cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING), st, err_events);
 	cms_pop(ctx);
 	d->ready = true;
-	cms_tunables_check_device(ctx, ordinal, d->granularity);
+	if (ctx->ops && ctx->ops->device_ready)
+		ctx->ops->device_ready(ctx, ordinal, d->granularity);
 	cms_log(ctx, CMS_LOG_INFO, "device %d: granularity %zu, GPUDirect RDMA flag %d", ordinal,
 		d->granularity, d->gdr);
 	return CMS_OK;
@@ -284,17 +301,5 @@ cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd)
 	}
 out:
 	cms_switch_done(ctx, &cur);
-	return st;
-}
-
-cms_status cms_lanes_sync(const struct cms_lanes *l)
-{
-	cms_context *ctx = l->ctx;
-	cms_status st = CMS_OK;
-	unsigned k;
-
-	for (k = 0; k < l->count; k++)
-		CU_TRY(ctx, cuStreamSynchronize(cms_lane_at(l, k)), st, out);
-out:
 	return st;
 }

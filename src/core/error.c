@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 static _Thread_local char tls_message[512];
 

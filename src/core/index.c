@@ -7,7 +7,7 @@
  */
 #include <search.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 static int range_cmp(const void *pa, const void *pb)
 {

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 #define LOGQ_MAX 64 /* lines one worker thread may queue per call */
 

@@ -2,7 +2,7 @@
 /* options.c - sized option structs (struct_size first) and tag validation. */
 #include <string.h>
 
-#include "core.h"
+#include "core_internal.h"
 #include "cumemsaver_ipc.h"
 
 /* No option or info struct of ours will ever be this large: a guard against garbage sizes. */

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 static _Thread_local struct cms_progress *current;
 

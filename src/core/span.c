@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 /* The first span that ends after off (ndiscarded when none). */
 static size_t first_after(const struct cms_alloc *a, uint64_t off)

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 size_t cms_text_escape(char *dst, size_t cap, const char *src)
 {

@@ -2,7 +2,7 @@
 /* thread.c - starting the library's own threads. */
 #include <signal.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 int cms_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "core.h"
+#include "core_internal.h"
 
 #ifdef CMS_HAVE_NVTX
 #include <pthread.h>

@@ -22,7 +22,8 @@ struct cms_driver {
 	/* Present only in the host simulation: lets it fail file I/O (an errno, or 0). */
 	int (*io_hook)(int op);
 	int is_sim;
-	/* Present only in the host simulation: its tunables (core/tunables.c, "key=value,..."). */
+	/* Present only in the host simulation: its tunables (engine/tunables.c, "key=value,...").
+	 */
 	const char *(*tunables)(void);
 	int version; /* cuDriverGetVersion */
 };

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 /* A frozen region's backup is its content when it was saved (or kept) or restored whole: the
  * next pause skips it (cms_store_current). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* engine.c - the engine's entry points: a call of a schedule over locked regions. */
-#include "engine.h"
+#include "engine_internal.h"
 
 cms_status cms_engine_pause(cms_context *ctx, struct cms_region **regions, size_t n,
 			    const cms_pause_options *opts, cms_pause_result *res)

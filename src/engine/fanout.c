@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 /* One device's share of a call and the thread that runs it. */
 struct worker {
@@ -307,7 +307,7 @@ static uint64_t progress_total(struct cms_region **regions, size_t n, bool out)
 }
 
 /*
- * What the call will do to region r if it commits (counters, core/counters.c), from the state
+ * What the call will do to region r if it commits (counters, counters.c), from the state
  * before it runs: the same filters as the work lists (work.c) and the stores' copy sizes.
  */
 static void plan_region(const struct cms_region *r, bool out, struct cms_counted *c)

@@ -16,7 +16,7 @@
  */
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 /* When a region keeps less because of a flag (cms_region_flags_set, an active region). */
 enum drops_kept {

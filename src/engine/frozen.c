@@ -5,7 +5,7 @@
  * the content copies nothing (docs/internals.md, "Frozen regions"). api/freeze.c
  * checks the call (the feature table: shareable regions cannot be frozen).
  */
-#include "engine.h"
+#include "engine_internal.h"
 
 cms_status cms_engine_freeze(struct cms_region *r, bool freeze)
 {

@@ -8,7 +8,7 @@
  * current; copies go on the lanes' streams and overlap the backing of the
  * next allocations.
  */
-#include "engine.h"
+#include "engine_internal.h"
 
 /* cuMemCreate; out of memory while the out side of the device (a swap) has memory left to
  * release: waits for its next release and tries again. */

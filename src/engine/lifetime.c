@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 cms_status cms_region_settle(struct cms_region *r)
 {

@@ -7,7 +7,7 @@
  * allocation in an exact state (mapped, handle, saved), so that the rollback can work from it
  * whatever failed: only content of DISCARD/ZERO memory already released is lost by a rollback.
  */
-#include "engine.h"
+#include "engine_internal.h"
 
 cms_status cms_out_wait(struct cms_work *w)
 {

@@ -20,7 +20,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 #define TAPER_MIN 16 /* the smallest batch: BATCH / 16 (64 MiB) */
 
@@ -29,7 +29,8 @@ static uint64_t batch_bytes(const struct cms_work *w)
 {
 	const cms_context *ctx = w->ctx;
 
-	return cms_tune_bytes(&ctx->tune, CMS_TUNE_OVERLAP_BATCH, ctx->devices[w->dev].granularity);
+	return cms_tune_bytes(&cms_ctx_engine(ctx)->tune.overlap_batch,
+			      ctx->devices[w->dev].granularity);
 }
 
 /* Whether a goes in a batch: every allocation (all), or the mapped ones its policy saves

@@ -21,7 +21,7 @@
  * in an exact state (and its stored content), and a region with an allocation
  * left without memory PAUSED, for the next resume to complete.
  */
-#include "engine.h"
+#include "engine_internal.h"
 
 static cms_status pause_run(struct cms_work *w)
 {

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 struct cms_preparer {
 	cms_context *ctx;
@@ -74,7 +74,7 @@ static void prepare_region(struct cms_preparer *p, struct cms_region *r)
 		unused = cms_store_prepare_finish(r, &j);
 		pthread_mutex_unlock(&r->lock);
 		if (unused)
-			cms_store_prepare_discard(p->ctx, unused);
+			cms_store_prepare_free(p->ctx, unused);
 		if (!made)
 			return;
 	}
@@ -131,7 +131,7 @@ static void *prepare_thread(void *arg)
 /* ctx's preparer, made on first use; NULL when out of memory (ctx->lock held). */
 static struct cms_preparer *preparer_get(cms_context *ctx)
 {
-	struct cms_preparer *p = ctx->preparer;
+	struct cms_preparer *p = cms_ctx_engine(ctx)->preparer;
 
 	if (p)
 		return p;
@@ -144,7 +144,7 @@ static struct cms_preparer *preparer_get(cms_context *ctx)
 		goto err_lock;
 	p->ctx = ctx;
 	atomic_init(&p->stop, false);
-	ctx->preparer = p;
+	cms_ctx_engine(ctx)->preparer = p;
 	return p;
 
 err_lock:
@@ -200,8 +200,8 @@ static void prepare_stop(cms_context *ctx)
 	struct cms_preparer *p;
 
 	pthread_mutex_lock(&ctx->lock);
-	p = ctx->preparer;
-	ctx->preparer = NULL;
+	p = cms_ctx_engine(ctx)->preparer;
+	cms_ctx_engine(ctx)->preparer = NULL;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!p)
 		return;

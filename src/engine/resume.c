@@ -15,7 +15,7 @@
  * On failure everything this call created or mapped is undone and every
  * allocation stays paused with its stored content.
  */
-#include "engine.h"
+#include "engine_internal.h"
 
 static cms_status resume_run(struct cms_work *w)
 {

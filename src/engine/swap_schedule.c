@@ -17,7 +17,7 @@
  */
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 #define OUT_STREAM 0 /* the out side's lane; the in side gets the others */
 

@@ -6,7 +6,7 @@
  * done and compares. The checksum covers the bytes the store copies (the live
  * pieces: cms_range_discard declarations cannot change while the region is
  * paused, so both sides see the same pieces) and is computed on the device by
- * core/checksum.c. A checksum lives in the allocation's engine part from the
+ * checksum.c. A checksum lives in the allocation's engine part from the
  * pause that took it to the next pause (which takes a new one or none); the
  * in side checks only allocations that have one, of regions that have the
  * flag now (cms_region_flags_set may clear it to take a backup back anyway).
@@ -24,7 +24,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 static bool verified(const struct cms_alloc *a)
 {

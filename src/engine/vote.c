@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 cms_status cms_xdev_init(struct cms_xdev *x, size_t n)
 {

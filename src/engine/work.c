@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 bool cms_work_holds_memory(const struct cms_alloc *a)
 {
@@ -42,7 +42,7 @@ static cms_status collect(struct cms_region **regions, size_t n,
 			if (want(a))
 				v[k++] = a;
 	/* Address order: runs' members consecutive (run.c), backups laid out like the device
-	 * bytes so that copies cover adjacent allocations (host.c), disk slots in order. */
+	 * bytes so that copies cover adjacent allocations (host_*.c), disk slots in order. */
 	cms_run_order(v, k);
 	*out = v;
 	*count = k;

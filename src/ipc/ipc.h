@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* ipc.h - private declarations shared by ipc_export.c, ipc_import.c, ipc_server.c, ipc_loop.c and
- * control.c. */
+/* ipc.h - what the layers above use of ipc/ (the api's pause and resume hooks, control.c's
+ * server); declarations shared only by ipc_export.c, ipc_import.c, ipc_server.c and ipc_loop.c
+ * are in ipc_internal.h, which no file above ipc/ may open. */
 #ifndef CMS_IPC_H
 #define CMS_IPC_H
 
@@ -10,30 +11,11 @@
 #include "ipc_proto.h"
 #include "ipc_sock.h"
 
-/* Deadline of one message's I/O once it has started (a stuck peer costs at most this). */
-#define CMS_IPC_IO_MS 5000
-/* A connection that has not sent its request (exporter: HELLO; control socket: the request)
- * within this is closed. Servers read without waiting, so it costs nobody else time. */
-#define CMS_IPC_IDLE_MS 5000
-/* Connections a server keeps at most; past it, one that waits for its first request makes
- * room for a new one: one that has sent nothing, the oldest, else the one whose request has
- * made the least progress (ipc_server.c, victim()); when none waits, the rest wait in the
- * listen backlog. */
-#define CMS_IPC_EXPORTER_CONNS 128
+/* Connections the control socket keeps at most (ipc_internal.h: the exporter's, the rest). */
 #define CMS_IPC_CONTROL_CONNS 8
 #define CMS_IPC_DEFAULT_TIMEOUT_MS 10000
 /* Deadline of a whole grant (layout + every descriptor) after its first message. */
 #define CMS_IPC_GRANT_MS 60000
-
-/* One region published by one exporter. */
-struct cms_ipc_pub {
-	cms_exporter *exp;
-	struct cms_region *region; /* holds a reference (refs) */
-	uint32_t access;	   /* CMS_IPC_ACCESS_* */
-	bool waiting;		   /* a revocation waits for its importers; exp->lock */
-	struct cms_ipc_pub *next;  /* in exp->pubs; exp->lock */
-	struct cms_ipc_pub *rnext; /* in region->ipc; region lock */
-};
 
 /* The ipc layer's part of a region (core.h says how the parts compose). */
 struct cms_ipc_region {
@@ -41,9 +23,15 @@ struct cms_ipc_region {
 	struct cms_ipc_pub *ipc; /* exporters publishing it (ipc_export.c); under its lock */
 };
 
-static inline struct cms_ipc_region *cms_region_ipc(const struct cms_region *r)
+/* The ipc layer's part of a context. */
+struct cms_ipc_context {
+	struct cms_engine_context below;
+	atomic_int objects; /* exporters, importers, control sockets alive (ipc_*.c, control.c) */
+};
+
+static inline struct cms_ipc_context *cms_ctx_ipc(const cms_context *ctx)
 {
-	return cms_container_of(cms_region_store(r), struct cms_ipc_region, below);
+	return cms_container_of(cms_ctx_engine(ctx), struct cms_ipc_context, below);
 }
 
 /*
@@ -61,14 +49,8 @@ cms_status cms_ipc_options_init(void *opts, const void *init, size_t size);
 /* A socket path fits sun_path and is not empty. CMS_OK, CMS_ERR_INVALID_ARGUMENT (error set). */
 cms_status cms_ipc_check_path(const char *path);
 
-/* Copies a uid allow-list (n may be 0); *out NULL when n is 0. */
-cms_status cms_ipc_copy_uids(const uint32_t *uids, uint32_t n, uint32_t **out);
-
 /* Importers connected to the region through any exporter (region lock held). */
 uint32_t cms_ipc_importers(struct cms_region *r);
-
-/* Wakes a poll loop through its pipe (the write end). */
-void cms_ipc_wake(int fd);
 
 /*
  * The thread of an IPC object (exporter, import, control socket) and the pipe
@@ -81,39 +63,6 @@ struct cms_ipc_loop {
 	pthread_t thread;
 	atomic_bool stop;
 };
-
-/* Opens the wake pipe (non-blocking, close-on-exec). CMS_OK, CMS_ERR_IO (error set; wake -1). */
-cms_status cms_ipc_loop_init(struct cms_ipc_loop *l);
-
-/*
- * Starts fn(arg) on l's thread with every signal blocked (the application's
- * handlers stay its own). CMS_OK, CMS_ERR_IO ("cannot start the <what>'s thread").
- */
-cms_status cms_ipc_loop_start(struct cms_ipc_loop *l, void *(*fn)(void *), void *arg,
-			      const char *what);
-
-/*
- * On l's thread: waits for input on fd or a wake-up. Returns 1 when fd is
- * readable, 0 when not (interrupted or woken: wait again), -1 once stop is
- * set (leave the loop).
- */
-int cms_ipc_loop_wait(struct cms_ipc_loop *l, int fd);
-
-/* Whether cms_ipc_loop_stop was called (any thread). */
-bool cms_ipc_loop_stopping(struct cms_ipc_loop *l);
-
-/* Sets stop, wakes the thread and joins it. Takes no lock: the thread may hold its owner's
- * lock while it waits on a socket, which the wake-up cancels (cms_ipc_recv_cancellable). */
-void cms_ipc_loop_stop(struct cms_ipc_loop *l);
-
-/* Closes the wake pipe if open (wake -1 after). */
-void cms_ipc_loop_fini(struct cms_ipc_loop *l);
-
-/* Empties the wake pipe (after poll saw it readable). */
-void cms_ipc_loop_drain(struct cms_ipc_loop *l);
-
-/* Lowers *timeout_ms (of poll, >= 0) to the time left until at (ms, cms_ipc_now_ms clock). */
-void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
 
 /*
  * ---- ipc_server.c: the socket server of the exporter and the control socket ----
@@ -128,29 +77,10 @@ void cms_ipc_timeout_until(int *timeout_ms, int64_t now, int64_t at);
  * queue makes no progress within CMS_IPC_IO_MS).
  */
 
-/* Largest message a server takes from a client (its requests are small; larger ones are
- * refused at their header, before anything is allocated for them). */
-#define CMS_IPC_SERVER_MSG_MAX (16u << 10)
-/* Bytes queued for writing, all connections of a server together: past it, an owner defers
- * what it can (the exporter's grants) until peers have read. */
-#define CMS_IPC_OUT_MAX (32u << 20)
-/* After accept failed for want of descriptors or memory: first and longest pause. */
-#define CMS_IPC_BACKOFF_MIN_MS 100
-#define CMS_IPC_BACKOFF_MAX_MS 1000
-
 /* When a server polls its listening socket (server thread's only). */
 struct cms_ipc_accepting {
 	int64_t until; /* backing off until then (cms_ipc_now_ms clock) */
 	int ms;	       /* the last pause; 0: none */
-};
-
-/* A message queued for a connection: its bytes, what was written, descriptors (FDS only). */
-struct cms_ipc_out {
-	struct cms_ipc_out *next;
-	uint8_t *buf;
-	size_t len, off; /* off: the server thread's only */
-	uint32_t nfds;
-	int fds[]; /* the queue's: closed once sent, or with the connection */
 };
 
 /* One connection: the server's part, first member of the owner's connection struct. */
@@ -248,9 +178,6 @@ cms_status cms_ipc_conn_queue(struct cms_ipc_server *s, struct cms_ipc_conn *c,
 /* Queues an ERROR (st, text) and closes c once it is written. s->lock held. */
 void cms_ipc_conn_fail(struct cms_ipc_server *s, struct cms_ipc_conn *c, cms_status st,
 		       const char *text);
-
-/* Whether c is still served (neither closing nor dead). s->lock held. */
-bool cms_ipc_conn_live(const struct cms_ipc_conn *c);
 
 /* Server thread: writes what c's queue has, as far as the socket takes it now. */
 void cms_ipc_conn_flush(struct cms_ipc_server *s, struct cms_ipc_conn *c);

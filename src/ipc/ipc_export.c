@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ipc.h"
+#include "ipc_internal.h"
 
 /* Descriptors queued for importers at most, all of them together (a batch beyond waits). */
 #define GRANT_FDS_QUEUED (2 * CMS_IPC_MAX_FDS)
@@ -669,7 +669,7 @@ CMS_API cms_status cms_exporter_create(cms_context *ctx, const char *path,
 	st = cms_ipc_server_start(&exp->srv);
 	if (st)
 		goto err_server;
-	atomic_fetch_add(&ctx->ipc_objects, 1);
+	atomic_fetch_add(&cms_ctx_ipc(ctx)->objects, 1);
 	cms_log(ctx, CMS_LOG_INFO, "exporter listening on %s", exp->srv.path);
 	*out = exp;
 	return CMS_OK;
@@ -790,6 +790,6 @@ CMS_API cms_status cms_exporter_destroy(cms_exporter *exp)
 		free(p);
 	}
 	free(exp);
-	atomic_fetch_sub(&ctx->ipc_objects, 1);
+	atomic_fetch_sub(&cms_ctx_ipc(ctx)->objects, 1);
 	return CMS_OK;
 }

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ipc.h"
+#include "ipc_internal.h"
 
 struct cms_import {
 	cms_context *ctx;
@@ -645,7 +645,7 @@ CMS_API cms_status cms_import_open(cms_context *ctx, const char *path, const cha
 	if (st)
 		goto err_teardown;
 	imp->thread_started = true;
-	atomic_fetch_add(&ctx->ipc_objects, 1);
+	atomic_fetch_add(&cms_ctx_ipc(ctx)->objects, 1);
 	*out = imp;
 	return CMS_OK;
 
@@ -676,7 +676,7 @@ CMS_API cms_status cms_import_close(cms_import *imp)
 	cms_ipc_loop_stop(&imp->loop);
 	st = teardown(imp);
 	import_free(imp);
-	atomic_fetch_sub(&ctx->ipc_objects, 1);
+	atomic_fetch_sub(&cms_ctx_ipc(ctx)->objects, 1);
 	return st;
 }
 

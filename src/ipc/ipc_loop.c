@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ipc.h"
+#include "ipc_internal.h"
 
 cms_status cms_ipc_check_args(cms_context *ctx, const char *path, const void *out)
 {

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ipc.h"
+#include "ipc_internal.h"
 
 /* ---- the outgoing queue ---- */
 

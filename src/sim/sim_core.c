@@ -618,7 +618,7 @@ SIM_EXPORT void cmssim_host_free_hook(size_t bytes)
 }
 
 /*
- * The library's tunables with the simulation (core/tunables.c): sizes small enough, and
+ * The library's tunables with the simulation (engine/tunables.c): sizes small enough, and
  * relative to the granularity, that small tests run every pipeline with several batches,
  * buffers and chunks. CMS_SIM_CHUNK_GRANULES sets run_chunk (0: no chunks).
  */

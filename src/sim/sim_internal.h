@@ -235,7 +235,7 @@ void sim_host_fork_child(void);
 int sim_error_lookup(CUresult error, const char **name, const char **string);
 
 /* Prototypes of every driver entry point, checked against the X-macro. */
-/* The library's tunables with the simulation ("key=value,...", core/tunables.c); found by the
+/* The library's tunables with the simulation ("key=value,...", engine/tunables.c); found by the
  * library's driver loader (dlsym), not a part of cumemsaver_sim.h. */
 SIM_EXPORT const char *cmssim_tunables(void);
 #define SIM_DECLARE(name, ret, params) SIM_EXPORT ret name params;

@@ -52,7 +52,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 #ifndef FALLOC_FL_KEEP_SIZE
 #define FALLOC_FL_KEEP_SIZE 0x01
@@ -424,7 +424,7 @@ static cms_status stage_make(cms_context *ctx, int32_t dev, uint64_t total, stru
 {
 	return cms_stage_make(
 		ctx, dev, total,
-		cms_tune_bytes(&ctx->tune, CMS_TUNE_DISK_STAGE, ctx->devices[dev].granularity),
+		cms_tune_bytes(&cms_ctx_store(ctx)->tune.disk_stage, ctx->devices[dev].granularity),
 		"disk", s);
 }
 

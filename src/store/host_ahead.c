@@ -4,14 +4,14 @@
  * of the background preparation (engine/preparer.c runs the thread).
  *
  * A job is one host buffer for a group of allocations of one region that have
- * no backup yet, the group host.c's first pause would make (consecutive in
+ * no backup yet, the group host_policy.c's first pause would make (consecutive in
  * address order, up to one buffer's worth). It is planned under the region's
  * lock (the bases and sizes only: no pointer to an allocation survives the
  * unlock), made without the lock (mmap, faulting in, cuMemHostRegister: the
  * slow steps, which must not hold up cms_alloc, cms_free or a pause), and
  * attached under the lock again to the planned allocations that still need
  * it, found again by base and size: an allocation freed meanwhile leaves a
- * hole that a later pause fills (host.c, reuse_holes); when none is left the
+ * hole that a later pause fills (host_holes.c, cms_host_reuse_holes); when none is left the
  * buffer goes back. Whoever takes the region's lock meanwhile sees the job in
  * flight (cms_store_region.prep_job): a pause waits for the buffer and uses
  * it (no work done twice), a flag change or a destroy cancels it (the making
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 static size_t round_page(uint64_t n)
 {
@@ -136,13 +136,14 @@ static bool stopped(struct cms_prep_job *j, const atomic_bool *stop)
 
 void cms_store_prepare_build(cms_context *ctx, struct cms_prep_job *j, const atomic_bool *stop)
 {
+	const struct cms_store_tunables *t = &cms_ctx_store(ctx)->tune;
 	uint64_t t0 = cms_now_ns();
-	size_t step = ctx->tune.prep_slice ? ctx->tune.prep_slice : j->len, off = 0;
+	size_t step = t->prep_slice ? t->prep_slice : j->len, off = 0;
 
 	j->hb = cms_hostbuf_new(ctx, j->device, j->len, j->pageable);
 	if (!j->hb)
 		snprintf(j->why, sizeof(j->why), "cannot map %zu bytes", j->len);
-	if (ctx->tune.prep_noprefault) /* as a pause's workers: the registration faults */
+	if (t->prep_noprefault) /* as a pause's workers: the registration faults */
 		off = j->len;
 	for (; j->hb && off < j->len && !stopped(j, stop); off += step)
 		if (!cms_hostbuf_fault(j->hb, off, j->len - off < step ? j->len - off : step)) {
@@ -229,11 +230,6 @@ struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_pr
 	return hb;
 }
 
-void cms_store_prepare_discard(cms_context *ctx, struct cms_hostbuf *hb)
-{
-	cms_hostbuf_free(ctx, hb);
-}
-
 void cms_store_prepare_take(struct cms_region *r, bool cancel)
 {
 	struct cms_prep_job *j = cms_region_store(r)->prep_job;
@@ -253,4 +249,9 @@ void cms_store_prepare_take(struct cms_region *r, bool cancel)
 	hb = cancel ? j->hb : attach(r, j);
 	if (hb)
 		cms_hostbuf_free(r->ctx, hb);
+}
+
+void cms_store_prepare_free(cms_context *ctx, struct cms_hostbuf *hb)
+{
+	cms_hostbuf_free(ctx, hb);
 }

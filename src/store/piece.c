@@ -4,7 +4,7 @@
  * and restores, DISK staging copies) goes through cms_store_pieces, which
  * leaves out the ranges declared content-free (cms_range_discard, core/span.c).
  */
-#include "store.h"
+#include "store_internal.h"
 
 cms_status cms_store_pieces(struct cms_alloc *const *v, size_t n, uint64_t off, uint64_t len,
 			    cms_piece_fn fn, void *arg, uint64_t *bytes)

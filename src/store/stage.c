@@ -4,12 +4,41 @@
  * for a call (or kept by a region between calls) and freed after it. DMA
  * between the device and memory that is not page-locked (a DISK file's
  * pages, pageable HOST backups) goes through them: the device copies into
- * or out of one buffer while the host side works on the other.
+ * or out of one buffer while the host side works on the other. Page-locked
+ * memory whose unregister fails is kept as a cleanup (core/cleanup.c) of the
+ * kind defined here.
  */
 #include <string.h>
 #include <sys/mman.h>
 
-#include "store.h"
+#include "store_internal.h"
+
+/* The cleanup of page-locked memory (core's struct cms_cleanup_ops): unregistered, then
+ * unmapped; kept until the unregister succeeds, never unmapped while page-locked. */
+static CUresult staging_run(cms_context *ctx, struct cms_cleanup *c)
+{
+	return ctx->drv.cuMemHostUnregister(c->p);
+}
+
+static void staging_done(cms_context *ctx, struct cms_cleanup *c)
+{
+	munmap(c->p, c->len);
+	if (c->hooked)
+		ctx->drv.host_free_hook(c->len);
+}
+
+static const struct cms_cleanup_ops staging_ops = { .call = "cuMemHostUnregister",
+						    .run = staging_run,
+						    .done = staging_done };
+
+void cms_stage_cleanup(cms_context *ctx, int32_t dev, void *base, size_t len, bool hooked)
+{
+	struct cms_cleanup c = {
+		.ops = &staging_ops, .dev = dev, .p = base, .len = len, .hooked = hooked
+	};
+
+	cms_cleanup_run(ctx, &c);
+}
 
 cms_status cms_stage_make(cms_context *ctx, int32_t dev, uint64_t total, uint64_t chunk,
 			  const char *what, struct cms_stage *s)
@@ -50,7 +79,7 @@ void cms_stage_free(cms_context *ctx, struct cms_stage *s)
 	if (!s->base)
 		return;
 	if (s->registered) /* never unmap page-locked memory: a failed unregister is retried */
-		cms_cleanup_staging(ctx, s->dev, s->base, 2 * s->chunk, s->hooked);
+		cms_stage_cleanup(ctx, s->dev, s->base, 2 * s->chunk, s->hooked);
 	else {
 		munmap(s->base, 2 * s->chunk);
 		if (s->hooked)

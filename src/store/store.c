@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 static const struct cms_store_ops *const table[] = {
 	&cms_store_discard, /* CMS_POLICY_DISCARD */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store.h - where paused content lives: one restore policy per file (discard.c,
- * zero.c, host.c, disk.c), each an operations table (struct cms_store_ops);
+ * zero.c, host_*.c, disk.c), each an operations table (struct cms_store_ops);
  * store.c holds the table and the helpers that apply it to a list of
  * allocations. A store moves bytes between device memory and its storage and
  * keeps the allocation's saved/storage fields; it knows no transaction: the
  * engine decides when to save, restore or forget, and undoes.
+ *
+ * What the layers above use; the store's own declarations (the policies'
+ * tables, live pieces, host buffers, staging, DISK blocks) are in
+ * store_internal.h, which no file above the store may open.
  *
  * Every function here runs with the locks of the allocations' regions held.
  * Functions taking a struct cms_lanes run with that device's primary context
@@ -20,9 +24,10 @@
  * lock. Core's saved: the store holds the content. */
 struct cms_store_alloc {
 	struct cms_vmm_alloc below;
-	void *backup;		     /* HOST: this allocation's slice of hostbuf */
-	size_t backup_len;	     /* page-rounded size of the slice */
-	struct cms_hostbuf *hostbuf; /* shared with allocations of the same region (host.c) */
+	void *backup;	   /* HOST: this allocation's slice of hostbuf */
+	size_t backup_len; /* page-rounded size of the slice */
+	struct cms_hostbuf
+		*hostbuf;  /* shared with allocations of the same region (host_buffer.c) */
 	bool fresh_buffer; /* the slice was made by the running pause (the engine clears it) */
 	bool prepared;	   /* the slice was made ahead (host_ahead.c) and holds no content yet */
 	bool disk_slot;	   /* DISK: has a slot in its region's file, at disk_off (disk.c) */
@@ -40,13 +45,44 @@ struct cms_store_alloc {
 /* The store's part of a region; under the region's lock. */
 struct cms_store_region {
 	struct cms_vmm_region below;
-	uint64_t pinned_bytes;	       /* page-locked part of host_bytes (host.c) */
-	uint64_t host_free_bytes;      /* part of host_bytes in no allocation's slice (host.c) */
-	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host.c) */
-	struct cms_stage *host_stage;  /* staging kept between restores (host.c) */
+	uint64_t pinned_bytes;	  /* page-locked part of host_bytes (host_buffer.c) */
+	uint64_t host_free_bytes; /* part of host_bytes in no allocation's slice (host_holes.c) */
+	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host_buffer.c) */
+	struct cms_stage *host_stage;  /* staging kept between restores (host_pageable.c) */
 	struct cms_disk *disk;	       /* DISK: its directory and file (disk.c) */
 	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (host_ahead.c) */
 };
+
+/* Staging buffers (host_stage, disk_stage) are whole multiples of it: DISK files are read and
+ * written in such blocks (O_DIRECT, CMS_DISK_ALIGN). */
+#define CMS_TUNE_STAGE_ALIGN 4096u
+#define CMS_PREP_THREADS_MAX 64
+/* The store's tunables (engine/tunables.c sets them when the driver loads; read-only after). */
+struct cms_store_tunables {
+	struct cms_tune_size host_group; /* host_buffer.c: backups sharing one host buffer */
+	struct cms_tune_size host_stage; /* host_pageable.c: a pageable copy's staging buffer */
+	struct cms_tune_size disk_stage; /* disk.c: a DISK staging buffer */
+	/* host_buffer.c, host_policy.c, making new host buffers (the options lab/hoststore
+	 * measures): */
+	bool prep_hugetlb;     /* MAP_HUGETLB for buffers of whole 2 MiB pages */
+	bool prep_nothp;       /* no MADV_HUGEPAGE advice */
+	bool prep_noprefault;  /* workers do not fault pages in (cuMemHostRegister does) */
+	bool prep_lazyfree;    /* buffers given back are MADV_FREE'd and kept for the next pause */
+	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
+	size_t prep_slice;     /* bytes a worker faults at a time */
+};
+
+/* The store's part of a context (core.h says how the parts compose). */
+struct cms_store_context {
+	struct cms_vmm_context below;
+	struct cms_store_tunables tune;
+	atomic_int warned_register; /* cuMemHostRegister failure logged (host_buffer.c) */
+};
+
+static inline struct cms_store_context *cms_ctx_store(const cms_context *ctx)
+{
+	return cms_container_of(cms_ctx_vmm(ctx), struct cms_store_context, below);
+}
 
 static inline struct cms_store_alloc *cms_alloc_store(const struct cms_alloc *a)
 {
@@ -57,6 +93,35 @@ static inline struct cms_store_region *cms_region_store(const struct cms_region 
 {
 	return cms_container_of(cms_region_vmm(r), struct cms_store_region, below);
 }
+
+/* ---- lanes.c: the copy streams of one side of an engine call ---- */
+/*
+ * The copy streams one side of an engine call may use on device dev: the
+ * library streams [first, first + count) (core.h: CMS_COPY_STREAMS per
+ * device). Copies are spread over them in turn (next), so that the setup of
+ * one copy overlaps the transfer of another.
+ */
+struct cms_lanes {
+	cms_context *ctx;
+	int32_t dev;
+	unsigned first, count;
+	size_t next; /* copies issued through cms_lane() */
+};
+
+/* The stream of the next copy. */
+static inline CUstream cms_lane(struct cms_lanes *l)
+{
+	return l->ctx->devices[l->dev].streams[l->first + l->next++ % l->count];
+}
+
+/* The k-th stream of the lanes (k taken modulo their count). */
+static inline CUstream cms_lane_at(const struct cms_lanes *l, size_t k)
+{
+	return l->ctx->devices[l->dev].streams[l->first + k % l->count];
+}
+
+/* cuStreamSynchronize of each of the lanes' streams; the first failure is returned. */
+cms_status cms_lanes_sync(const struct cms_lanes *l);
 
 /* Bytes one backup copy may move at most when it covers several allocations. */
 #define CMS_COPY_MERGE_MAX (64ull << 20)
@@ -139,16 +204,10 @@ struct cms_store_ops {
 	void (*release_kept)(struct cms_region *r, bool files);
 };
 
-/* The policies, by their CMS_POLICY_* number (store.c). */
-extern const struct cms_store_ops cms_store_discard, cms_store_zero, cms_store_host, cms_store_disk;
-
 /* The policy of r (its number was checked when r was created). */
 const struct cms_store_ops *cms_store_of(const struct cms_region *r);
 /* The number of policies (valid CMS_POLICY_* values are 0 .. count - 1). */
 uint32_t cms_store_count(void);
-/* The i-th policy, i < cms_store_count(). */
-const struct cms_store_ops *cms_store_at(uint32_t i);
-
 /* ---- store.c: a policy's operation over a list of allocations of any policies ---- */
 
 /* CMS_OK, or the first region of regions[0..n) whose policy's check fails. */
@@ -217,65 +276,6 @@ uint64_t cms_store_unchanged_bytes(const struct cms_alloc *a);
 /* No backup of r's allocations is current any more (thaw, retention flags change). */
 void cms_store_stale(struct cms_region *r);
 
-/* ---- piece.c: the live pieces of a copy (content-free ranges left out, core/span.c) ---- */
-
-/* Moves [off, off + len) of a copy, offsets from the first allocation's base. */
-typedef cms_status (*cms_piece_fn)(void *arg, uint64_t off, uint64_t len);
-/*
- * Calls fn, in address order, for each live piece of [off, off + len) of the
- * consecutive allocations v[0..n) (each one's bytes directly follow the previous
- * one's on both sides of the copy: cms_backup_adjacent, or n == 1), offsets
- * from v[0]->base; pieces that touch across allocations are one. Every copy
- * list of a store goes through it, so that bytes declared content-free
- * (cms_range_discard) are neither saved nor restored; without declarations it
- * is one call for the whole range. *bytes += the live bytes; stops at the
- * first failure of fn and returns it.
- */
-cms_status cms_store_pieces(struct cms_alloc *const *v, size_t n, uint64_t off, uint64_t len,
-			    cms_piece_fn fn, void *arg, uint64_t *bytes);
-
-/* ---- host.c: host backup buffers (the HOST policy) ---- */
-
-/*
- * b directly follows a on both sides of a backup copy: its device bytes in the
- * same reservation (arena.c) and its backup in the same host buffer (one
- * registration, host.c). One cuMemcpy*Async can then move both: a copy may
- * span mappings of several physical handles that are adjacent in the virtual
- * address space, but never two host registrations.
- */
-static inline bool cms_backup_adjacent(const struct cms_alloc *a, const struct cms_alloc *b)
-{
-	return cms_alloc_vmm(a)->arena && cms_alloc_vmm(b)->arena == cms_alloc_vmm(a)->arena &&
-	       cms_alloc_store(a)->hostbuf &&
-	       cms_alloc_store(b)->hostbuf == cms_alloc_store(a)->hostbuf &&
-	       a->base + a->size == b->base &&
-	       (char *)cms_alloc_store(a)->backup + a->size == (char *)cms_alloc_store(b)->backup;
-}
-
-/* ---- host.c: host buffers made ahead, for host_ahead.c ---- */
-
-/* A buffer of len bytes for device's backups in no region yet, mapped (transparent huge pages
- * advised, not inherited by a fork) but neither faulted in nor page-locked; NULL when out of
- * host memory. Any thread, no lock. */
-struct cms_hostbuf *cms_hostbuf_new(cms_context *ctx, int32_t device, size_t len, bool pageable);
-size_t cms_hostbuf_len(const struct cms_hostbuf *hb);
-/* Faults [off, off + len) of hb in; false when the kernel has no memory for it. No lock. */
-bool cms_hostbuf_fault(struct cms_hostbuf *hb, size_t off, size_t len);
-/* Page-locks hb (cuMemHostRegister, its device's primary context pushed); whether it is. No
- * lock; a refusal is not logged here. */
-bool cms_hostbuf_pin(cms_context *ctx, struct cms_hostbuf *hb);
-/* Gives back hb, in no region: unregistered (kept for cms_cleanup_retry if the driver refuses)
- * and unmapped. */
-void cms_hostbuf_free(cms_context *ctx, struct cms_hostbuf *hb);
-/* Makes hb one of r's buffers, with the slice at off[i] for v[i] (each without one, in
- * address order; the rest of hb: holes), each marked prepared; counted in r's host_bytes and,
- * page-locked, pinned_bytes; a buffer that could not be page-locked is page-locked by its
- * first copy (as a split buffer's pieces). r's lock held. */
-void cms_hostbuf_attach(struct cms_region *r, struct cms_hostbuf *hb, struct cms_alloc **v,
-			const size_t *off, size_t n);
-/* The most bytes one host buffer holds for several allocations of r. */
-uint64_t cms_hostbuf_group_max(const struct cms_region *r);
-
 /* ---- host_ahead.c: host backups made ahead (CMS_REGION_PREPARE) ---- */
 
 /*
@@ -314,37 +314,10 @@ bool cms_store_prepare_plan(struct cms_region *r, struct cms_prep_job *j);
 void cms_store_prepare_build(cms_context *ctx, struct cms_prep_job *j, const atomic_bool *stop);
 /* After cms_store_prepare_build: unless taken over, attaches the buffer to those of its
  * allocations that still need it (counted in r's bytes_prepared, prepare_ns) and returns
- * NULL, or returns the buffer when none does (the caller gives it back after unlocking,
- * cms_store_prepare_discard). Frees j's plan. r's lock held. */
+ * NULL, or returns the buffer when none does (the caller frees it, cms_store_prepare_free,
+ * after unlocking). Frees j's plan. r's lock held. */
 struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_prep_job *j);
-/* Gives back the buffer cms_store_prepare_finish returned (no allocation needed it); no lock
- * held. The preparer's one way to the HOST buffers. */
-void cms_store_prepare_discard(cms_context *ctx, struct cms_hostbuf *hb);
-/* Takes over r's job in flight, if any: waits until it is built, then attaches its buffer as
- * finish does (cancel false: a pause), or gives it back (cancel true: it stops early; a flag
- * change, a destroy). r's lock held. */
-void cms_store_prepare_take(struct cms_region *r, bool cancel);
-
-/* ---- disk.c: the DISK policy ---- */
-#define CMS_DISK_ALIGN 4096u /* file slots, batches and buffers (O_DIRECT) */
-/* A batch of whole blocks fills a staging buffer of disk_stage bytes (tunables.c's range). */
-_Static_assert(CMS_TUNE_STAGE_ALIGN % CMS_DISK_ALIGN == 0, "disk_stage is whole DISK blocks");
-
-/* ---- stage.c: page-locked staging buffers (DISK, pageable HOST backups) ---- */
-struct cms_stage {
-	char *base;   /* two buffers of chunk bytes: base and base + chunk */
-	size_t chunk; /* bytes per buffer */
-	int32_t dev;
-	bool registered, hooked;
-};
-
-/* Two staging buffers of chunk bytes (a multiple of CMS_DISK_ALIGN: cms_tune_bytes of a
- * staging size; less when total, rounded up to CMS_DISK_ALIGN, is smaller), page-locked where
- * cuMemHostRegister allows (else pageable: slower, still correct). CMS_ERR_OUT_OF_HOST_MEMORY ("...
- * of <what> staging buffers"); *s zeroed then. */
-cms_status cms_stage_make(cms_context *ctx, int32_t dev, uint64_t total, uint64_t chunk,
-			  const char *what, struct cms_stage *s);
-/* Frees s (no copy may still use it); a zeroed s is nothing to free. */
-void cms_stage_free(cms_context *ctx, struct cms_stage *s);
-
+/* Gives back a buffer cms_store_prepare_finish returned: unregistered (kept for
+ * cms_cleanup_retry if the driver refuses) and unmapped. No lock held. */
+void cms_store_prepare_free(cms_context *ctx, struct cms_hostbuf *hb);
 #endif /* CMS_STORE_H */

@@ -3,7 +3,7 @@
  * zero.c - CMS_POLICY_ZERO: nothing is kept; a resume sets every byte of the
  * allocation (its whole physical size) to 0.
  */
-#include "store.h"
+#include "store_internal.h"
 
 static cms_status zero_restore(struct cms_lanes *l, struct cms_alloc **v, size_t n, uint64_t *bytes)
 {

@@ -5,7 +5,7 @@
  * one cuMemSetAccess per allocation, a run (coalesced allocations, a chunk
  * with its tail) once, all or nothing.
  */
-#include "vmm.h"
+#include "vmm_internal.h"
 
 /* Whether a's mapping is changed through a: mapped, and a run through its last member. */
 static bool owns_mapping(const struct cms_alloc *a)

@@ -13,7 +13,7 @@
  */
 #include <stdlib.h>
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 /* A free piece of an arena's address space. */
 struct cms_extent {

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 #define TOP (CMS_GUARD_ORDERS - 1) /* the largest piece: 2^TOP granules (64 MiB on an H200) */
 
@@ -55,15 +55,14 @@ out:
 /* Makes dev's zero handle of 2^order granules (no lock held while the driver works). */
 static cms_status make_zero(cms_context *ctx, int32_t dev, int order)
 {
-	struct cms_device *d = &ctx->devices[dev];
-	CUmemGenericAllocationHandle handle = 0;
+	CUmemGenericAllocationHandle handle = 0, *zero = cms_ctx_vmm(ctx)->zero[dev];
 	CUmemAllocationProp prop;
 	cms_status st = CMS_OK;
-	size_t len = ((size_t)1 << order) * d->granularity;
+	size_t len = ((size_t)1 << order) * ctx->devices[dev].granularity;
 	bool have;
 
 	pthread_mutex_lock(&ctx->lock);
-	have = d->zero[order] != 0;
+	have = zero[order] != 0;
 	pthread_mutex_unlock(&ctx->lock);
 	if (have)
 		return CMS_OK;
@@ -76,8 +75,8 @@ static cms_status make_zero(cms_context *ctx, int32_t dev, int order)
 	if (st)
 		goto release;
 	pthread_mutex_lock(&ctx->lock);
-	if (!d->zero[order]) { /* else another thread made one meanwhile: ours goes */
-		d->zero[order] = handle;
+	if (!zero[order]) { /* else another thread made one meanwhile: ours goes */
+		zero[order] = handle;
 		handle = 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -100,18 +99,18 @@ cms_status cms_vmm_guard_prepare(cms_context *ctx, int32_t dev)
 
 void cms_vmm_guard_drop(cms_context *ctx, int32_t dev)
 {
-	struct cms_device *d = &ctx->devices[dev];
+	CUmemGenericAllocationHandle *zero = cms_ctx_vmm(ctx)->zero[dev];
 	int k;
 
 	for (k = 0; k < CMS_GUARD_ORDERS; k++) {
-		if (!d->zero[k])
+		if (!zero[k])
 			continue;
-		if (ctx->drv.cuMemRelease(d->zero[k]) != CUDA_SUCCESS) {
+		if (ctx->drv.cuMemRelease(zero[k]) != CUDA_SUCCESS) {
 			cms_log(ctx, CMS_LOG_ERROR,
 				"device %d: a zero handle could not be released", dev);
 			continue;
 		}
-		d->zero[k] = 0;
+		zero[k] = 0;
 	}
 }
 
@@ -119,11 +118,10 @@ void cms_vmm_guard_drop(cms_context *ctx, int32_t dev)
 static CUmemGenericAllocationHandle zero_of(const struct cms_alloc *a, int order)
 {
 	cms_context *ctx = a->region->ctx;
-	struct cms_device *d = &ctx->devices[a->region->device];
 	CUmemGenericAllocationHandle zero;
 
 	pthread_mutex_lock(&ctx->lock);
-	zero = d->zero[order];
+	zero = cms_ctx_vmm(ctx)->zero[a->region->device][order];
 	pthread_mutex_unlock(&ctx->lock);
 	return zero;
 }

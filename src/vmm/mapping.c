@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
 				 CUmemGenericAllocationHandle *handle)

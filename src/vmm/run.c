@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 static int by_address(const void *x, const void *y)
 {
@@ -252,7 +252,7 @@ void cms_run_retire(struct cms_alloc *a)
 size_t cms_run_chunk_bytes(const struct cms_region *r)
 {
 	size_t gran = r->ctx->devices[r->device].granularity;
-	size_t n = (size_t)cms_tune_bytes(&r->ctx->tune, CMS_TUNE_RUN_CHUNK, gran);
+	size_t n = (size_t)cms_tune_bytes(&cms_ctx_vmm(r->ctx)->tune.run_chunk, gran);
 
 	if (r->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
 	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n) /* n: whole granules (tunables.c) */

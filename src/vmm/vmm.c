@@ -8,7 +8,7 @@
  * Every function leaves the allocation's state fields exact, whatever fails.
  */
 
-#include "vmm.h"
+#include "vmm_internal.h"
 
 cms_status cms_vmm_reserve(struct cms_alloc *a)
 {

@@ -34,6 +34,53 @@ struct cms_vmm_region {
 	struct cms_extent *ready; /* for the next cms_arena_give (cms_arena_give_ready) */
 };
 
+/* ---- tune.c: a tunable size, in bytes or relative to a device's granularity ---- */
+/* The range of a size (bytes), the alignment of its bytes, and whether a device takes it in
+ * whole granules, at least two (else 0); key: its name in CMS_TUNABLES (engine/tunables.c). */
+struct cms_tune_limits {
+	const char *key;
+	uint64_t min, max;
+	uint32_t align;
+	bool granules;
+};
+/* A size: bytes, or when div is not 0, granules * granularity / div of the device's; lim: its
+ * limits (set with it by cms_tunables_load). */
+struct cms_tune_size {
+	uint64_t bytes;
+	uint32_t granules, div;
+	const struct cms_tune_limits *lim;
+};
+/* The bytes of s as given on a device of that granularity, brought into its range and
+ * alignment (a size in bytes is checked when read). */
+uint64_t cms_tune_given(const struct cms_tune_size *s, size_t granularity);
+/* The bytes of s on a device of that granularity: cms_tune_given, in whole granules (at least
+ * two, else 0, rounded down) when its limits ask for them. */
+uint64_t cms_tune_bytes(const struct cms_tune_size *s, size_t granularity);
+
+/* vmm's tunables (engine/tunables.c sets every layer's part when the driver loads; read-only
+ * afterwards). */
+struct cms_vmm_tunables {
+	struct cms_tune_size run_chunk; /* run.c: the most bytes of a chunk (0: none) */
+};
+
+/* Sizes of the guard's zero handles: 2^0 .. 2^5 granules (126 MiB at a 2 MiB granularity). */
+#define CMS_GUARD_ORDERS 6
+
+/* vmm's part of a context (core.h says how the parts compose). */
+struct cms_vmm_context {
+	struct cms_context core;
+	struct cms_vmm_tunables tune;
+	/* Each device's zero-filled physical handles of 1, 2, 4, ... 2^(CMS_GUARD_ORDERS-1)
+	 * granules, each mapped whole and read-only over pieces of the released allocations of
+	 * paused CMS_REGION_GUARD regions (guard.c); 0 until the first such region. ctx->lock. */
+	CUmemGenericAllocationHandle zero[CMS_MAX_DEVICES][CMS_GUARD_ORDERS];
+};
+
+static inline struct cms_vmm_context *cms_ctx_vmm(const cms_context *ctx)
+{
+	return cms_container_of(ctx, struct cms_vmm_context, core);
+}
+
 static inline struct cms_vmm_alloc *cms_alloc_vmm(const struct cms_alloc *a)
 {
 	return cms_container_of(a, struct cms_vmm_alloc, core);
@@ -44,15 +91,13 @@ static inline struct cms_vmm_region *cms_region_vmm(const struct cms_region *r)
 	return cms_container_of(r, struct cms_vmm_region, core);
 }
 
-/* Address space of a region: reservations that allocations are carved from, so that
- * allocations made one after another are adjacent and a resume can coalesce them (arena.c). */
-struct cms_arena {
-	CUdeviceptr base; /* cuMemAddressReserve */
-	size_t len;
-	size_t used;		 /* bytes carved out (allocations, retained bytes of runs) */
-	struct cms_extent *free; /* free extents, by address, merged */
-	struct cms_arena *next;
-};
+/* ---- cleanup_ranges.c: temporary ranges whose cleanup failed (core/cleanup.c) ---- */
+/* Unmaps (when mapped) and frees len bytes of device dev's reservation at va (a temporary
+ * mapping); on failure, of the push too, keeps what is left for cms_cleanup_retry (logged). */
+void cms_cleanup_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, bool mapped);
+/* As cms_cleanup_range of a mapped range whose memory (own bytes, its handle released) is
+ * counted in device dev's own_bytes until the unmap gives it back: uncounted then. */
+void cms_cleanup_own_range(cms_context *ctx, int32_t dev, CUdeviceptr va, size_t len, uint64_t own);
 
 /* Adjacent allocations of one region (same arena) backed by ONE physical handle with ONE
  * mapping over [base, base + len) (run.c). Bytes of members freed while it is mapped stay in
@@ -77,20 +122,6 @@ struct cms_run {
 };
 
 /* ---- arena.c: address space of a region (region lock held) ---- */
-/* Default reservation size; a larger allocation gets a reservation of its own. */
-#define CMS_ARENA_BYTES (2ull << 30)
-#define CMS_ARENA_ALIGN CMS_ARENA_BYTES /* a power of two, a multiple of any granularity */
-/* Carves len bytes (a granularity multiple) for a->base and a->arena; may reserve. */
-cms_status cms_arena_take(struct cms_region *r, size_t len, CUdeviceptr *base,
-			  struct cms_arena **arena);
-/* Gives [base, base + len) back; frees the reservation once nothing of it is used (a
- * cuMemAddressFree that fails is kept for later: cms_cleanup_range). Fails only when the
- * bookkeeping of a new free extent cannot be allocated (nothing changed), never after
- * cms_arena_give_ready. */
-cms_status cms_arena_give(struct cms_region *r, struct cms_arena *arena, CUdeviceptr base,
-			  size_t len);
-/* Holds the bookkeeping of one free extent ready for r's next cms_arena_give. */
-cms_status cms_arena_give_ready(struct cms_region *r);
 /* A destroyed region's arenas that bookkeeping failures left behind: freed, best effort. */
 void cms_arena_drop_all(struct cms_region *r);
 
@@ -100,40 +131,15 @@ void cms_run_order(struct cms_alloc **v, size_t n);
 /* Groups the allocations of v[0..n) that have no memory into runs of adjacent allocations
  * of one region and arena (regions allowing it); v in address order. No driver call. */
 cms_status cms_run_plan(struct cms_alloc **v, size_t n);
-/* cuMemCreate of the run's handle; every member's handle follows. */
-cms_status cms_run_create(struct cms_run *run);
-/* handle becomes the run's and every member's (cms_run_create; a handle retained back). */
-void cms_run_adopt(struct cms_run *run, CUmemGenericAllocationHandle handle);
-/* cuMemMap + cuMemSetAccess of the run; every member becomes mapped. */
-cms_status cms_run_map(struct cms_run *run);
-/* cuMemUnmap of the run; no member is mapped then. */
-cms_status cms_run_unmap(struct cms_run *run);
-/* cuMemRelease of the run's handle. The run stays (a rollback re-backs it whole) until
- * cms_run_dissolve. */
-cms_status cms_run_release(struct cms_run *run);
 /* Dissolves the runs of v[0..n) that hold no handle and no mapping (released, or planned and
  * never backed): members become separate allocations, retained bytes' addresses go back to
  * the arena. After a commit or an undo. No driver call. */
 void cms_run_dissolve(struct cms_alloc **v, size_t n);
-/* cuMemSetAccess over the whole run (see cms_vmm_set_access). */
-cms_status cms_run_set_access(struct cms_run *run, uint64_t mask, uint64_t revoke, bool read_only);
 /* Whether freeing a leaves its bytes in its run (other members are live). */
 bool cms_run_keeps(const struct cms_alloc *a);
 /* Detaches a from its run for a free (cms_run_keeps true): its bytes and addresses stay in
  * the run until the run is released. No driver call; cannot fail. */
 void cms_run_retire(struct cms_alloc *a);
-/* Most bytes of a chunk (the tunable run_chunk: 64 MiB; the simulation 16 granules, so that
- * small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
- * half of that are carved from chunks (of as many allocations of the first one's size as
- * fit), and the region holds at most that many bytes of chunk tails not yet handed out.
- * 0: the region makes no chunks. */
-size_t cms_run_chunk_bytes(const struct cms_region *r);
-/* Addresses for a new allocation (a->physical set): carved from the region's open chunk
- * when it is mapped and its tail has room (a gets the chunk's handle, not yet mapped: see
- * cms_vmm_back), else from a new chunk (planned, no handle yet: cms_vmm_back creates and
- * maps it whole), else from the arena (cms_arena_take). No driver call but
- * cuMemAddressReserve. On failure nothing changed. */
-cms_status cms_run_take(struct cms_alloc *a);
 /* After a's cms_vmm_back succeeded: its chunk, if it has a spare tail, becomes the open one. */
 void cms_run_open(struct cms_alloc *a);
 /* Undoes the carving of a (the newest member of a chunk with other live members) after a
@@ -169,30 +175,12 @@ cms_status cms_vmm_unreserve_ready(struct cms_alloc *a);
  * logged). After cms_vmm_unreserve_ready only the guard's cuMemUnmap can fail: never for an
  * allocation without a guard (an active one). */
 cms_status cms_vmm_unreserve(struct cms_alloc *a);
-/* cuMemCreate of size bytes with the region's properties. */
-cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
-				 CUmemGenericAllocationHandle *handle);
-/* cuMemMap of handle over [base, base + len) + cuMemSetAccess read-write for the region's
- * device and peers; CMS_ERR_ROLLBACK_FAILED: mapped without access (the unmap failed). */
-cms_status cms_vmm_map_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-			     CUmemGenericAllocationHandle handle);
-/* As cms_vmm_map_range with read-only access (a guard); len may be less than the handle's
- * size (its first len bytes are mapped). */
-cms_status cms_vmm_map_range_read(const struct cms_region *r, CUdeviceptr base, size_t len,
-				  CUmemGenericAllocationHandle handle);
-/* cuMemSetAccess over a mapped range (see cms_vmm_set_access). */
-cms_status cms_vmm_access_range(const struct cms_region *r, CUdeviceptr base, size_t len,
-				uint64_t mask, uint64_t revoke, bool read_only);
 /* cuMemCreate into a->handle (which must be 0) with the region's properties. */
 cms_status cms_vmm_create(struct cms_alloc *a);
 /* cuMemRelease of a->handle if held; a->handle = 0 on success. */
 cms_status cms_vmm_release(struct cms_alloc *a);
 /* cuMemMap of a->handle at a->base + cuMemSetAccess read-write; sets mapped. */
 cms_status cms_vmm_map(struct cms_alloc *a);
-/* cuMemSetAccess of a mapped allocation (its whole run): its region's device and the devices
- * of mask read-write (read-only when read_only), those of revoke not in mask none. On failure
- * nothing changed. */
-cms_status cms_vmm_set_access(struct cms_alloc *a, uint64_t mask, uint64_t revoke, bool read_only);
 
 /* ---- access.c: the access of a whole region's mappings (region lock held) ---- */
 /*

@@ -26,7 +26,7 @@
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
-#define NR_SLICE (32ull * MIB) /* the library's fault-in task (store/host.c) */
+#define NR_SLICE (32ull * MIB) /* the library's fault-in task (store/host_policy.c) */
 #define NR_MAX_WORKERS 16u     /* the library's default worker cap */
 #define NR_FLOOR_REPS 3u
 #define NR_STAMP 4096ull /* bytes written and checked at each end of an allocation's live part */

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tunables.c - the sizes and switches of one context (struct cms_tunables), set
- * once when its driver is loaded: the defaults suit the CUDA driver; the host
- * simulation gives its own (cmssim_tunables, small sizes so that small tests run
- * every pipeline), and CMS_TUNABLES (lab runs) changes either. Product code reads
- * ctx->tune and never asks which driver it runs on (docs/internals.md).
+ * tunables.c - the sizes and switches of one context, set once when its driver
+ * is loaded: the defaults suit the CUDA driver; the host simulation gives its
+ * own (cmssim_tunables, small sizes so that small tests run every pipeline),
+ * and CMS_TUNABLES (lab runs) changes either. Each layer's are in its part of
+ * the context (vmm.h, store.h, engine.h: cms_ctx_*(ctx)->tune), loaded here,
+ * the one table of their names and limits; product code reads them and never
+ * asks which driver it runs on (docs/internals.md).
  *
  * Every size has a range and, where its buffers need it, an alignment (limits[]):
  * a token that is malformed, overflows, or falls outside them changes nothing and
  * is logged as a warning. A size relative to the granularity ("Ng", "g/N") is
- * known in bytes only on a device: cms_tune_bytes keeps it in range there. The
+ * known in bytes only on a device: cms_tune_bytes (vmm/tune.c) keeps it in range there. The
  * chunk size is whole granules there, at least two (else 0, no chunks): a size
  * that is not is rounded down when used, logged once per device as a warning.
  */
@@ -17,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "engine_internal.h"
 
 #define KiB (1ull << 10)
 #define GiB (1ull << 30)
@@ -25,70 +27,39 @@
 #define GRAN_MIN 4096u /* the smallest granularity: a page (the simulation's floor) */
 #define TOKEN_MAX 128  /* bytes of the longest token read */
 
-static const struct {
-	const char *key;
-	uint64_t min, max; /* bytes */
-	uint32_t align;	   /* the bytes are a multiple of it */
-	struct cms_tune_size def;
-	bool granules; /* on a device, whole granules, at least two (else 0) */
-} limits[CMS_TUNE_SIZES] = {
-	[CMS_TUNE_OVERLAP_BATCH] = { "overlap_batch", 1, TiB, 1, { .bytes = GiB } },
-	[CMS_TUNE_HOST_GROUP] = { "host_group", 4 * KiB, TiB, 1, { .bytes = GiB } },
-	[CMS_TUNE_HOST_STAGE] = { "host_stage",
-				  CMS_TUNE_STAGE_ALIGN,
-				  GiB,
-				  CMS_TUNE_STAGE_ALIGN,
-				  { .bytes = 16ull << 20 } },
-	[CMS_TUNE_DISK_STAGE] = { "disk_stage",
-				  CMS_TUNE_STAGE_ALIGN,
-				  GiB,
-				  CMS_TUNE_STAGE_ALIGN,
-				  { .bytes = 64ull << 20 } },
+/* The sizes, each in the part of the layer that reads it. */
+enum tune_key { OVERLAP_BATCH, HOST_GROUP, HOST_STAGE, DISK_STAGE, RUN_CHUNK, TUNE_SIZES };
+
+static const struct cms_tune_limits limits[TUNE_SIZES] = {
+	[OVERLAP_BATCH] = { "overlap_batch", 1, TiB, 1, false },
+	[HOST_GROUP] = { "host_group", 4 * KiB, TiB, 1, false },
+	[HOST_STAGE] = { "host_stage", CMS_TUNE_STAGE_ALIGN, GiB, CMS_TUNE_STAGE_ALIGN, false },
+	[DISK_STAGE] = { "disk_stage", CMS_TUNE_STAGE_ALIGN, GiB, CMS_TUNE_STAGE_ALIGN, false },
 	/* 0: no chunks; a chunk's bookkeeping has one slot per granule, and a chunk of one
 	 * granule has no tail (vmm/run.c) */
-	[CMS_TUNE_RUN_CHUNK] = { "run_chunk",
-				 0,
-				 16 * GiB,
-				 GRAN_MIN,
-				 { .bytes = 64ull << 20 },
-				 true },
+	[RUN_CHUNK] = { "run_chunk", 0, 16 * GiB, GRAN_MIN, true },
 };
 
-/* granules * granularity / div, saturated at UINT64_MAX. */
-static uint64_t granule_bytes(const struct cms_tune_size *s, size_t granularity)
+static const uint64_t defaults[TUNE_SIZES] = {
+	[OVERLAP_BATCH] = GiB,	    [HOST_GROUP] = GiB,	       [HOST_STAGE] = 16ull << 20,
+	[DISK_STAGE] = 64ull << 20, [RUN_CHUNK] = 64ull << 20,
+};
+
+/* Size k of ctx, in the part of its layer. */
+static struct cms_tune_size *size_of(cms_context *ctx, enum tune_key k)
 {
-	uint64_t g = s->granules;
-
-	if (g && granularity > UINT64_MAX / g)
-		return UINT64_MAX;
-	return g * granularity / s->div;
-}
-
-/* The bytes of size k as given, on a device of that granularity (in k's range, aligned). */
-static uint64_t given_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity)
-{
-	const struct cms_tune_size *s = &t->size[k];
-	uint64_t v;
-
-	if (!s->div) /* bytes: checked when read */
-		return s->bytes;
-	v = granule_bytes(s, granularity);
-	v -= v % limits[k].align;
-	if (v < limits[k].min)
-		v = limits[k].min;
-	if (v > limits[k].max)
-		v = limits[k].max; /* a multiple of align, as min */
-	return v;
-}
-
-uint64_t cms_tune_bytes(const struct cms_tunables *t, enum cms_tune_key k, size_t granularity)
-{
-	uint64_t v = given_bytes(t, k, granularity);
-
-	if (!limits[k].granules || !granularity)
-		return v;
-	v -= v % granularity; /* not above the maximum, nor below the minimum of 0 */
-	return v / granularity < 2 ? 0 : v;
+	switch (k) {
+	case OVERLAP_BATCH:
+		return &cms_ctx_engine(ctx)->tune.overlap_batch;
+	case HOST_GROUP:
+		return &cms_ctx_store(ctx)->tune.host_group;
+	case HOST_STAGE:
+		return &cms_ctx_store(ctx)->tune.host_stage;
+	case DISK_STAGE:
+		return &cms_ctx_store(ctx)->tune.disk_stage;
+	default:
+		return &cms_ctx_vmm(ctx)->tune.run_chunk;
+	}
 }
 
 void cms_tunables_check_device(cms_context *ctx, int32_t dev, size_t granularity)
@@ -96,9 +67,9 @@ void cms_tunables_check_device(cms_context *ctx, int32_t dev, size_t granularity
 	uint64_t given, used;
 	int k;
 
-	for (k = 0; k < CMS_TUNE_SIZES; k++) {
-		given = given_bytes(&ctx->tune, (enum cms_tune_key)k, granularity);
-		used = cms_tune_bytes(&ctx->tune, (enum cms_tune_key)k, granularity);
+	for (k = 0; k < TUNE_SIZES; k++) {
+		given = cms_tune_given(size_of(ctx, (enum tune_key)k), granularity);
+		used = cms_tune_bytes(size_of(ctx, (enum tune_key)k), granularity);
 		if (given != used)
 			cms_log(ctx, CMS_LOG_WARN,
 				"device %d: %s of %llu bytes taken as %llu (whole granules of %zu "
@@ -148,8 +119,8 @@ static int suffix_shift(const char *end)
  * "N" bytes (suffix K, M or G), "Ng" N granules, "g/N" a granule's N-th part, into *out
  * when it is in key k's range. Returns NULL, or why not (why: at least 96 bytes).
  */
-static const char *parse_size(enum cms_tune_key k, const char *v, struct cms_tune_size *out,
-			      char *why, size_t len)
+static const char *parse_size(enum tune_key k, const char *v, struct cms_tune_size *out, char *why,
+			      size_t len)
 {
 	uint64_t n, min = limits[k].min, max = limits[k].max;
 	const char *end;
@@ -159,7 +130,9 @@ static const char *parse_size(enum cms_tune_key k, const char *v, struct cms_tun
 		end = parse_u64(v + 2, &n);
 		if (!end || *end || !n || n > UINT32_MAX)
 			return "not g/N with N of 1 to 4294967295";
-		*out = (struct cms_tune_size){ .granules = 1, .div = (uint32_t)n };
+		*out = (struct cms_tune_size){ .granules = 1,
+					       .div = (uint32_t)n,
+					       .lim = &limits[k] };
 		return NULL;
 	}
 	end = parse_u64(v, &n);
@@ -175,7 +148,9 @@ static const char *parse_size(enum cms_tune_key k, const char *v, struct cms_tun
 			snprintf(why, len, "below the minimum of %llu bytes",
 				 (unsigned long long)min);
 		else {
-			*out = (struct cms_tune_size){ .granules = (uint32_t)n, .div = 1 };
+			*out = (struct cms_tune_size){ .granules = (uint32_t)n,
+						       .div = 1,
+						       .lim = &limits[k] };
 			return NULL;
 		}
 		return why;
@@ -192,14 +167,14 @@ static const char *parse_size(enum cms_tune_key k, const char *v, struct cms_tun
 	else if (n % limits[k].align)
 		snprintf(why, len, "not a multiple of %u bytes", limits[k].align);
 	else {
-		*out = (struct cms_tune_size){ .bytes = n };
+		*out = (struct cms_tune_size){ .bytes = n, .lim = &limits[k] };
 		return NULL;
 	}
 	return why;
 }
 
 /* "threads:N" (1..CMS_PREP_THREADS_MAX) or "slice:M" (1..1024 MiB) into t. */
-static const char *parse_count(struct cms_tunables *t, const char *tok, bool threads)
+static const char *parse_count(struct cms_store_tunables *t, const char *tok, bool threads)
 {
 	uint64_t v, max = threads ? CMS_PREP_THREADS_MAX : 1024;
 	const char *end = parse_u64(tok + (threads ? 8 : 6), &v);
@@ -215,17 +190,19 @@ static const char *parse_count(struct cms_tunables *t, const char *tok, bool thr
 	return NULL;
 }
 
-/* One token: a size ("key=value") or one of host.c's switches for making new buffers.
+/* One token: a size ("key=value") or one of the HOST policy's switches for making new buffers.
  * Returns NULL once applied, or why it changed nothing (why: at least 96 bytes). */
-static const char *apply(struct cms_tunables *t, const char *tok, char *why, size_t len)
+static const char *apply(cms_context *ctx, const char *tok, char *why, size_t len)
 {
+	struct cms_store_tunables *t = &cms_ctx_store(ctx)->tune;
 	const char *eq = strchr(tok, '=');
 	int k;
 
-	for (k = 0; eq && k < CMS_TUNE_SIZES; k++)
+	for (k = 0; eq && k < TUNE_SIZES; k++)
 		if (strlen(limits[k].key) == (size_t)(eq - tok) &&
 		    !strncmp(tok, limits[k].key, (size_t)(eq - tok)))
-			return parse_size((enum cms_tune_key)k, eq + 1, &t->size[k], why, len);
+			return parse_size((enum tune_key)k, eq + 1, size_of(ctx, (enum tune_key)k),
+					  why, len);
 	if (!strcmp(tok, "hugetlb"))
 		t->prep_hugetlb = true;
 	else if (!strcmp(tok, "nothp"))
@@ -260,7 +237,7 @@ static void apply_all(cms_context *ctx, const char *src, const char *text)
 		}
 		memcpy(tok, p, n);
 		tok[n] = 0;
-		msg = apply(&ctx->tune, tok, why, sizeof(why));
+		msg = apply(ctx, tok, why, sizeof(why));
 		if (msg)
 			cms_log(ctx, CMS_LOG_WARN, "%s: \"%s\" ignored: %s", src, tok, msg);
 	}
@@ -270,10 +247,13 @@ void cms_tunables_load(cms_context *ctx)
 {
 	int k;
 
-	memset(&ctx->tune, 0, sizeof(ctx->tune));
-	for (k = 0; k < CMS_TUNE_SIZES; k++)
-		ctx->tune.size[k] = limits[k].def;
-	ctx->tune.prep_slice = 32ull << 20;
+	memset(&cms_ctx_vmm(ctx)->tune, 0, sizeof(cms_ctx_vmm(ctx)->tune));
+	memset(&cms_ctx_store(ctx)->tune, 0, sizeof(cms_ctx_store(ctx)->tune));
+	memset(&cms_ctx_engine(ctx)->tune, 0, sizeof(cms_ctx_engine(ctx)->tune));
+	for (k = 0; k < TUNE_SIZES; k++)
+		*size_of(ctx, (enum tune_key)k) =
+			(struct cms_tune_size){ .bytes = defaults[k], .lim = &limits[k] };
+	cms_ctx_store(ctx)->tune.prep_slice = 32ull << 20;
 	if (ctx->drv.tunables)
 		apply_all(ctx, "the driver's tunables", ctx->drv.tunables());
 	apply_all(ctx, "CMS_TUNABLES", secure_getenv("CMS_TUNABLES"));

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "core.h"
+#include "engine_internal.h"
 
 void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c)
 {

@@ -2,7 +2,7 @@
 /*
  * checksum.c - checksums of device memory (kernels/checksum.h) computed on the
  * device by the library's kernel (kernels/checksum_kernel.c, JITted from the
- * PTX of kernels/checksum_ptx.h), for CMS_REGION_VERIFY (engine/verify.c).
+ * PTX of kernels/checksum_ptx.h), for CMS_REGION_VERIFY (verify.c).
  *
  * Each device has a checksummer, loaded while a CMS_REGION_VERIFY region of
  * the device holds it (cms_checksum_hold: the first hold loads, the last
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "engine_internal.h"
 #include "checksum.h"
 #include "checksum_ptx.h"
 
@@ -41,18 +41,18 @@ struct cms_checksummer {
  * not make, without one. */
 static struct cms_checksummer *checksummer(cms_context *ctx, int32_t dev, bool make)
 {
-	struct cms_device *d = &ctx->devices[dev];
+	struct cms_checksummer **slot = &cms_ctx_engine(ctx)->checksum[dev];
 	struct cms_checksummer *c;
 
 	pthread_mutex_lock(&ctx->lock);
-	c = d->checksum;
+	c = *slot;
 	if (!c && make) {
 		c = calloc(1, sizeof(*c));
 		if (c && pthread_mutex_init(&c->lock, NULL)) {
 			free(c);
 			c = NULL;
 		}
-		d->checksum = c;
+		*slot = c;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (!c && make)
@@ -261,12 +261,13 @@ cms_status cms_checksum_device(cms_context *ctx, int32_t dev, CUstream stream,
 
 void cms_checksum_drop(cms_context *ctx, int32_t dev)
 {
-	struct cms_checksummer *c = ctx->devices[dev].checksum;
+	struct cms_checksummer **slot = &cms_ctx_engine(ctx)->checksum[dev];
+	struct cms_checksummer *c = *slot;
 
 	if (!c)
 		return;
 	unload(ctx, dev, c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-	ctx->devices[dev].checksum = NULL;
+	*slot = NULL;
 }

@@ -13,12 +13,13 @@
  * driver knows memory at that address again (another allocator, such as the
  * CUDA runtime, was handed the freed address): that free is not ours, and
  * swallowing it would leak the other allocator's memory. Both live here,
- * below the API, because destroying a region or a context (api/) must update
- * them. So do the default regions of the hook context's devices (a region destroy
- * drops its own), kept in a struct of the context made by the first set (struct
- * cms_hook_defaults), under the context's lock, and stamped with the generation they were set
- * in: a replacement of the hook context bumps the generation, which clears them all
- * at once (a default set by a call that entered before the bump is stale as soon as it is
+ * with the hooks; destroying a region or a context (api/), an allocation and
+ * fork() update them through core's struct cms_hook_ops, which this file fills
+ * and registers when the library loads (hook_ops, at the end). So do the default regions of the
+ * hook context's devices (a region destroy drops its own), kept in a struct of the context made by
+ * the first set (struct cms_hook_defaults), under the context's lock, and stamped with the
+ * generation they were set in: a replacement of the hook context bumps the generation, which clears
+ * them all at once (a default set by a call that entered before the bump is stale as soon as it is
  * written).
  */
 #include <dlfcn.h>
@@ -29,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "adapters.h"
 
 static _Atomic(cms_context *) hook_ctx;
 static atomic_uint hook_gen;	     /* generation: bumped by each replacement */
@@ -47,8 +48,9 @@ static void *retired_driver_fn;
 /* The default region of each device for hooked allocations (since 1.2), valid only in hook
  * generation region_gen[d], and the template a device's default region is made from when it
  * has none (cms_hook_region_default_template_set; since 1.2): tag "" = none, valid only in
- * hook generation template_gen. ctx->hook_defaults, under ctx->lock; made by the first set
- * (zeroed: none in generation 0, like the zeroed context before it), freed with the context. */
+ * hook generation template_gen. The api's part of the context holds them (hook_defaults),
+ * under ctx->lock; made by the first set (zeroed: none in generation 0, like the zeroed
+ * context before it), freed with the context. */
 struct cms_hook_defaults {
 	struct cms_region *region[CMS_MAX_DEVICES];
 	unsigned region_gen[CMS_MAX_DEVICES];
@@ -113,17 +115,17 @@ bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas)
 /* retired_lock is a leaf lock held briefly: fork() waits for it, and the child gets the ledger
  * whole. swap_lock is held while a replacement waits for hooked calls (a device wait each):
  * fork() does not wait for it, and the child, which has no replacement, initialises it again. */
-void cms_hookctx_before_fork(void)
+static void hookctx_before_fork(void)
 {
 	pthread_mutex_lock(&retired_lock);
 }
 
-void cms_hookctx_after_fork_parent(void)
+static void hookctx_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&retired_lock);
 }
 
-void cms_hookctx_after_fork(void)
+static void hookctx_after_fork(void)
 {
 	/* Only the forking thread exists in the child: no caller is in flight, and no
 	 * replacement holds swap_lock (a parent thread in one may have, at the fork). */
@@ -208,7 +210,7 @@ static void note_driver_locked(void *fn, const char *file)
 	retired_driver_fn = fn;
 }
 
-void cms_hook_retire(cms_context *ctx, uint64_t ptr)
+static void hook_retire(cms_context *ctx, uint64_t ptr)
 {
 	void *fn = (void *)(uintptr_t)ctx->drv.cuPointerGetAttribute;
 	uint64_t *key, **node;
@@ -233,13 +235,13 @@ void cms_hook_retire(cms_context *ctx, uint64_t ptr)
 		free(key); /* no memory for the node, or already there */
 }
 
-void cms_hook_unretire(uint64_t ptr)
+static void hook_unretire(uint64_t ptr)
 {
 	if (atomic_load(&nretired))
 		unretire_found(ptr);
 }
 
-void cms_hook_forget_context(cms_context *ctx)
+static void hook_forget_context(cms_context *ctx)
 {
 	cms_hookctx_swap(ctx, NULL, true);
 }
@@ -249,13 +251,15 @@ cms_context *cms_hookctx_peek(void)
 	return atomic_load(&hook_ctx);
 }
 
-/* Makes ctx->hook_defaults if there is none; ctx->lock held. NULL when there is no memory
+/* Makes ctx's hook defaults if there are none; ctx->lock held. NULL when there is no memory
  * for it (the caller sets the error, without the lock). */
 static struct cms_hook_defaults *defaults_make_locked(cms_context *ctx)
 {
-	if (!ctx->hook_defaults)
-		ctx->hook_defaults = calloc(1, sizeof(*ctx->hook_defaults));
-	return ctx->hook_defaults;
+	struct cms_hook_defaults **hd = &cms_ctx_api(ctx)->hook_defaults;
+
+	if (!*hd)
+		*hd = calloc(1, sizeof(**hd));
+	return *hd;
 }
 
 static cms_status defaults_oom(void)
@@ -281,7 +285,8 @@ cms_status cms_hook_default_set(cms_context *ctx, unsigned ticket, int32_t dev,
 				     "belongs to another context or was destroyed) on device %d",
 				     (int)dev);
 	}
-	hd = r ? defaults_make_locked(ctx) : ctx->hook_defaults; /* none: no default to clear */
+	hd = r ? defaults_make_locked(ctx) :
+		 cms_ctx_api(ctx)->hook_defaults; /* none: no default to clear */
 	if (hd) {
 		hd->region[dev] = r;
 		hd->region_gen[dev] = ticket;
@@ -296,7 +301,7 @@ struct cms_region *cms_hook_default_get(cms_context *ctx, unsigned ticket, int32
 	struct cms_region *r = NULL;
 
 	pthread_mutex_lock(&ctx->lock);
-	hd = ctx->hook_defaults;
+	hd = cms_ctx_api(ctx)->hook_defaults;
 	if (hd && hd->region_gen[dev] == ticket)
 		r = hd->region[dev];
 	if (r && ref)
@@ -311,7 +316,8 @@ cms_status cms_hook_template_set(cms_context *ctx, unsigned ticket, const char *
 	struct cms_hook_defaults *hd;
 
 	pthread_mutex_lock(&ctx->lock);
-	hd = tag ? defaults_make_locked(ctx) : ctx->hook_defaults; /* none: nothing to clear */
+	hd = tag ? defaults_make_locked(ctx) :
+		   cms_ctx_api(ctx)->hook_defaults; /* none: nothing to clear */
 	if (hd) {
 		hd->template_tag[0] = '\0';
 		hd->template_dir[0] = '\0';
@@ -334,7 +340,7 @@ bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_M
 	bool set;
 
 	pthread_mutex_lock(&ctx->lock);
-	hd = ctx->hook_defaults;
+	hd = cms_ctx_api(ctx)->hook_defaults;
 	set = hd && hd->template_gen == ticket && hd->template_tag[0];
 	if (set) {
 		memcpy(tag, hd->template_tag, CMS_TAG_MAX + 1);
@@ -345,9 +351,9 @@ bool cms_hook_template_get(cms_context *ctx, unsigned ticket, char tag[CMS_TAG_M
 	return set;
 }
 
-void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r)
+static void hook_default_drop_locked(cms_context *ctx, const struct cms_region *r)
 {
-	struct cms_hook_defaults *hd = ctx->hook_defaults;
+	struct cms_hook_defaults *hd = cms_ctx_api(ctx)->hook_defaults;
 	int32_t d;
 
 	for (d = 0; hd && d < CMS_MAX_DEVICES; d++)
@@ -355,8 +361,27 @@ void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r)
 			hd->region[d] = NULL;
 }
 
-void cms_hook_defaults_free(cms_context *ctx)
+static void hook_defaults_free(cms_context *ctx)
 {
-	free(ctx->hook_defaults);
-	ctx->hook_defaults = NULL;
+	free(cms_ctx_api(ctx)->hook_defaults);
+	cms_ctx_api(ctx)->hook_defaults = NULL;
+}
+
+/* What the layers below need of this file (core.h: struct cms_hook_ops). */
+static const struct cms_hook_ops hook_ops = {
+	.before_fork = hookctx_before_fork,
+	.after_fork_parent = hookctx_after_fork_parent,
+	.after_fork_child = hookctx_after_fork,
+	.retire = hook_retire,
+	.unretire = hook_unretire,
+	.region_gone_locked = hook_default_drop_locked,
+	.context_gone = hook_forget_context,
+	.context_free = hook_defaults_free,
+};
+
+/* Registered when the library is loaded, before any of its calls can run: a library linked
+ * statically without this file (no hooks used) registers none, and retires nothing. */
+__attribute__((constructor)) static void hook_ops_register(void)
+{
+	cms_hook_ops_register(&hook_ops);
 }
