@@ -105,7 +105,7 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	r->device = o.device;
 	r->policy = o.policy;
 	r->flags = o.flags;
-	r->handle_types = handle_types;
+	cms_region_vmm(r)->handle_types = handle_types;
 	r->state = CMS_STATE_ACTIVE;
 	r->refs = 1;
 	if (dir) { /* set before the region is in the list: nobody sees it without one */
@@ -311,8 +311,8 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.restore_pending = region->restore_pending;
 	o.epoch = region->epoch;
 	o.granularity = region->ctx->devices[region->device].granularity;
-	o.handle_types = region->handle_types;
-	o.peer_device_mask = region->peer_mask;
+	o.handle_types = cms_region_vmm(region)->handle_types;
+	o.peer_device_mask = cms_region_vmm(region)->peer_mask;
 	o.frozen = region->frozen;
 	pthread_mutex_unlock(&region->lock);
 	cms_copy_out(info, &o, sizeof(o));
@@ -336,12 +336,12 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 	if (st)
 		return st;
 	pthread_mutex_lock(&r->lock);
-	old = r->peer_mask;
+	old = cms_region_vmm(r)->peer_mask;
 	/* all or nothing (vmm/access.c); read-only while frozen */
 	if (old != device_mask)
 		st = cms_vmm_region_access(r, old, r->frozen, device_mask, r->frozen);
 	if (!st || st == CMS_ERR_ROLLBACK_FAILED)
-		r->peer_mask = device_mask;
+		cms_region_vmm(r)->peer_mask = device_mask;
 	pthread_mutex_unlock(&r->lock);
 	if (!st)
 		cms_log(ctx, CMS_LOG_DEBUG, "region \"%s\" on device %d: peer devices 0x%llx",

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core.h - the bottom layer of libcumemsaver above the driver loader: the
- * objects (context, device, region, allocation) and their bookkeeping,
- * device/context services, errors, logging, option structs, progress.
- * Included by every layer above; includes only the driver's header.
+ * core.h - the bottom layer above the driver loader: the objects' core parts,
+ * their locks and lists, devices, errors, logging, option structs, progress.
  */
 #ifndef CMS_CORE_H
 #define CMS_CORE_H
@@ -22,33 +20,20 @@
 #define CMS_COPY_STREAMS 4
 
 /* ---- errors and logging (error.c, log.c) ---- */
-
-/*
- * Copies src into dst (cap bytes with the NUL) with every control character (below 0x20, and
- * 0x7f) escaped: \n, \r, \t, else \xHH; an escape is never cut. Text that reaches a log
- * line, cms_last_error() or a peer goes through it, so that a path or a peer's text cannot
- * forge lines. Backslashes stay as they are (escaping twice changes nothing). dst and src
- * may not overlap. Returns strlen(dst).
- */
+/* Copies src into dst (cap bytes with the NUL), control characters escaped (text.c). */
 size_t cms_text_escape(char *dst, size_t cap, const char *src);
 /* The thread's message: fmt formatted, then escaped (cms_text_escape). */
 cms_status cms_set_error(cms_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Maps a CUresult to a status and records "call: NAME (description)". */
 cms_status cms_cu_error(const struct cms_driver *drv, CUresult res, const char *call);
-/*
- * After a rollback: st with the saved message of the original failure when the
- * rollback succeeded (rb == 0), else CMS_ERR_ROLLBACK_FAILED naming both.
- */
+/* After a rollback: st and saved if it succeeded (rb == 0), else CMS_ERR_ROLLBACK_FAILED. */
 cms_status cms_rollback_status(const cms_context *ctx, cms_status st, const char *saved,
 			       cms_status rb, const char *what);
 /* A log line (log.c): fmt formatted, then escaped (cms_text_escape). */
 void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/*
- * CU_TRY - runs a driver call through the context's table; on failure maps
- * the result to a status, records the driver's error name and jumps to label.
- */
+/* Runs a driver call; on failure sets st (cms_cu_error) and jumps to label. */
 #define CU_TRY(ctx, call, st, label)                                      \
 	do {                                                              \
 		CUresult cu_res_ = (ctx)->drv.call;                       \
@@ -59,16 +44,8 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	} while (0)
 
 /* ---- options (options.c) ---- */
-
-/*
- * Sized public structs (struct_size first), checked as libbpf's OPTS_VALID and the kernel's
- * copy_struct_from_user do (docs/abi.md, "The smallest size accepted"). Each struct's smallest
- * accepted struct_size, ver0, is its size in the release that introduced it: derived from the
- * last field of that release (abi/cumemsaver.json: the fields' "since"), never from sizeof,
- * which grows with each field appended. One line per struct: the struct, that field, and
- * ver0 on LP64 (checked at build time). A field added later changes nothing here; a new
- * sized struct adds a line.
- */
+/* Sized public structs (docs/abi.md, "The smallest size accepted"): the struct, the last field
+ * of the release that introduced it, and its size then on LP64 (ver0). */
 #define CMS_SIZED_STRUCTS(X)                           \
 	X(cms_context_options, flags, 40)    /* 1.0 */ \
 	X(cms_region_options, flags, 24)     /* 1.0 */ \
@@ -84,23 +61,18 @@ void cms_log(const cms_context *ctx, int32_t level, const char *fmt, ...)
 	X(cms_control_options, reserved, 48) /* 1.1 */ \
 	X(cms_region_stats, resume_ns, 432)  /* 1.2 */ \
 	X(cms_backup_info, state, 40)	     /* 1.2 */
-
-/* A sized struct: its name (in error messages) and ver0. */
-struct cms_sized {
+struct cms_sized {			     /* a sized struct: its name (in messages) and ver0 */
 	const char *name;
 	size_t ver0;
 };
-
 #define CMS_SIZED_DECLARE(type, last, lp64) extern const struct cms_sized cms_sized_##type;
 CMS_SIZED_STRUCTS(CMS_SIZED_DECLARE)
 #undef CMS_SIZED_DECLARE
-
 /* The descriptor of a struct of the table (a struct not in it does not compile). */
 #define CMS_SIZED(type) (&cms_sized_##type)
 
-/* Copies a caller's option struct (struct_size first) into ours, see the header. */
+/* Copies a caller's option struct into ours; validates an output struct's struct_size. */
 cms_status cms_copy_in(void *ours, size_t ours_size, const void *theirs, const struct cms_sized *s);
-/* Validates an output struct's struct_size. */
 cms_status cms_check_out(const void *theirs, const struct cms_sized *s);
 /* The same, for a struct of the table by its type: theirs must point to that type. */
 #define CMS_COPY_IN(ours, theirs, type)                                                       \
@@ -111,15 +83,7 @@ cms_status cms_check_out(const void *theirs, const struct cms_sized *s);
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
 
-/* ---- objects ---- */
-
-/*
- * An allocation, a region and a context are each one object made by the api layer, composed
- * of one part per layer that keeps state of its own: a layer's part embeds the part of the
- * nearest layer below as its first member (struct cms_vmm_alloc begins with struct
- * cms_alloc, struct cms_store_alloc with struct cms_vmm_alloc, ...), and a layer reaches its
- * part from a core pointer with its own accessor (cms_alloc_vmm(a), ...), which is
- * cms_container_of. Core knows only its own fields; a layer never sees an upper one's.
+/* ---- objects: core's parts; each layer embeds the part below its own (docs/architecture.md) ----
  */
 #define cms_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
@@ -127,16 +91,11 @@ struct cms_device {
 	bool ready;
 	CUdevice cu;
 	CUcontext primary;
-	/* The library's own non-blocking streams for copies and memsets: allocations are spread
-	 * over them so that the setup of one copy overlaps the transfer of another. */
-	CUstream streams[CMS_COPY_STREAMS];
-	CUevent events[CMS_COPY_STREAMS]; /* recorded on streams[] by an async resume */
+	CUstream streams[CMS_COPY_STREAMS]; /* the library's own, for copies and memsets */
+	CUevent events[CMS_COPY_STREAMS];   /* recorded on streams[] by an async resume */
 	size_t granularity;
-	bool gdr; /* GPUDirect RDMA flag accepted with VMM */
-	/* Device memory the library holds on this device for itself, outside the regions'
-	 * allocations (so not in their backed or retained bytes): the checksum scratch
-	 * (engine/checksum.c). What a node-wide arbiter must add to the regions' bytes. Atomic. */
-	_Atomic uint64_t own_bytes;
+	bool gdr;		    /* GPUDirect RDMA flag accepted with VMM */
+	_Atomic uint64_t own_bytes; /* the library's own device memory (checksum scratch) */
 };
 
 struct cms_alloc {
@@ -144,20 +103,10 @@ struct cms_alloc {
 	CUdeviceptr base;
 	size_t size;	 /* logical */
 	size_t physical; /* rounded to granularity */
-	/* State, each field the truth about one driver or store object (kept exact on every
-	 * failure path, so a later call can always work from it), counted by account.c:
-	 *   mapped       mapped at base with read-write access (counted in backed_bytes)
-	 *   saved        its store holds the content (counted in backup_bytes)
-	 * The layers above keep the rest of an allocation's state in their parts (vmm.h: the
-	 * handle, store.h: the backup, engine.h: scratch, api.h). */
-	bool mapped;
-	bool saved;
-	/* A cms_free() removed it from the index and will free it (under ctx->lock; the region's
-	 * nclaimed counts them). */
-	bool claimed;
-	/* Ranges declared content-free (cms_range_discard), offsets from base: sorted, disjoint,
-	 * not adjacent; discarded_bytes their sum. Until the next committed resume, a
-	 * cms_range_keep or the free (span.c). */
+	bool mapped;	 /* mapped read-write at base (backed_bytes; account.c) */
+	bool saved;	 /* its store holds the content (backup_bytes; account.c) */
+	bool claimed;	 /* a cms_free() took it from the index and frees it; ctx->lock */
+	/* Content-free ranges (cms_range_discard; span.c): sorted, disjoint, not adjacent. */
 	struct cms_span *discarded;
 	size_t ndiscarded, discarded_cap;
 	uint64_t discarded_bytes;
@@ -175,10 +124,7 @@ struct cms_counters {
 	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
 	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
 	uint64_t pause_ns, resume_ns;
-	uint64_t bytes_prepared,
-		prepare_ns;		    /* CMS_REGION_PREPARE (store/host_ahead.c; since 1.3) */
-	uint64_t bytes_verified, verify_ns; /* CMS_REGION_VERIFY (since 1.3) */
-	uint64_t bytes_unchanged;	    /* since 1.3 */
+	uint64_t bytes_prepared, prepare_ns, bytes_verified, verify_ns, bytes_unchanged; /* 1.3 */
 };
 
 struct cms_region {
@@ -200,27 +146,19 @@ struct cms_region {
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
-	uint32_t handle_types; /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
-	uint64_t peer_mask;    /* other devices given read-write access (cms_vmm_map; since 1.1) */
-	/* cms_region_freeze (since 1.3): every mapping read-only for the device and the peers,
-	 * except while a resume or a pause's rollback restores into it (engine); lock. */
-	bool frozen;
+	bool frozen;		      /* cms_region_freeze: mappings read-only (engine); lock */
 	struct cms_counters counters; /* cumulative, since creation (engine/counters.c); lock */
 };
 
-/*
- * What layers above core do at core's events, declared here and filled above (as SQLite's VFS
- * is registered): core calls up only through these. Of a context, filled by the api layer
- * when it makes the context (api/context.c): NULL members do nothing.
- */
+/* Core calls up only through these tables, filled above (docs/architecture.md). Of a context,
+ * filled by the api when it makes the context: NULL members do nothing. */
 struct cms_context_ops {
 	void (*driver_loaded)(cms_context *ctx); /* the driver just loaded: load the tunables */
 	void (*device_ready)(cms_context *ctx, int32_t dev, size_t granularity); /* set up */
 };
 
-/* Of the process: the hook adapter's (adapters/hookctx.c: the hook context, its retired
- * pointers and default regions), registered once when the library loads; none registered (a
- * static link without the hooks) or a NULL member: nothing to do. */
+/* Of the process: the hook adapter's (adapters/hookctx.c), registered when the library loads;
+ * none registered or a NULL member: nothing to do. */
 struct cms_hook_ops {
 	void (*before_fork)(void); /* pthread_atfork's handlers (device.c) */
 	void (*after_fork_parent)(void);
@@ -231,17 +169,15 @@ struct cms_hook_ops {
 	void (*context_gone)(cms_context *ctx); /* no hooked call may use ctx from now on */
 	void (*context_free)(cms_context *ctx); /* frees what it keeps of ctx */
 };
-/* hookops.c: registers the table (adapters/hookctx.c, when the library loads). */
+/* hookops.c: registers the table; the wrappers call its members for the api. */
 void cms_hook_ops_register(const struct cms_hook_ops *ops);
-/* Its members called when registered (else nothing), for the api's destroys and allocations. */
 void cms_hook_retire(cms_context *ctx, uint64_t ptr);
 void cms_hook_unretire(uint64_t ptr);
 void cms_hook_default_drop_locked(cms_context *ctx, const struct cms_region *r);
 void cms_hook_forget_context(cms_context *ctx);
 void cms_hook_defaults_free(cms_context *ctx);
 
-/* The context's core part: the api layer allocates the whole object (api.h), whose parts of
- * vmm, store, engine and ipc hold their tunables and state (cms_ctx_vmm(ctx), ...). */
+/* The context's core part (the api allocates the whole object, api.h). */
 struct cms_context {
 	pthread_mutex_t lock; /* regions list, pointer index, devices, driver */
 	struct cms_driver drv;
@@ -265,15 +201,12 @@ struct cms_context {
 };
 
 /* ---- cleanup.c: driver cleanups that failed, tried again later ---- */
-/* A kind of cleanup: its driver call (run, with the device's primary context current), then
- * done once it succeeded. Layers above declare their own kinds (vmm: ranges, store: staging). */
-struct cms_cleanup_ops {
+struct cms_cleanup_ops {  /* a kind (vmm: ranges, store: staging), run in the device's context */
 	const char *call; /* the driver call, for messages */
 	CUresult (*run)(cms_context *ctx, struct cms_cleanup *c);
 	void (*done)(cms_context *ctx, struct cms_cleanup *c); /* after run succeeded; or NULL */
 };
-/* One cleanup: what its kind's run and done need. */
-struct cms_cleanup {
+struct cms_cleanup { /* one: what its kind's run and done need */
 	const struct cms_cleanup_ops *ops;
 	int32_t dev;
 	void *p; /* the event, the staging area, the range */
@@ -283,24 +216,19 @@ struct cms_cleanup {
 	uint64_t own; /* range: bytes of the device's own_bytes that its unmap gives back */
 	struct cms_cleanup *next;
 };
-/* Runs a copy of c (c may be on the stack) with its device's primary context pushed; on
- * failure, of the push too, keeps it for cms_cleanup_retry (logged). */
+/* Runs c (a copy; c may be on the stack); on failure keeps it for cms_cleanup_retry. */
 void cms_cleanup_run(cms_context *ctx, const struct cms_cleanup *c);
-/* Keeps a copy of c, whose driver call just failed with res, for cms_cleanup_retry (logged). */
+/* Keeps a copy of c, whose driver call just failed with res, for cms_cleanup_retry. */
 void cms_cleanup_keep(cms_context *ctx, const struct cms_cleanup *c, CUresult res);
-/* Destroys ev of device dev (pushes its primary context); on failure keeps it for
- * cms_cleanup_retry (logged). */
+/* Destroys ev of device dev; on failure keeps it for cms_cleanup_retry. */
 void cms_cleanup_event(cms_context *ctx, int32_t dev, CUevent ev);
-/* Tries every kept cleanup again (each device's primary context pushed); those that fail are
- * kept. CMS_OK when none is left, else the first failure's status and message. */
+/* Tries every kept cleanup again: CMS_OK when none is left, else the first failure's. */
 cms_status cms_cleanup_retry(cms_context *ctx);
-/* Gives up the kept cleanups (context destroy, after a last retry): each object is logged as
- * leaked and forgotten. */
+/* Gives up the kept cleanups (context destroy): each is logged as leaked. */
 void cms_cleanup_abandon(cms_context *ctx);
 
 /* ---- device.c: driver, devices, fork detection ---- */
-/* Bumped in the child by a pthread_atfork handler. */
-extern volatile unsigned cms_fork_generation;
+extern volatile unsigned cms_fork_generation; /* bumped in a forked child */
 /* CMS_ERR_FORKED (with a message) when called in a child forked after ctx was created. */
 static inline cms_status cms_check_fork(const cms_context *ctx)
 {
@@ -321,18 +249,13 @@ cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
 
 /* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
 cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
-/*
- * Checks a region's peer_device_mask for device: existing devices (cuDeviceGetCount), not
- * device itself, each able to access device's memory (cuDeviceCanAccessPeer). Driver loaded.
- */
+/* Checks a region's peer_device_mask for device (each able to access its memory). */
 cms_status cms_device_check_peers(cms_context *ctx, int32_t device, uint64_t mask);
-/* Registers the pthread_atfork handler that bumps cms_fork_generation in a child (once). */
+/* Registers (once) the pthread_atfork handler that bumps cms_fork_generation. */
 cms_status cms_fork_watch(void);
 uint64_t cms_now_ns(void);
 
-/* ---- thread.c ---- */
-/* pthread_create of fn(arg) with every signal blocked in the new thread (the application's
- * handlers run on its own threads only); returns pthread_create's error number. */
+/* ---- thread.c: pthread_create of fn(arg) with every signal blocked in the new thread ---- */
 int cms_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* ---- index.c (ctx->lock held) ---- */
@@ -348,11 +271,9 @@ void cms_alloc_set_mapped(struct cms_alloc *a, bool mapped);
 void cms_alloc_set_saved(struct cms_alloc *a, bool saved);
 
 /* ---- span.c: content-free ranges of an allocation (region lock held) ---- */
-/* Declares [off, off + len) content-free (inside the allocation, len > 0): merged with the
- * ranges it touches; CMS_ERR_OUT_OF_HOST_MEMORY changes nothing. */
+/* Declares [off, off + len) content-free (len > 0); OUT_OF_HOST_MEMORY changes nothing. */
 cms_status cms_span_discard(struct cms_alloc *a, uint64_t off, uint64_t len);
-/* Ends the declaration over [off, off + len): ranges split; CMS_ERR_OUT_OF_HOST_MEMORY (a
- * split needing room) changes nothing. */
+/* Ends the declaration over [off, off + len); OUT_OF_HOST_MEMORY changes nothing. */
 cms_status cms_span_keep(struct cms_alloc *a, uint64_t off, uint64_t len);
 /* Ends every declaration of a (a resume completed, the allocation goes). */
 void cms_span_clear(struct cms_alloc *a);
@@ -364,21 +285,13 @@ uint64_t cms_span_live_bytes(const struct cms_alloc *a, uint64_t off, uint64_t e
 uint64_t cms_span_live_end(const struct cms_alloc *a);
 
 /* ---- trace.c: NVTX ranges (no-ops unless built with CMS_NVTX) ---- */
-/* Initializes NVTX once (nvtxInitialize under pthread_once). cms_context_create calls it, so
- * that it runs before any pause, usually before the program starts threads or forks: NVTX's
- * own initialization, interrupted by a fork(), would leave a child spinning in it. */
+/* Initializes NVTX once, before any pause (cms_context_create; trace.c says why). */
 void cms_trace_init(void);
 /* Pushes a range named by fmt on the calling thread (nvtxRangePushA); pair with cms_trace_pop. */
 void cms_trace_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cms_trace_pop(void);
 
-/* ---- log.c: log lines of worker threads ---- */
-struct cms_logline {
-	int32_t level;
-	uint64_t realtime_ns; /* when it was logged (CLOCK_REALTIME) */
-	int32_t tid;	      /* the thread that logged it */
-	char text[512];
-};
+/* ---- log.c: log lines of worker threads (struct cms_logline: core_internal.h) ---- */
 struct cms_logq {
 	struct cms_logline *v;
 	size_t n, cap;
@@ -398,8 +311,7 @@ struct cms_progress {
 	bool final_sent;
 	pthread_mutex_t lock; /* serialises reports of the operation's threads */
 };
-/* Snapshot of ctx's callback at the start of an operation (takes ctx->lock briefly: the
- * innermost lock, so region locks may be held). */
+/* Snapshot of ctx's callback (takes ctx->lock briefly: region locks may be held). */
 void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
 			uint64_t total);
 /* The final call (done == total) when ok; frees what begin set up. */

@@ -9,6 +9,14 @@
 
 #include "core.h"
 
+/* A log line queued by a worker thread (cms_log_defer). */
+struct cms_logline {
+	int32_t level;
+	uint64_t realtime_ns; /* when it was logged (CLOCK_REALTIME) */
+	int32_t tid;	      /* the thread that logged it */
+	char text[512];
+};
+
 /* Loads the driver on first use; ctx->lock must be held. */
 cms_status cms_ctx_driver_locked(cms_context *ctx);
 

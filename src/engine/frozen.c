@@ -17,7 +17,8 @@ cms_status cms_engine_freeze(struct cms_region *r, bool freeze)
 	if (st)
 		return st;
 	/* every mapping's access, all or nothing (vmm/access.c), then the flag */
-	st = cms_vmm_region_access(r, r->peer_mask, !freeze, r->peer_mask, freeze);
+	st = cms_vmm_region_access(r, cms_region_vmm(r)->peer_mask, !freeze,
+				   cms_region_vmm(r)->peer_mask, freeze);
 	/* Mixed after a failed undo: the flag stays. A thaw's left some mappings writable while
 	 * frozen: no backup may count as the content then. */
 	if (st == CMS_ERR_ROLLBACK_FAILED && !freeze)

@@ -117,7 +117,8 @@ cms_status cms_work_refreeze(struct cms_region **v, size_t n, bool thaw)
 
 		if (!r->frozen)
 			continue;
-		st = cms_vmm_region_access(r, r->peer_mask, false, r->peer_mask, true);
+		st = cms_vmm_region_access(r, cms_region_vmm(r)->peer_mask, false,
+					   cms_region_vmm(r)->peer_mask, true);
 		if (st && !first)
 			first = st;
 		if (st && thaw && st != CMS_ERR_ROLLBACK_FAILED) { /* every mapping read-write */

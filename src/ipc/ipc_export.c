@@ -700,7 +700,7 @@ CMS_API cms_status cms_exporter_publish(cms_exporter *exp, cms_region *region, u
 				     "region \"%s\" belongs to another context", r->tag);
 	if (access != CMS_ACCESS_READ && access != CMS_ACCESS_READWRITE)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "unknown access %u", access);
-	if (!(r->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+	if (!(cms_region_vmm(r)->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT,
 				     "region \"%s\" was not created with CMS_REGION_SHAREABLE",
 				     r->tag);

@@ -19,7 +19,8 @@ cms_status cms_vmm_create_handle(const struct cms_region *r, size_t size,
 
 	memset(&prop, 0, sizeof(prop));
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.requestedHandleTypes = (int)r->handle_types; /* NONE unless shareable */
+	prop.requestedHandleTypes =
+		(int)cms_region_vmm(r)->handle_types; /* NONE unless shareable */
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = r->device;
 	prop.allocFlags.gpuDirectRDMACapable = ctx->devices[r->device].gdr;
@@ -83,7 +84,7 @@ static cms_status map_with(const struct cms_region *r, CUdeviceptr base, size_t 
 	CUresult res;
 
 	CU_TRY(ctx, cuMemMap(base, len, 0, handle, 0), st, out);
-	st = set_access(r, base, len, r->peer_mask, 0, prot);
+	st = set_access(r, base, len, cms_region_vmm(r)->peer_mask, 0, prot);
 	if (!st)
 		return CMS_OK;
 	res = ctx->drv.cuMemUnmap(base, len);

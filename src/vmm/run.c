@@ -48,8 +48,9 @@ static bool may_join(const struct cms_alloc *a)
 {
 	const struct cms_region *r = a->region;
 
-	return !r->handle_types && (r->flags & CMS_REGION_COALESCE) && !cms_alloc_vmm(a)->handle &&
-	       !a->mapped && !cms_alloc_vmm(a)->run && cms_alloc_vmm(a)->arena;
+	return !cms_region_vmm(r)->handle_types && (r->flags & CMS_REGION_COALESCE) &&
+	       !cms_alloc_vmm(a)->handle && !a->mapped && !cms_alloc_vmm(a)->run &&
+	       cms_alloc_vmm(a)->arena;
 }
 
 static bool adjacent(const struct cms_alloc *a, const struct cms_alloc *b)
@@ -254,7 +255,7 @@ size_t cms_run_chunk_bytes(const struct cms_region *r)
 	size_t gran = r->ctx->devices[r->device].granularity;
 	size_t n = (size_t)cms_tune_bytes(&cms_ctx_vmm(r->ctx)->tune.run_chunk, gran);
 
-	if (r->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
+	if (cms_region_vmm(r)->handle_types || !(r->flags & CMS_REGION_CHUNKS) ||
 	    !(r->flags & CMS_REGION_COALESCE) || !gran || !n) /* n: whole granules (tunables.c) */
 		return 0;
 	return n;

@@ -32,6 +32,8 @@ struct cms_vmm_region {
 	struct cms_run *chunk;	  /* the open chunk: new allocations carved from its tail */
 	struct cms_arena *arenas; /* its address space (arena.c) */
 	struct cms_extent *ready; /* for the next cms_arena_give (cms_arena_give_ready) */
+	uint32_t handle_types;	  /* CU_MEM_HANDLE_TYPE_* given to cuMemCreate (since 1.1) */
+	uint64_t peer_mask;	  /* other devices given read-write access (since 1.1) */
 };
 
 /* ---- tune.c: a tunable size, in bytes or relative to a device's granularity ---- */
