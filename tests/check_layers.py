@@ -90,8 +90,17 @@ def object_files(args):
         dirs = [build / "CMakeFiles" / f"cms_layer_{layer}.dir" for layer in LAYERS]
         dirs.append(build / "CMakeFiles" / "cumemsaver-preload.dir")
         sim = build / "src" / "sim" / "CMakeFiles" / "cumemsaver-sim.dir"
-        return sorted(p for d in dirs for p in d.rglob("*.o")), sorted(sim.rglob("*.o"))
+        return (sorted(p for d in dirs for p in d.rglob("*.o") if source_exists(p, "")),
+                sorted(p for p in sim.rglob("*.o") if source_exists(p, "src/sim/")))
     return [Path(a) for a in args], []
+
+
+def source_exists(obj, prefix):
+    """Whether the source of a build folder's object is still in the tree: an incremental
+    build keeps the objects of files since removed or renamed (the old core/checksum.c.o),
+    which are not the library's."""
+    rel = obj.as_posix().split(".dir/", 1)[-1]
+    return (ROOT / (prefix + rel[: -len(".o")])).exists()
 
 
 def file_of(obj):

@@ -90,10 +90,14 @@ void cms_hookctx_leave(unsigned ticket)
 	atomic_fetch_sub(&hook_inflight[ticket & 1], 1);
 }
 
+static void hook_ops_register(void);
+
 bool cms_hookctx_swap(cms_context *old, cms_context *new, bool cas)
 {
 	unsigned g;
 
+	if (new) /* hook state begins with a hook context: the table is in place first */
+		hook_ops_register();
 	pthread_mutex_lock(&swap_lock);
 	if (cas) {
 		if (!atomic_compare_exchange_strong(&hook_ctx, &old, new)) {
@@ -379,8 +383,10 @@ static const struct cms_hook_ops hook_ops = {
 	.context_free = hook_defaults_free,
 };
 
-/* Registered when the library is loaded, before any of its calls can run: a library linked
- * statically without this file (no hooks used) registers none, and retires nothing. */
+/* Registered when the library is loaded and again by every cms_hook_context_set: in a static
+ * link a program's own constructor may run before this file's, and it must not set a hook
+ * context the context's destroy cannot reach. A library linked statically without this file
+ * (no hooks used) registers none, and retires nothing. */
 __attribute__((constructor)) static void hook_ops_register(void)
 {
 	cms_hook_ops_register(&hook_ops);

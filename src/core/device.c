@@ -17,8 +17,9 @@ uint64_t cms_now_ns(void)
 volatile unsigned cms_fork_generation;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int atfork_status;
-/* The hook table seen before a fork, whose handlers the after-fork ones pair with. */
-static const struct cms_hook_ops *fork_ops;
+/* The hook table seen before a fork, whose handlers the after-fork ones pair with: per
+ * thread, two threads may fork at once (the child is the forking thread). */
+static _Thread_local const struct cms_hook_ops *fork_ops;
 
 static void before_fork(void)
 {
