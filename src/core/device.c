@@ -56,7 +56,8 @@ cms_status cms_fork_watch(void)
 	return CMS_OK;
 }
 
-cms_status cms_ctx_driver_locked(cms_context *ctx)
+/* Loads the driver on first use; ctx->lock must be held. */
+static cms_status cms_ctx_driver_locked(cms_context *ctx)
 {
 	if (!ctx->drv_tried) {
 		ctx->drv_tried = true;
@@ -194,7 +195,16 @@ void cms_pop(cms_context *ctx)
 	}
 }
 
-cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev)
+/* Pops what cms_switch_device pushed. */
+static void cms_switch_done(cms_context *ctx, int32_t *cur)
+{
+	if (*cur >= 0)
+		cms_pop(ctx);
+	*cur = -1;
+}
+
+/* Makes device dev's primary context current (popping the one of *cur if any). */
+static cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev)
 {
 	cms_status st;
 
@@ -205,13 +215,6 @@ cms_status cms_switch_device(cms_context *ctx, int32_t *cur, int32_t dev)
 	if (!st)
 		*cur = dev;
 	return st;
-}
-
-void cms_switch_done(cms_context *ctx, int32_t *cur)
-{
-	if (*cur >= 0)
-		cms_pop(ctx);
-	*cur = -1;
 }
 
 cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out)

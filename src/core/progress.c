@@ -62,7 +62,8 @@ static void report(struct cms_progress *p, uint64_t bytes, bool final)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void cms_progress_add(struct cms_progress *p, uint64_t bytes)
+/* bytes more are done (NULL p or 0 bytes: nothing); calls the callback with done < total. */
+static void cms_progress_add(struct cms_progress *p, uint64_t bytes)
 {
 	if (p && p->fn && bytes)
 		report(p, bytes, false);

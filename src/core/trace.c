@@ -53,11 +53,6 @@ void cms_trace_pop(void)
 	trace_ready();
 	nvtxRangePop();
 }
-
-bool cms_trace_enabled(void)
-{
-	return true;
-}
 #else
 void cms_trace_init(void)
 {
@@ -70,10 +65,5 @@ void cms_trace_push(const char *fmt, ...)
 
 void cms_trace_pop(void)
 {
-}
-
-bool cms_trace_enabled(void)
-{
-	return false;
 }
 #endif

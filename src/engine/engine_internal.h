@@ -210,10 +210,6 @@ cms_status cms_in_undo(struct cms_work *w);
 bool cms_in_frozen(const struct cms_work *w);
 
 /* ---- feature.c: what the engine's steps call of the region features ---- */
-/* Flags a change of CMS_REGION_* bits changed (from old to new) makes current backups stale. */
-uint64_t cms_feature_stales(uint64_t changed);
-/* Flags whose setting (in next) or change (in changed) gives back what a region keeps. */
-uint64_t cms_feature_drops_kept(uint64_t next, uint64_t changed);
 /* The engine's points: each runs the hooks of the features of w's out (before_save, rollback)
  * or in (after_restore) regions; nothing when none has a feature with that hook. */
 cms_status cms_feature_before_save(struct cms_work *w, CUstream stream);

@@ -305,7 +305,8 @@ cms_status cms_feature_check(const struct cms_feature_query *q)
 	return cms_set_error(CMS_ERR_INTERNAL, "unknown feature check %d", (int)q->when);
 }
 
-uint64_t cms_feature_stales(uint64_t changed)
+/* Flags a change of CMS_REGION_* bits changed (from old to new) makes current backups stale. */
+static uint64_t cms_feature_stales(uint64_t changed)
 {
 	uint64_t m = 0;
 	size_t i;
@@ -316,7 +317,8 @@ uint64_t cms_feature_stales(uint64_t changed)
 	return changed & m;
 }
 
-uint64_t cms_feature_drops_kept(uint64_t next, uint64_t changed)
+/* Flags whose setting (in next) or change (in changed) gives back what a region keeps. */
+static uint64_t cms_feature_drops_kept(uint64_t next, uint64_t changed)
 {
 	uint64_t m = 0;
 	size_t i;

@@ -28,11 +28,6 @@ uint32_t cms_store_count(void)
 	return NPOLICIES;
 }
 
-const struct cms_store_ops *cms_store_at(uint32_t i)
-{
-	return table[i];
-}
-
 cms_status cms_store_check(struct cms_region **regions, size_t n)
 {
 	cms_status st;

@@ -14,9 +14,6 @@
 /* The policies, by their CMS_POLICY_* number (store.c). */
 extern const struct cms_store_ops cms_store_discard, cms_store_zero, cms_store_host, cms_store_disk;
 
-/* The i-th policy, i < cms_store_count(). */
-const struct cms_store_ops *cms_store_at(uint32_t i);
-
 /* ---- piece.c: the live pieces of a copy (content-free ranges left out, core/span.c) ---- */
 
 /* Moves [off, off + len) of a copy, offsets from the first allocation's base. */

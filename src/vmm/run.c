@@ -250,7 +250,12 @@ void cms_run_retire(struct cms_alloc *a)
 		NULL; /* its addresses belong to the run until the run is released */
 }
 
-size_t cms_run_chunk_bytes(const struct cms_region *r)
+/* Most bytes of a chunk (the tunable run_chunk: 64 MiB; the simulation 16 granules, so that
+ * small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
+ * half of that are carved from chunks (of as many allocations of the first one's size as
+ * fit), and the region holds at most that many bytes of chunk tails not yet handed out.
+ * 0: the region makes no chunks. */
+static size_t cms_run_chunk_bytes(const struct cms_region *r)
 {
 	size_t gran = r->ctx->devices[r->device].granularity;
 	size_t n = (size_t)cms_tune_bytes(&cms_ctx_vmm(r->ctx)->tune.run_chunk, gran);

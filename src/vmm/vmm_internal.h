@@ -38,13 +38,6 @@ void cms_cleanup_reservation(cms_context *ctx, int32_t dev, CUdeviceptr va, size
 /* handle becomes the run's and every member's (cms_run_create; a handle retained back). */
 void cms_run_adopt(struct cms_run *run, CUmemGenericAllocationHandle handle);
 
-/* Most bytes of a chunk (the tunable run_chunk: 64 MiB; the simulation 16 granules, so that
- * small tests fill several): a CMS_REGION_COALESCE region's allocations of at most
- * half of that are carved from chunks (of as many allocations of the first one's size as
- * fit), and the region holds at most that many bytes of chunk tails not yet handed out.
- * 0: the region makes no chunks. */
-size_t cms_run_chunk_bytes(const struct cms_region *r);
-
 /* cuMemCreate of the run's handle; every member's handle follows. */
 cms_status cms_run_create(struct cms_run *run);
 
