@@ -402,8 +402,9 @@ START_TEST(log_line_format)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	when = timegm(&tm);
-	ck_assert_msg(when >= before.tv_sec && when <= after.tv_sec, "UTC time of %s not in [%lld, %lld]",
-		      line, (long long)before.tv_sec, (long long)after.tv_sec);
+	ck_assert_msg(when >= before.tv_sec && when <= after.tv_sec,
+		      "UTC time of %s not in [%lld, %lld]", line, (long long)before.tv_sec,
+		      (long long)after.tv_sec);
 	ck_assert_int_eq(strncmp(line + n, "paused 1 regions", 16), 0);
 }
 END_TEST

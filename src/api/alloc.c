@@ -48,7 +48,7 @@ CMS_API cms_status cms_alloc(cms_region *region, uint64_t size, uint64_t *ptr)
 				   "region \"%s\" is paused: resume it before allocating", r->tag);
 		goto err_unlock;
 	}
-	if (r->frozen) {
+	if (cms_region_engine(r)->frozen) {
 		st = cms_set_error(CMS_ERR_FROZEN,
 				   "region \"%s\" is frozen (read-only): thaw it before allocating",
 				   r->tag);

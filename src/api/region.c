@@ -73,7 +73,7 @@ cms_status cms_region_create_dir(cms_context *ctx, const char *tag, const cms_re
 	st = cms_ctx_device(ctx, o.device, NULL);
 	if (st)
 		return st;
-	st = cms_device_handle_types(ctx, o.device, o.flags, &handle_types);
+	st = cms_vmm_handle_types(ctx, o.device, o.flags, &handle_types);
 	if (st)
 		return st;
 	/* a duplicate is refused before the flags' device work (checked again when listed) */
@@ -313,7 +313,7 @@ CMS_API cms_status cms_region_info_get(cms_region *region, cms_region_info *info
 	o.granularity = region->ctx->devices[region->device].granularity;
 	o.handle_types = cms_region_vmm(region)->handle_types;
 	o.peer_device_mask = cms_region_vmm(region)->peer_mask;
-	o.frozen = region->frozen;
+	o.frozen = cms_region_engine(region)->frozen;
 	pthread_mutex_unlock(&region->lock);
 	cms_copy_out(info, &o, sizeof(o));
 	return CMS_OK;
@@ -325,6 +325,7 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 	cms_context *ctx;
 	uint64_t old;
 	cms_status st;
+	bool ro;
 
 	if (!r)
 		return cms_set_error(CMS_ERR_INVALID_ARGUMENT, "region is NULL");
@@ -332,14 +333,15 @@ CMS_API cms_status cms_region_peer_devices_set(cms_region *region, uint64_t devi
 	st = cms_check_fork(ctx);
 	if (st)
 		return st;
-	st = cms_device_check_peers(ctx, r->device, device_mask);
+	st = cms_vmm_peers_check(ctx, r->device, device_mask);
 	if (st)
 		return st;
 	pthread_mutex_lock(&r->lock);
 	old = cms_region_vmm(r)->peer_mask;
 	/* all or nothing (vmm/access.c); read-only while frozen */
+	ro = cms_region_engine(r)->frozen;
 	if (old != device_mask)
-		st = cms_vmm_region_access(r, old, r->frozen, device_mask, r->frozen);
+		st = cms_vmm_region_access(r, old, ro, device_mask, ro);
 	if (!st || st == CMS_ERR_ROLLBACK_FAILED)
 		cms_region_vmm(r)->peer_mask = device_mask;
 	pthread_mutex_unlock(&r->lock);

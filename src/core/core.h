@@ -83,8 +83,7 @@ cms_status cms_check_out(const void *theirs, const struct cms_sized *s);
 void cms_copy_out(void *theirs, const void *ours, size_t ours_size);
 cms_status cms_check_tag(const char *tag);
 
-/* ---- objects: core's parts; each layer embeds the part below its own (docs/architecture.md) ----
- */
+/* ---- objects: core's parts; each layer embeds the part below it (docs/architecture.md) ---- */
 #define cms_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 struct cms_device {
@@ -118,15 +117,6 @@ struct cms_span {
 	uint64_t off, len;
 };
 
-/* Cumulative counters of a region (cms_region_stats, since 1.2; engine/counters.c). */
-struct cms_counters {
-	uint64_t pauses, resumes, swaps, failures;
-	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
-	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
-	uint64_t pause_ns, resume_ns;
-	uint64_t bytes_prepared, prepare_ns, bytes_verified, verify_ns, bytes_unchanged; /* 1.3 */
-};
-
 struct cms_region {
 	cms_context *ctx;
 	uint64_t id; /* creation order: the lock order between regions */
@@ -146,8 +136,6 @@ struct cms_region {
 	uint64_t nallocs, logical_bytes, physical_bytes, backed_bytes, backup_bytes, host_bytes;
 	struct cms_alloc *allocs;
 	struct cms_region *prev, *next;
-	bool frozen;		      /* cms_region_freeze: mappings read-only (engine); lock */
-	struct cms_counters counters; /* cumulative, since creation (engine/counters.c); lock */
 };
 
 /* Core calls up only through these tables, filled above (docs/architecture.md). Of a context,
@@ -247,10 +235,6 @@ void cms_pop(cms_context *ctx);
 /* Synchronizes the library streams of each device. */
 cms_status cms_sync_streams(cms_context *ctx, const int32_t *devs, size_t nd);
 
-/* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
-cms_status cms_device_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
-/* Checks a region's peer_device_mask for device (each able to access its memory). */
-cms_status cms_device_check_peers(cms_context *ctx, int32_t device, uint64_t mask);
 /* Registers (once) the pthread_atfork handler that bumps cms_fork_generation. */
 cms_status cms_fork_watch(void);
 uint64_t cms_now_ns(void);
@@ -302,23 +286,13 @@ void cms_log_defer(struct cms_logq *q);
 /* Emits q's lines through ctx's log path on the calling thread and empties q. */
 void cms_log_flush(const cms_context *ctx, struct cms_logq *q);
 
-/* ---- progress.c: the progress callback of one pause / resume / swap ---- */
-struct cms_progress {
-	cms_progress_fn fn; /* snapshot of the context's; NULL: no reports */
-	void *user;
-	const char *operation;
-	uint64_t total, done;
-	bool final_sent;
-	pthread_mutex_t lock; /* serialises reports of the operation's threads */
+/* ---- progress.c: the calling thread's progress sink (engine/progress_report.c) ---- */
+struct cms_progress_sink {
+	void (*add)(struct cms_progress_sink *s, uint64_t bytes); /* bytes more are done */
 };
-/* Snapshot of ctx's callback (takes ctx->lock briefly: region locks may be held). */
-void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
-			uint64_t total);
-/* The final call (done == total) when ok; frees what begin set up. */
-void cms_progress_end(struct cms_progress *p, bool ok);
-/* Makes p the calling thread's operation for cms_progress_note; returns the previous one. */
-struct cms_progress *cms_progress_enter(struct cms_progress *p);
-/* cms_progress_add to the calling thread's operation (set by engine/fanout.c), if any. */
+/* Makes s the calling thread's sink (NULL: none) for cms_progress_note; returns the previous. */
+struct cms_progress_sink *cms_progress_enter(struct cms_progress_sink *s);
+/* Adds bytes to the calling thread's sink, if any. */
 void cms_progress_note(uint64_t bytes);
 
 #endif /* CMS_CORE_H */

@@ -1,22 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * progress.c - the progress callback of long pause / resume / swap calls
- * (cms_context_progress_set).
- *
- * An operation takes a snapshot of the context's callback when it starts
- * (under the context lock, released before any copy), so that a concurrent
- * cms_context_progress_set never changes a callback in the middle of a call.
- * Reports of one operation may come from several threads (one per device, or
- * the two sides of a swap): a mutex of the operation (no library lock)
- * serialises them so that done_bytes never goes backwards. The engines of
- * cms_pause / cms_resume reach their operation through a thread-local pointer
- * set by engine/fanout.c around each device's schedule (cms_progress_note).
+ * progress.c - cms_context_progress_set, and the calling thread's progress
+ * sink: the copy loops below the engine (store) report the bytes they move
+ * through it, without knowing the operation they belong to. The engine sets
+ * the sink around each thread's part of a call (engine/fanout.c) and owns
+ * what it reports to (engine/progress_report.c).
  */
-#include <string.h>
-
 #include "core_internal.h"
 
-static _Thread_local struct cms_progress *current;
+static _Thread_local struct cms_progress_sink *current;
 
 CMS_API cms_status cms_context_progress_set(cms_context *ctx, cms_progress_fn fn, void *user)
 {
@@ -34,60 +26,16 @@ CMS_API cms_status cms_context_progress_set(cms_context *ctx, cms_progress_fn fn
 	return CMS_OK;
 }
 
-void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
-			uint64_t total)
+struct cms_progress_sink *cms_progress_enter(struct cms_progress_sink *s)
 {
-	memset(p, 0, sizeof(*p));
-	pthread_mutex_lock(&ctx->lock);
-	p->fn = ctx->progress_fn;
-	p->user = ctx->progress_user;
-	pthread_mutex_unlock(&ctx->lock);
-	p->operation = operation;
-	p->total = total;
-	if (p->fn && pthread_mutex_init(&p->lock, NULL))
-		p->fn = NULL; /* only a report: not a reason to fail the operation */
-}
+	struct cms_progress_sink *old = current;
 
-static void report(struct cms_progress *p, uint64_t bytes, bool final)
-{
-	pthread_mutex_lock(&p->lock);
-	if (final)
-		p->done = p->total;
-	else
-		p->done = p->total - p->done < bytes ? p->total : p->done + bytes;
-	if (!p->final_sent && (final || p->done < p->total)) {
-		p->final_sent = final;
-		p->fn(p->user, p->operation, p->done, p->total);
-	}
-	pthread_mutex_unlock(&p->lock);
-}
-
-/* bytes more are done (NULL p or 0 bytes: nothing); calls the callback with done < total. */
-static void cms_progress_add(struct cms_progress *p, uint64_t bytes)
-{
-	if (p && p->fn && bytes)
-		report(p, bytes, false);
-}
-
-void cms_progress_end(struct cms_progress *p, bool ok)
-{
-	if (!p->fn)
-		return;
-	if (ok)
-		report(p, 0, true);
-	pthread_mutex_destroy(&p->lock);
-	p->fn = NULL;
-}
-
-struct cms_progress *cms_progress_enter(struct cms_progress *p)
-{
-	struct cms_progress *old = current;
-
-	current = p;
+	current = s;
 	return old;
 }
 
 void cms_progress_note(uint64_t bytes)
 {
-	cms_progress_add(current, bytes);
+	if (current && bytes)
+		current->add(current, bytes);
 }

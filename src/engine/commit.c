@@ -12,7 +12,8 @@
  * next pause skips it (cms_store_current). */
 static void mark_current(struct cms_alloc *a)
 {
-	cms_alloc_store(a)->current = a->region->frozen && a->saved && !a->ndiscarded;
+	cms_alloc_store(a)->current =
+		cms_region_engine(a->region)->frozen && a->saved && !a->ndiscarded;
 }
 
 void cms_commit(struct cms_work *w, bool async)
@@ -34,7 +35,7 @@ void cms_commit(struct cms_work *w, bool async)
 	/* In: a frozen region's backups restored whole are the content (current; one the store
 	 * does not keep after the resume is moot: cms_store_current). */
 	for (i = 0; i < w->nin; i++)
-		if (!w->in[i]->frozen)
+		if (!cms_region_engine(w->in[i])->frozen)
 			cms_store_stale(w->in[i]);
 	for (i = 0; i < w->ni; i++)
 		mark_current(w->vi[i]); /* restored whole */

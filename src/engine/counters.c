@@ -10,7 +10,7 @@
 
 void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c)
 {
-	struct cms_counters *k = &r->counters;
+	struct cms_counters *k = &cms_region_engine(r)->counters;
 
 	if (out) {
 		k->pauses++;
@@ -38,14 +38,14 @@ void cms_counters_fail(struct cms_region **v, size_t n, cms_status st)
 	if (!st)
 		return;
 	for (i = 0; i < n; i++) {
-		v[i]->counters.failures++;
-		v[i]->counters.failures_by_status[slot]++;
+		cms_region_engine(v[i])->counters.failures++;
+		cms_region_engine(v[i])->counters.failures_by_status[slot]++;
 	}
 }
 
 void cms_counters_read(const struct cms_region *r, cms_region_stats *o)
 {
-	const struct cms_counters *k = &r->counters;
+	const struct cms_counters *k = &cms_region_engine(r)->counters;
 
 	memset(o, 0, sizeof(*o));
 	o->struct_size = sizeof(*o);
@@ -65,8 +65,8 @@ void cms_counters_read(const struct cms_region *r, cms_region_stats *o)
 	o->bytes_from_store = k->bytes_from_store;
 	o->pause_ns = k->pause_ns;
 	o->resume_ns = k->resume_ns;
-	o->bytes_prepared = k->bytes_prepared;
-	o->prepare_ns = k->prepare_ns;
+	o->bytes_prepared = cms_region_store(r)->bytes_prepared;
+	o->prepare_ns = cms_region_store(r)->prepare_ns;
 	o->bytes_verified = k->bytes_verified;
 	o->verify_ns = k->verify_ns;
 	o->bytes_unchanged = k->bytes_unchanged;

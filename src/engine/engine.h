@@ -38,6 +38,27 @@ static inline struct cms_engine_alloc *cms_alloc_engine(const struct cms_alloc *
 	return cms_container_of(cms_alloc_store(a), struct cms_engine_alloc, below);
 }
 
+/* Cumulative counters of a region (cms_region_stats, since 1.2; counters.c). */
+struct cms_counters {
+	uint64_t pauses, resumes, swaps, failures;
+	uint64_t failures_by_status[CMS_STATS_STATUS_SLOTS];
+	uint64_t bytes_released, bytes_backed, bytes_to_store, bytes_from_store;
+	uint64_t pause_ns, resume_ns;
+	uint64_t bytes_verified, verify_ns, bytes_unchanged; /* 1.3 */
+};
+
+/* The engine's part of a region (core.h says how the parts compose); under its lock. */
+struct cms_engine_region {
+	struct cms_store_region below;
+	bool frozen;		      /* cms_region_freeze: mappings read-only (frozen.c) */
+	struct cms_counters counters; /* cumulative, since creation (counters.c) */
+};
+
+static inline struct cms_engine_region *cms_region_engine(const struct cms_region *r)
+{
+	return cms_container_of(cms_region_store(r), struct cms_engine_region, below);
+}
+
 /* The engine's tunables (tunables.c). */
 struct cms_engine_tunables {
 	struct cms_tune_size overlap_batch; /* overlap.c: bytes a pause batch releases */

@@ -23,6 +23,22 @@ struct cms_counted {
 /* r was paused (out) or resumed (!out) by a committed call; swap: by cms_swap. */
 void cms_counters_commit(struct cms_region *r, bool out, bool swap, const struct cms_counted *c);
 
+/* ---- progress_report.c: the progress callback of one pause / resume / swap ---- */
+struct cms_progress {
+	struct cms_progress_sink sink; /* what the operation's threads enter (core/progress.c) */
+	cms_progress_fn fn;	       /* snapshot of the context's; NULL: no reports */
+	void *user;
+	const char *operation;
+	uint64_t total, done;
+	bool final_sent;
+	pthread_mutex_t lock; /* serialises reports of the operation's threads */
+};
+/* Snapshot of ctx's callback (takes ctx->lock briefly: region locks may be held). */
+void cms_progress_begin(struct cms_progress *p, cms_context *ctx, const char *operation,
+			uint64_t total);
+/* The final call (done == total) when ok; frees what begin set up. */
+void cms_progress_end(struct cms_progress *p, bool ok);
+
 /* ---- checksum.c: checksums of device memory (CMS_REGION_VERIFY) ---- */
 /* len bytes of device memory at ptr, bytes [off, off + len) of an allocation, whose checksum
  * (kernels/checksum.h) goes to slot. */

@@ -31,7 +31,7 @@ struct worker {
 	bool started;
 	char msg[512];
 	struct cms_logq logq;
-	struct cms_progress *progress; /* the call's progress reports (core/progress.c) */
+	struct cms_progress_sink *progress; /* the call's progress reports (progress_report.c) */
 	struct start *start;
 };
 
@@ -46,7 +46,7 @@ static void worker_run(struct worker *k)
 {
 	struct cms_work *w = &k->w;
 	uint64_t t0 = cms_now_ns();
-	struct cms_progress *prev = cms_progress_enter(k->progress);
+	struct cms_progress_sink *prev = cms_progress_enter(k->progress);
 	cms_status st;
 
 	if (!k->alone)
@@ -429,7 +429,7 @@ cms_status cms_fanout(const struct cms_call *call, cms_pause_result *pres, cms_r
 			plan_region(g[off - w->nout - w->nin + j], j < w->nout,
 				    &plan[off - w->nout - w->nin + j]);
 		k[i].alone = nd == 1;
-		k[i].progress = &prog;
+		k[i].progress = &prog.sink;
 	}
 
 	cms_progress_begin(&prog, call->ctx, call->sched->name,

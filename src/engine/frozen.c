@@ -11,7 +11,7 @@ cms_status cms_engine_freeze(struct cms_region *r, bool freeze)
 {
 	cms_status st;
 
-	if (r->frozen == freeze)
+	if (cms_region_engine(r)->frozen == freeze)
 		return CMS_OK;	   /* nothing to do */
 	st = cms_region_settle(r); /* no restore copy may still run into it */
 	if (st)
@@ -25,7 +25,7 @@ cms_status cms_engine_freeze(struct cms_region *r, bool freeze)
 		cms_store_stale(r);
 	if (st)
 		return st;
-	r->frozen = freeze;
+	cms_region_engine(r)->frozen = freeze;
 	/* frozen: backups become current from the next pause or resume on; thawed: none is */
 	cms_store_stale(r);
 	cms_log(r->ctx, CMS_LOG_DEBUG, "region \"%s\" on device %d %s", r->tag, r->device,

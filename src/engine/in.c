@@ -119,7 +119,7 @@ bool cms_in_frozen(const struct cms_work *w)
 	size_t i;
 
 	for (i = 0; i < w->nin; i++)
-		if (w->in[i]->frozen)
+		if (cms_region_engine(w->in[i])->frozen)
 			return true;
 	return false;
 }

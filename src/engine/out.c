@@ -128,7 +128,7 @@ static void unmap_unrestored(struct cms_work *w)
 
 cms_status cms_out_rollback(struct cms_work *w, struct cms_lanes *l)
 {
-	struct cms_progress *prev = cms_progress_enter(NULL); /* a rollback reports nothing */
+	struct cms_progress_sink *prev = cms_progress_enter(NULL); /* a rollback reports nothing */
 	cms_status first = CMS_OK, st;
 	uint64_t unused = 0;
 	size_t i, k;

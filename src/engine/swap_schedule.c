@@ -23,7 +23,7 @@
 
 struct in_side {
 	struct cms_work *w;
-	struct cms_progress *progress; /* the call's, for the thread's reports */
+	struct cms_progress_sink *progress; /* the call's, for the thread's reports */
 	struct cms_logq logq;
 	pthread_t thread;
 	cms_status st;
@@ -59,7 +59,7 @@ static cms_status in_side_run(struct in_side *s)
 static void *in_side_main(void *arg)
 {
 	struct in_side *s = arg;
-	struct cms_progress *prev = cms_progress_enter(s->progress);
+	struct cms_progress_sink *prev = cms_progress_enter(s->progress);
 	cms_status st;
 
 	cms_log_defer(&s->logq);

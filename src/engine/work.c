@@ -115,14 +115,14 @@ cms_status cms_work_refreeze(struct cms_region **v, size_t n, bool thaw)
 	for (i = 0; i < n; i++) {
 		struct cms_region *r = v[i];
 
-		if (!r->frozen)
+		if (!cms_region_engine(r)->frozen)
 			continue;
 		st = cms_vmm_region_access(r, cms_region_vmm(r)->peer_mask, false,
 					   cms_region_vmm(r)->peer_mask, true);
 		if (st && !first)
 			first = st;
 		if (st && thaw && st != CMS_ERR_ROLLBACK_FAILED) { /* every mapping read-write */
-			r->frozen = false;
+			cms_region_engine(r)->frozen = false;
 			cms_log(r->ctx, CMS_LOG_ERROR,
 				"region \"%s\" thawed: not read-only again after a failed pause: "
 				"%s",

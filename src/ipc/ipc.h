@@ -19,7 +19,7 @@
 
 /* The ipc layer's part of a region (core.h says how the parts compose). */
 struct cms_ipc_region {
-	struct cms_store_region below;
+	struct cms_engine_region below;
 	struct cms_ipc_pub *ipc; /* exporters publishing it (ipc_export.c); under its lock */
 };
 

@@ -34,7 +34,7 @@ struct cms_ipc_pub {
 
 static inline struct cms_ipc_region *cms_region_ipc(const struct cms_region *r)
 {
-	return cms_container_of(cms_region_store(r), struct cms_ipc_region, below);
+	return cms_container_of(cms_region_engine(r), struct cms_ipc_region, below);
 }
 
 /* Copies a uid allow-list (n may be 0); *out NULL when n is 0. */

@@ -201,7 +201,7 @@ static struct cms_hostbuf *attach(struct cms_region *r, struct cms_prep_job *j)
 	}
 	if (m) {
 		cms_hostbuf_attach(r, hb, use, off, m);
-		r->counters.bytes_prepared += cms_hostbuf_len(hb);
+		cms_region_store(r)->bytes_prepared += cms_hostbuf_len(hb);
 		hb = NULL;
 	}
 	free(off);
@@ -223,7 +223,7 @@ struct cms_hostbuf *cms_store_prepare_finish(struct cms_region *r, struct cms_pr
 
 	if (!j->taken) {
 		cms_region_store(r)->prep_job = NULL;
-		r->counters.prepare_ns += j->ns;
+		cms_region_store(r)->prepare_ns += j->ns;
 		hb = attach(r, j);
 	}
 	job_done(j);
@@ -245,7 +245,7 @@ void cms_store_prepare_take(struct cms_region *r, bool cancel)
 	pthread_mutex_unlock(&j->lock);
 	j->taken = true; /* the making thread frees only the plan (cms_store_prepare_finish) */
 	cms_region_store(r)->prep_job = NULL;
-	r->counters.prepare_ns += j->ns;
+	cms_region_store(r)->prepare_ns += j->ns;
 	hb = cancel ? j->hb : attach(r, j);
 	if (hb)
 		cms_hostbuf_free(r->ctx, hb);

@@ -47,10 +47,11 @@ struct cms_store_region {
 	struct cms_vmm_region below;
 	uint64_t pinned_bytes;	  /* page-locked part of host_bytes (host_buffer.c) */
 	uint64_t host_free_bytes; /* part of host_bytes in no allocation's slice (host_holes.c) */
-	struct cms_hostbuf *hostbufs;  /* its host backup buffers (host_buffer.c) */
-	struct cms_stage *host_stage;  /* staging kept between restores (host_pageable.c) */
-	struct cms_disk *disk;	       /* DISK: its directory and file (disk.c) */
-	struct cms_prep_job *prep_job; /* a buffer being made ahead for it (host_ahead.c) */
+	struct cms_hostbuf *hostbufs;	     /* its host backup buffers (host_buffer.c) */
+	struct cms_stage *host_stage;	     /* staging kept between restores (host_pageable.c) */
+	struct cms_disk *disk;		     /* DISK: its directory and file (disk.c) */
+	struct cms_prep_job *prep_job;	     /* a buffer being made ahead for it (host_ahead.c) */
+	uint64_t bytes_prepared, prepare_ns; /* its cms_region_stats: host_ahead.c counts */
 };
 
 /* Staging buffers (host_stage, disk_stage) are whole multiples of it: DISK files are read and

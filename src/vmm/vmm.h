@@ -184,6 +184,12 @@ cms_status cms_vmm_release(struct cms_alloc *a);
 /* cuMemMap of a->handle at a->base + cuMemSetAccess read-write; sets mapped. */
 cms_status cms_vmm_map(struct cms_alloc *a);
 
+/* ---- device_caps.c: what the device allows a region's handles (no lock needed) ---- */
+/* The CU_MEM_HANDLE_TYPE_* bits region flags ask for, checked against the device's attributes. */
+cms_status cms_vmm_handle_types(cms_context *ctx, int32_t device, uint64_t flags, uint32_t *out);
+/* Checks a region's peer_device_mask for device (each able to access its memory). */
+cms_status cms_vmm_peers_check(cms_context *ctx, int32_t device, uint64_t mask);
+
 /* ---- access.c: the access of a whole region's mappings (region lock held) ---- */
 /*
  * Changes the access of every mapping of r (each allocation mapped, a run once: allocations,
