@@ -2,18 +2,20 @@
 /*
  * bench_disk.c - workload (g): an 8 GiB DISK region (8 x 1 GiB at --scale 1)
  * in --disk-dir, next to the disk's own sequential bandwidth measured in the
- * same run with the same I/O method as the library (O_DIRECT where the
- * filesystem accepts it, 64 MiB transfers): a file of the same size written
- * and fsync'ed, then read back after dropping it from the page cache
- * (posix_fadvise POSIX_FADV_DONTNEED after the fsync; O_DIRECT bypasses the
- * cache anyway). Every cycle rewrites windows at the start, middle and end of
- * each allocation with a new generation before the pause and checks them, and
- * a window left at the first generation, after the resume.
+ * same run: a file of the same size written and fsync'ed, then read back
+ * (O_DIRECT where the filesystem accepts it, else the page cache dropped with
+ * posix_fadvise POSIX_FADV_DONTNEED), the best of the plain ways (transfer
+ * size x threads, each thread one transfer at a time); the library's own way
+ * (64 MiB transfers, one at a time) is reported beside it. Every cycle rewrites windows at the
+ * start, middle and end of each allocation with a new generation before the pause and checks them,
+ * and a window left at the first generation, after the resume.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -30,7 +32,10 @@ static struct {
 	bool measured;
 	bool cache_dropped; /* O_DIRECT, or fadvise(DONTNEED) succeeded */
 	const char *cache_how;
-	double write_gbs, read_gbs;
+	double write_gbs, read_gbs;	    /* the floor: the best way of each direction */
+	size_t write_xfer, read_xfer;	    /* its transfer size */
+	unsigned write_depth, read_depth;   /* its threads */
+	double lib_write_gbs, lib_read_gbs; /* the library's way (64 MiB, one at a time) */
 	uint64_t bytes;
 	char cannot[1000]; /* why (g) cannot run here */
 } g;
@@ -50,13 +55,114 @@ const char *bench_disk_dir(void)
 	return t && *t ? t : "/tmp";
 }
 
-/* The disk floor: write + fsync and read back total bytes of a new file in dir. */
+/* ---- the disk floor: the best of the plain ways (transfer size x threads) ---- */
+
+/* The plain ways tried: every transfer size with every number of threads (each thread one
+ * synchronous pread/pwrite at a time: the queue depth). */
+static const size_t way_xfer[] = { 1ull << 20, 8ull << 20, DISK_CHUNK };
+static const unsigned way_depth[] = { 1, 2, 4, 8 };
+#define WAY_PROBE_MAX (1ull << 30) /* bytes each way is tried on before the best runs in full */
+
+struct io_pass {
+	int fd;
+	bool write;
+	size_t xfer;
+	uint64_t total;
+	_Atomic uint64_t next; /* the next transfer's offset */
+	_Atomic int err;       /* the first errno */
+};
+
+static void *io_thread(void *arg)
+{
+	struct io_pass *p = arg;
+	void *buf = NULL;
+	uint64_t off;
+
+	if (posix_memalign(&buf, 4096, p->xfer)) {
+		atomic_store(&p->err, ENOMEM);
+		return NULL;
+	}
+	memset(buf, 0x5a, p->xfer);
+	while ((off = atomic_fetch_add(&p->next, p->xfer)) < p->total && !atomic_load(&p->err)) {
+		size_t n = p->total - off < p->xfer ? (size_t)(p->total - off) : p->xfer;
+		ssize_t got;
+
+		n = (n + 4095) & ~(size_t)4095;
+		got = p->write ? pwrite(p->fd, buf, n, (off_t)off) :
+				 pread(p->fd, buf, n, (off_t)off);
+		if (got != (ssize_t)n) {
+			int e = got < 0 ? errno : EIO, zero = 0;
+
+			atomic_compare_exchange_strong(&p->err, &zero, e);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* One pass over [0, total) of fd: written then fsync'ed, or read (the page cache dropped
+ * first unless O_DIRECT); GB/s in *gbs. 0, or -1 with the failure recorded. */
+static int io_pass(struct bench *b, int fd, bool write, size_t xfer, unsigned depth, uint64_t total,
+		   double *gbs)
+{
+	struct io_pass p = { .fd = fd, .write = write, .xfer = xfer, .total = total };
+	pthread_t th[8];
+	unsigned started = 0, i;
+	uint64_t t0;
+
+	if (!write && !g.direct)
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	t0 = bench_now_ns();
+	for (i = 1; i < depth; i++) /* the calling thread is the first */
+		if (!pthread_create(&th[started], NULL, io_thread, &p))
+			started++;
+	io_thread(&p);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (!atomic_load(&p.err) && write && fsync(fd))
+		atomic_store(&p.err, errno);
+	*gbs = (double)total / (double)(bench_now_ns() - t0);
+	if (atomic_load(&p.err)) {
+		bench_fail(b,
+			   "(g) floor: %s of %" PRIu64
+			   " bytes (%zu-byte transfers, %u threads): %s",
+			   write ? "write" : "read", total, xfer, depth,
+			   strerror(atomic_load(&p.err)));
+		return -1;
+	}
+	if (started + 1 < depth) /* fewer threads than asked: not that way */
+		*gbs = 0;
+	return 0;
+}
+
+/* Tries every plain way on the first bytes of fd for one direction; the best in *best. */
+static int best_way(struct bench *b, int fd, bool write, uint64_t total, int *best)
+{
+	uint64_t probe = total < WAY_PROBE_MAX ? total : WAY_PROBE_MAX;
+	double gbs, top = -1;
+	size_t x, d;
+
+	for (x = 0; x < sizeof(way_xfer) / sizeof(way_xfer[0]); x++)
+		for (d = 0; d < sizeof(way_depth) / sizeof(way_depth[0]); d++) {
+			if (io_pass(b, fd, write, way_xfer[x], way_depth[d], probe, &gbs))
+				return -1;
+			if (gbs > top) {
+				top = gbs;
+				*best = (int)(x * 8 + d);
+			}
+		}
+	return 0;
+}
+
+/*
+ * The disk floor: a new file of total bytes in dir written and fsync'ed, then read back, the
+ * way the library does it (64 MiB transfers, one at a time: the first pass), then every plain
+ * way tried on its first GiB and the best of each direction run over the whole file: the floor.
+ */
 static int disk_floor(struct bench *b, uint64_t total)
 {
 	char path[PATH_MAX + 64];
-	uint64_t off, t0, t1;
-	void *buf = NULL;
-	int fd, rc = -1;
+	int fd, rc = -1, bw = 0, br = 0;
 
 	snprintf(path, sizeof(path), "%s/cms-bench-floor-%ld.tmp", bench_disk_dir(),
 		 (long)getpid());
@@ -70,27 +176,6 @@ static int disk_floor(struct bench *b, uint64_t total)
 		bench_fail(b, "(g) cannot create %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (posix_memalign(&buf, 4096, DISK_CHUNK)) {
-		bench_fail(b, "(g) out of host memory");
-		goto out;
-	}
-	memset(buf, 0x5a, DISK_CHUNK);
-	t0 = bench_now_ns();
-	for (off = 0; off < total; off += DISK_CHUNK) {
-		size_t n = total - off < DISK_CHUNK ? (size_t)(total - off) : DISK_CHUNK;
-
-		n = (n + 4095) & ~(size_t)4095;
-		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n) {
-			bench_fail(b, "(g) floor: write to %s: %s", path, strerror(errno));
-			goto out;
-		}
-	}
-	if (fsync(fd)) {
-		bench_fail(b, "(g) floor: fsync of %s: %s", path, strerror(errno));
-		goto out;
-	}
-	t1 = bench_now_ns();
-	g.write_gbs = (double)total / (double)(t1 - t0);
 	if (g.direct) {
 		g.cache_dropped = true;
 		g.cache_how = "O_DIRECT";
@@ -99,27 +184,39 @@ static int disk_floor(struct bench *b, uint64_t total)
 		g.cache_how = g.cache_dropped ? "posix_fadvise(DONTNEED)" :
 						"not dropped (fadvise failed)";
 	}
-	t0 = bench_now_ns();
-	for (off = 0; off < total; off += DISK_CHUNK) {
-		size_t n = total - off < DISK_CHUNK ? (size_t)(total - off) : DISK_CHUNK;
-
-		n = (n + 4095) & ~(size_t)4095;
-		if (pread(fd, buf, n, (off_t)off) != (ssize_t)n) {
-			bench_fail(b, "(g) floor: read of %s: %s", path, strerror(errno));
-			goto out;
-		}
+	if (io_pass(b, fd, true, DISK_CHUNK, 1, total, &g.lib_write_gbs) ||
+	    io_pass(b, fd, false, DISK_CHUNK, 1, total, &g.lib_read_gbs) ||
+	    best_way(b, fd, true, total, &bw) || best_way(b, fd, false, total, &br))
+		goto out;
+	g.write_xfer = way_xfer[bw / 8];
+	g.write_depth = way_depth[bw % 8];
+	g.read_xfer = way_xfer[br / 8];
+	g.read_depth = way_depth[br % 8];
+	if (io_pass(b, fd, true, g.write_xfer, g.write_depth, total, &g.write_gbs) ||
+	    io_pass(b, fd, false, g.read_xfer, g.read_depth, total, &g.read_gbs))
+		goto out;
+	/* the library's way is one of the ways: the floor is never below it */
+	if (g.lib_write_gbs > g.write_gbs) {
+		g.write_gbs = g.lib_write_gbs;
+		g.write_xfer = DISK_CHUNK;
+		g.write_depth = 1;
 	}
-	t1 = bench_now_ns();
-	g.read_gbs = (double)total / (double)(t1 - t0);
+	if (g.lib_read_gbs > g.read_gbs) {
+		g.read_gbs = g.lib_read_gbs;
+		g.read_xfer = DISK_CHUNK;
+		g.read_depth = 1;
+	}
 	g.measured = true;
 	g.bytes = total;
-	printf("  disk floor in %s (%s I/O, 64 MiB transfers): write+fsync %.2f GB/s, read %.2f "
-	       "GB/s (page cache: %s)\n",
-	       bench_disk_dir(), g.direct ? "O_DIRECT" : "buffered", g.write_gbs, g.read_gbs,
-	       g.cache_how);
+	printf("  disk floor in %s (%s I/O, page cache: %s), best of %zu plain ways: write+fsync "
+	       "%.2f GB/s (%zu MiB x %u threads), read %.2f GB/s (%zu MiB x %u threads); the "
+	       "library's way (64 MiB, one at a time): %.2f / %.2f GB/s\n",
+	       bench_disk_dir(), g.direct ? "O_DIRECT" : "buffered", g.cache_how,
+	       sizeof(way_xfer) / sizeof(way_xfer[0]) * (sizeof(way_depth) / sizeof(way_depth[0])),
+	       g.write_gbs, g.write_xfer >> 20, g.write_depth, g.read_gbs, g.read_xfer >> 20,
+	       g.read_depth, g.lib_write_gbs, g.lib_read_gbs);
 	rc = 0;
 out:
-	free(buf);
 	close(fd);
 	unlink(path);
 	return rc;
@@ -333,7 +430,7 @@ out:
 		snprintf(w->note, sizeof(w->note),
 			 "disk floor (%s, cache %s): write+fsync %.2f GB/s, read %.2f GB/s; "
 			 "median pause %.2f GB/s = %.0f%% of write, resume %.2f GB/s = %.0f%% of "
-			 "read (target >= 70%%)%s",
+			 "read (target >= 90%%)%s",
 			 g.direct ? "O_DIRECT" : "buffered", g.cache_how, g.write_gbs, g.read_gbs,
 			 (double)need / (p * 1e6), 100.0 * (double)need / (p * 1e6) / g.write_gbs,
 			 (double)need / (r * 1e6), 100.0 * (double)need / (r * 1e6) / g.read_gbs,
@@ -368,16 +465,19 @@ void bench_disk_report(const struct bench *b, const struct bench_work *w)
 
 			if (isnan(ms[m][p]))
 				continue;
-			printf("  %-7s %-7s %10.1f %9.2f  %-5s %6.2f GB/s      %5.0f%%  >= 70%% "
+			printf("  %-7s %-7s %10.1f %9.2f  %-5s %6.2f GB/s      %5.0f%%  >= 90%% "
 			       "%s\n",
 			       m ? "median" : "first", p ? "pause" : "resume", ms[m][p], gbs,
 			       p ? "write" : "read", fl, 100.0 * gbs / fl,
 			       b->sim || b->scale != 1 ? "(not judged)" :
-			       gbs >= 0.7 * fl	       ? "yes" :
+			       gbs >= 0.9 * fl	       ? "yes" :
 							 "NO");
 		}
-	printf("  disk floor: %s I/O, 64 MiB transfers, page cache %s\n",
-	       g.direct ? "O_DIRECT" : "buffered", g.cache_how);
+	printf("  disk floor: %s I/O, page cache %s; the best plain way: write %zu MiB x %u "
+	       "threads, read %zu MiB x %u threads; the library's way (64 MiB, one at a time) "
+	       "%.2f / %.2f GB/s\n",
+	       g.direct ? "O_DIRECT" : "buffered", g.cache_how, g.write_xfer >> 20, g.write_depth,
+	       g.read_xfer >> 20, g.read_depth, g.lib_write_gbs, g.lib_read_gbs);
 }
 
 void bench_disk_json(const struct bench *b, const struct bench_work *w, FILE *f)
@@ -420,6 +520,13 @@ void bench_disk_json(const struct bench *b, const struct bench_work *w, FILE *f)
 	bench_json_num(f, pg / g.write_gbs);
 	fputs(", \"resume_to_read\": ", f);
 	bench_json_num(f, rg / g.read_gbs);
-	fprintf(f, ", \"target\": 0.7, \"judged\": %s}",
+	fprintf(f,
+		", \"write_way\": {\"transfer\": %zu, \"threads\": %u}, \"read_way\": "
+		"{\"transfer\": %zu, \"threads\": %u}, \"library_write_gbs\": ",
+		g.write_xfer, g.write_depth, g.read_xfer, g.read_depth);
+	bench_json_num(f, g.lib_write_gbs);
+	fputs(", \"library_read_gbs\": ", f);
+	bench_json_num(f, g.lib_read_gbs);
+	fprintf(f, ", \"target\": 0.9, \"judged\": %s}",
 		!b->sim && b->scale == 1 ? "true" : "false");
 }
