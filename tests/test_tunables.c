@@ -117,6 +117,7 @@ static const struct bad {
 	{ "negative", "overlap_batch=-1", NULL },
 	{ "negative", "run_chunk=-1g", NULL },
 	{ "negative", "threads:-1", NULL },
+	{ "negative", "disk_threads:-1", NULL },
 	{ "zero", "disk_stage=0", NULL }, /* every DISK pause failed */
 	{ "zero", "host_stage=0", NULL }, /* every pageable HOST pause failed */
 	{ "zero", "disk_stage=0g", NULL },
@@ -125,6 +126,7 @@ static const struct bad {
 	{ "zero", "host_group=0", NULL },
 	{ "zero", "threads:0", NULL },
 	{ "zero", "slice:0", NULL },
+	{ "zero", "disk_threads:0", NULL },
 	{ "huge", "run_chunk=4294967295g", NULL }, /* a 96 GiB calloc */
 	{ "huge", "run_chunk=32G", NULL },
 	{ "huge", "disk_stage=2G", NULL },
@@ -132,6 +134,7 @@ static const struct bad {
 	{ "huge", "host_group=2048G", NULL },
 	{ "huge", "threads:65", NULL },
 	{ "huge", "slice:1025", NULL },
+	{ "huge", "disk_threads:17", "outside 1..16" },
 	{ "malformed", "disk_stage=", NULL },
 	{ "malformed", "disk_stage=1MB", NULL },
 	{ "malformed", "disk_stage=abc", NULL },
@@ -141,6 +144,8 @@ static const struct bad {
 	{ "malformed", "disk_stage=0x1000", NULL },
 	{ "malformed", "run_chunk=g/", NULL },
 	{ "malformed", "threads:2x", NULL },
+	{ "malformed", "disk_threads:4x", NULL },
+	{ "malformed", "disk_threads", NULL },
 	{ "malformed", "disk_stgae=1M", NULL },
 	{ "malformed", "hugetlb=1", NULL },
 	{ "malformed", LONG_TOKEN, "a token of" },
@@ -169,9 +174,9 @@ START_TEST(valid_tokens_are_taken)
 {
 	static const char *const good[] = {
 		"overlap_batch=1,host_group=4K,host_stage=4K,disk_stage=4K,run_chunk=0,threads:1,"
-		"slice:1,nothp,noprefault,lazyfree",
+		"slice:1,nothp,noprefault,lazyfree,disk_threads:1",
 		"overlap_batch=1024G,host_group=1024G,host_stage=1G,disk_stage=1G,run_chunk=8M,"
-		"threads:64,slice:1024",
+		"threads:64,slice:1024,disk_threads:16",
 		"overlap_batch=g/2,host_group=2g,host_stage=8K,disk_stage=12K,run_chunk=4M",
 		",disk_stage=64K,,run_chunk=4g,",
 	};

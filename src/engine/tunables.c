@@ -15,6 +15,7 @@
  * chunk size is whole granules there, at least two (else 0, no chunks): a size
  * that is not is rounded down when used, logged once per device as a warning.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,20 +174,39 @@ static const char *parse_size(enum tune_key k, const char *v, struct cms_tune_si
 	return why;
 }
 
-/* "threads:N" (1..CMS_PREP_THREADS_MAX) or "slice:M" (1..1024 MiB) into t. */
-static const char *parse_count(struct cms_store_tunables *t, const char *tok, bool threads)
-{
-	uint64_t v, max = threads ? CMS_PREP_THREADS_MAX : 1024;
-	const char *end = parse_u64(tok + (threads ? 8 : 6), &v);
+/* The counts ("name:N"): the store's, each with its range (and shift: slice is in MiB). */
+static const struct count {
+	const char *name; /* with its colon */
+	uint64_t max;
+	unsigned shift;
+	size_t at; /* offsetof(struct cms_store_tunables, ...) */
+	bool wide; /* a size_t (else unsigned) */
+} counts[] = {
+	{ "threads:", CMS_PREP_THREADS_MAX, 0, offsetof(struct cms_store_tunables, prep_threads) },
+	{ "slice:", 1024, 20, offsetof(struct cms_store_tunables, prep_slice), true },
+	{ "disk_threads:", CMS_DISK_THREADS_MAX, 0,
+	  offsetof(struct cms_store_tunables, disk_threads) },
+};
 
+/* Count c's value (1..max, in units of 1 << shift) from tok into t (why: at least 96 bytes). */
+static const char *parse_count(struct cms_store_tunables *t, const char *tok, const struct count *c,
+			       char *why, size_t len)
+{
+	const char *end;
+	uint64_t v;
+
+	end = parse_u64(tok + strlen(c->name), &v);
 	if (!end || *end)
 		return "not a number";
-	if (v < 1 || v > max)
-		return threads ? "outside 1..64" : "outside 1..1024 (MiB)";
-	if (threads)
-		t->prep_threads = (unsigned)v;
+	if (v < 1 || v > c->max) {
+		snprintf(why, len, "outside 1..%llu%s", (unsigned long long)c->max,
+			 c->shift ? " (MiB)" : "");
+		return why;
+	}
+	if (c->wide)
+		*(size_t *)(void *)((char *)t + c->at) = (size_t)v << c->shift;
 	else
-		t->prep_slice = (size_t)v << 20;
+		*(unsigned *)(void *)((char *)t + c->at) = (unsigned)v;
 	return NULL;
 }
 
@@ -211,10 +231,12 @@ static const char *apply(cms_context *ctx, const char *tok, char *why, size_t le
 		t->prep_noprefault = true;
 	else if (!strcmp(tok, "lazyfree"))
 		t->prep_lazyfree = true;
-	else if (!strncmp(tok, "threads:", 8) || !strncmp(tok, "slice:", 6))
-		return parse_count(t, tok, tok[0] == 't');
-	else
+	else {
+		for (k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])); k++)
+			if (!strncmp(tok, counts[k].name, strlen(counts[k].name)))
+				return parse_count(t, tok, &counts[k], why, len);
 		return "not a known size or switch";
+	}
 	return NULL;
 }
 
@@ -254,6 +276,7 @@ void cms_tunables_load(cms_context *ctx)
 		*size_of(ctx, (enum tune_key)k) =
 			(struct cms_tune_size){ .bytes = defaults[k], .lim = &limits[k] };
 	cms_ctx_store(ctx)->tune.prep_slice = 32ull << 20;
+	cms_ctx_store(ctx)->tune.disk_threads = 4;
 	if (ctx->drv.tunables)
 		apply_all(ctx, "the driver's tunables", ctx->drv.tunables());
 	apply_all(ctx, "CMS_TUNABLES", secure_getenv("CMS_TUNABLES"));

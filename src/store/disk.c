@@ -38,7 +38,9 @@
  * the device-to-host copy of batch i + 1 runs while batch i is written; on
  * resume batch i + 1 is read while batch i is copied to the device. A batch
  * is a run of consecutive slots of one region of at most one buffer's bytes
- * (several small allocations, or a piece of a large one). A pause ends with
+ * (several small allocations, or a piece of a large one), written or read as
+ * up to disk_threads transfers at once (io_full: a disk goes faster with more
+ * than one transfer in flight). A pause ends with
  * fdatasync of each file it wrote (disk_sync): its errors fail the pause,
  * which then rolls back with the content still on the device.
  */
@@ -97,34 +99,26 @@ static cms_status io_status(int err)
 	}
 }
 
-/* Full pwrite/pread with EINTR and short transfers handled; the simulation may fail it. */
-static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, size_t len,
-		   uint64_t off)
+/* Full pwrite/pread of fd with EINTR and short transfers handled; *direct false once the
+ * filesystem refused an O_DIRECT transfer (the file then goes buffered: F_SETFL is the file's,
+ * so pieces running at once may each do it). 0, or -1 with errno set. */
+static int io_loop(int fd, bool *direct, bool write, char *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 
-	if (ctx->drv.io_hook) {
-		int err = ctx->drv.io_hook(write ? 1 : 2); /* CMSSIM_IO_WRITE / _READ */
-
-		if (err) {
-			errno = err;
-			return -1;
-		}
-	}
 	while (done < len) {
-		ssize_t r =
-			write ? pwrite(d->fd, (char *)buf + done, len - done, (off_t)(off + done)) :
-				pread(d->fd, (char *)buf + done, len - done, (off_t)(off + done));
+		ssize_t r = write ? pwrite(fd, buf + done, len - done, (off_t)(off + done)) :
+				    pread(fd, buf + done, len - done, (off_t)(off + done));
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 && errno == EINVAL && d->direct) {
+		if (r < 0 && errno == EINVAL && *direct) {
 			/* The filesystem refuses these O_DIRECT transfers: go buffered. */
-			int fl = fcntl(d->fd, F_GETFL);
+			int fl = fcntl(fd, F_GETFL);
 
-			if (fl < 0 || fcntl(d->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+			if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_DIRECT) < 0)
 				return -1;
-			d->direct = false;
+			*direct = false;
 			continue;
 		}
 		if (r < 0)
@@ -136,6 +130,79 @@ static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, 
 		done += (size_t)r;
 	}
 	return 0;
+}
+
+/* One piece of a transfer, on a thread of its own (io_full). */
+struct io_piece {
+	int fd;
+	bool direct, write, started;
+	char *buf;
+	size_t len;
+	uint64_t off;
+	int err; /* its errno, 0 when done */
+	pthread_t thread;
+};
+
+static void *io_piece_main(void *arg)
+{
+	struct io_piece *p = arg;
+
+	p->err = io_loop(p->fd, &p->direct, p->write, p->buf, p->len, p->off) ? errno : 0;
+	return NULL;
+}
+
+/*
+ * A whole transfer of len bytes at off, the simulation's fault first. The disk is kept busy
+ * with up to disk_threads transfers at once (the store's tunable; a transfer of at least
+ * CMS_DISK_PIECE_MIN bytes a piece, CMS_DISK_ALIGN-aligned): one on the calling thread, the
+ * others each on a thread of its own for this transfer (one that cannot start runs on the
+ * calling thread after it). 0, or -1 with errno set (the first failed piece's).
+ */
+static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, size_t len,
+		   uint64_t off)
+{
+	struct io_piece p[CMS_DISK_THREADS_MAX];
+	size_t n = cms_ctx_store(ctx)->tune.disk_threads, each, i;
+	int err = 0;
+
+	if (ctx->drv.io_hook) {
+		err = ctx->drv.io_hook(write ? 1 : 2); /* CMSSIM_IO_WRITE / _READ */
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
+	if (n > len / CMS_DISK_PIECE_MIN)
+		n = len / CMS_DISK_PIECE_MIN;
+	if (n <= 1)
+		return io_loop(d->fd, &d->direct, write, buf, len, off);
+	each = (len / n + CMS_DISK_ALIGN - 1) / CMS_DISK_ALIGN * CMS_DISK_ALIGN;
+	for (i = 0; i < n; i++) {
+		size_t at = i * each < len ? i * each : len;
+
+		p[i] = (struct io_piece){ .fd = d->fd,
+					  .direct = d->direct,
+					  .write = write,
+					  .buf = (char *)buf + at,
+					  .off = off + at,
+					  .len = len - at < each ? len - at : each };
+		if (i && p[i].len)
+			p[i].started = !cms_thread_start(&p[i].thread, io_piece_main, &p[i]);
+	}
+	for (i = 0; i < n; i++)
+		if (!p[i].started && p[i].len)
+			io_piece_main(&p[i]);
+	for (i = 0; i < n; i++) {
+		if (p[i].started)
+			pthread_join(p[i].thread, NULL);
+		if (!p[i].direct)
+			d->direct = false;
+		if (!err)
+			err = p[i].err;
+	}
+	if (err)
+		errno = err;
+	return err ? -1 : 0;
 }
 
 /*

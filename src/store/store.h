@@ -58,6 +58,7 @@ struct cms_store_region {
  * written in such blocks (O_DIRECT, CMS_DISK_ALIGN). */
 #define CMS_TUNE_STAGE_ALIGN 4096u
 #define CMS_PREP_THREADS_MAX 64
+#define CMS_DISK_THREADS_MAX 16
 /* The store's tunables (engine/tunables.c sets them when the driver loads; read-only after). */
 struct cms_store_tunables {
 	struct cms_tune_size host_group; /* host_buffer.c: backups sharing one host buffer */
@@ -71,6 +72,7 @@ struct cms_store_tunables {
 	bool prep_lazyfree;    /* buffers given back are MADV_FREE'd and kept for the next pause */
 	unsigned prep_threads; /* workers, 1..CMS_PREP_THREADS_MAX; 0: the CPUs, at most 16 */
 	size_t prep_slice;     /* bytes a worker faults at a time */
+	unsigned disk_threads; /* disk.c: transfers of one batch at once, 1..CMS_DISK_THREADS_MAX */
 };
 
 /* The store's part of a context (core.h says how the parts compose). */
