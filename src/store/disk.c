@@ -153,8 +153,9 @@ static void *io_piece_main(void *arg)
 
 /*
  * A whole transfer of len bytes at off, the simulation's fault first. The disk is kept busy
- * with up to disk_threads transfers at once (the store's tunable; a transfer of at least
- * CMS_DISK_PIECE_MIN bytes a piece, CMS_DISK_ALIGN-aligned): one on the calling thread, the
+ * with up to disk_threads transfers at once (the store's tunable; no more pieces than
+ * CMS_DISK_PIECE_MIN bytes fit in len, each whole CMS_DISK_ALIGN blocks, the last what is
+ * left): one on the calling thread, the
  * others each on a thread of its own for this transfer (one that cannot start runs on the
  * calling thread after it). 0, or -1 with errno set (the first failed piece's).
  */
@@ -172,6 +173,8 @@ static int io_full(cms_context *ctx, struct cms_disk *d, bool write, void *buf, 
 			return -1;
 		}
 	}
+	if (n > CMS_DISK_THREADS_MAX)
+		n = CMS_DISK_THREADS_MAX;
 	if (n > len / CMS_DISK_PIECE_MIN)
 		n = len / CMS_DISK_PIECE_MIN;
 	if (n <= 1)

@@ -80,7 +80,7 @@ void cms_store_prepare_take(struct cms_region *r, bool cancel);
 
 /* ---- disk.c: the DISK policy ---- */
 #define CMS_DISK_ALIGN 4096u		/* file slots, batches and buffers (O_DIRECT) */
-#define CMS_DISK_PIECE_MIN (256u << 10) /* the least bytes a thread of one transfer moves */
+#define CMS_DISK_PIECE_MIN (256u << 10) /* len / it: the most pieces of a transfer */
 /* A batch of whole blocks fills a staging buffer of disk_stage bytes (tunables.c's range). */
 _Static_assert(CMS_TUNE_STAGE_ALIGN % CMS_DISK_ALIGN == 0, "disk_stage is whole DISK blocks");
 
