@@ -12,3 +12,15 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_CHECK_RO
 	{ tail -n 40 "$out/build.log"; exit 1; }
 export CUMEMSAVER_LIBRARY=$build/libcumemsaver.so.1
 unset CMS_DRIVER_LIBRARY
+# Logs under $out/logs; BUDGET_S (default 540) bounds the steps of a call (h.sh, j.sh).
+logs=$out/logs
+mkdir -p "$logs"
+budget=${BUDGET_S:-540}
+step() { # name timeout cmd...: runs when at least 30 s are left, logs to $logs/name.txt
+	local name=$1 t=$2 l=$((budget - SECONDS)) t0=$SECONDS
+	shift 2
+	[ "$l" -lt 30 ] && { echo "== $name: skipped, ${l} s left"; return; }
+	[ "$t" -gt "$l" ] && t=$l
+	timeout "$t" "$@" >"$logs/$name.txt" 2>&1
+	echo "== $name: rc=$? $((SECONDS - t0)) s"
+}

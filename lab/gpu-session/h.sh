@@ -7,17 +7,6 @@
 #   (lab/gpu-session/tms-shim.sh suite; carry .peer) while BUDGET_S lasts.
 # Set CMS_COMMIT (the device copy's .git may lag). Logs: $OUT/logs.tgz; summaries printed.
 . "$(dirname "$0")/common.sh"
-logs=$out/logs
-mkdir -p "$logs"
-budget=${BUDGET_S:-540}
-step() { # name timeout cmd...: runs when at least 30 s are left, logs to $logs/name.txt
-	local name=$1 t=$2 l=$((budget - SECONDS)) t0=$SECONDS
-	shift 2
-	[ "$l" -lt 30 ] && { echo "== $name: skipped, ${l} s left"; return; }
-	[ "$t" -gt "$l" ] && t=$l
-	timeout "$t" "$@" >"$logs/$name.txt" 2>&1
-	echo "== $name: rc=$? $((SECONDS - t0)) s"
-}
 echo "== build-gpu: $SECONDS s"
 R=${R:-'test_(core|guard|gpu|chunks|runs|frozen|verify|tunables|stress|disk|ipc)\.gpu|conformance_1_0\.gpu'}
 step ctest 300 bash -c "cd $build && ctest --output-on-failure -V -L gpu -R '$R'"

@@ -8,17 +8,6 @@
 #   the import name torch_memory_saver (lab/gpu-session/tms-shim.sh suite).
 # Logs: $OUT/logs.tgz (record.txt beside it); summaries printed.
 . "$(dirname "$0")/common.sh"
-logs=$out/logs
-mkdir -p "$logs"
-budget=${BUDGET_S:-540}
-step() { # name timeout cmd...: runs when at least 30 s are left, logs to $logs/name.txt
-	local name=$1 t=$2 l=$((budget - SECONDS)) t0=$SECONDS
-	shift 2
-	[ "$l" -lt 30 ] && { echo "== $name: skipped, ${l} s left"; return; }
-	[ "$t" -gt "$l" ] && t=$l
-	timeout "$t" "$@" >"$logs/$name.txt" 2>&1
-	echo "== $name: rc=$? $((SECONDS - t0)) s"
-}
 echo "== build-gpu: $SECONDS s"
 step ctest-gpu 360 bash -c "cd $build && CK_TAP_LOG_FILE_NAME=/dev/stderr ctest --output-on-failure -V -L gpu --timeout 300"
 grep -E "Test +#|tests passed|tests failed|:F:|:E:|Checks:" "$logs/ctest-gpu.txt" | tail -n 45

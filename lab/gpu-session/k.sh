@@ -3,8 +3,6 @@
 # cms-bench before (.base: `git archive` of the tree before) and after, alternating, while
 # BUDGET_S lasts. Carry .deps (Check) and .base. Set CMS_COMMIT. Logs: $OUT/logs.tgz.
 . "$(dirname "$0")/common.sh"
-logs=$out/logs
-mkdir -p "$logs"
 budget=${BUDGET_S:-500}
 old=$PWD/build-old
 { cmake -S .base -B "$old" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMS_BUILD_TESTS=OFF &&
